@@ -1,0 +1,100 @@
+# asn — build libasn and every tool into bin/.
+#
+#   make              build (installs missing Debian packages first when root)
+#   make test         unit, vector and CLI tests; ends with "N passed, N failed"
+#   make test-san     the unit tests again under AddressSanitizer + UBSan
+#   make bench        benchmarks (ratios against baselines measured in the same run)
+#   make install PREFIX=/usr/local
+#
+# O= puts objects and binaries under another folder (the sanitizer build uses
+# O=build/san), so several configurations can live side by side.
+
+O        ?= .
+PREFIX   ?= /usr/local
+VERSION  := 0.1.0
+PKGS     := jansson yaml-0.1 sqlite3 openblas libcrypto
+
+CC       ?= cc
+OPT      ?= -O2
+WARN     := -Wall -Wextra -Werror -Wno-unused-parameter -Wvla
+# -ffp-contract=off: no fused multiply-add, so results do not depend on
+# whether the compiler (or a target clone) happens to use FMA.
+CFLAGS   ?= $(OPT) -g
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -ffp-contract=off -fno-math-errno \
+             -Ilib $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(CFLAGS) $(SAN_FLAGS)
+LDLIBS    = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -lpthread
+
+ifeq ($(SAN),1)
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+endif
+
+BUILD    := $(O)/build/obj
+BIN      := $(O)/bin
+LIBA     := $(O)/build/libasn.a
+
+LIB_SRC  := $(wildcard lib/core/*.c lib/io/*.c lib/sampling/*.c)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+TOOL_SRC := $(wildcard tools/*.c)
+TOOLS    := $(TOOL_SRC:tools/%.c=$(BIN)/%)
+TEST_SRC := $(wildcard tests/unit/test_*.c)
+TESTS    := $(TEST_SRC:tests/unit/%.c=$(O)/build/tests/%)
+BENCH_SRC:= $(wildcard bench/bench_*.c)
+BENCHES  := $(BENCH_SRC:bench/%.c=$(O)/build/bench/%)
+DEPS_OK  := build/.deps-ok
+
+.PHONY: all deps test test-unit test-san bench install clean
+all: $(TOOLS) $(TESTS) $(BENCHES)
+
+# Missing Debian packages are installed (as root) or named with the exact
+# apt-get line before anything is compiled.
+$(DEPS_OK): scripts/install-deps.sh
+	@sh scripts/install-deps.sh
+	@mkdir -p $(@D) && touch $@
+deps:
+	@sh scripts/install-deps.sh
+
+$(BUILD)/%.o: %.c | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIBA): $(LIB_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(BIN)/%: $(BUILD)/tools/%.o $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
+
+$(O)/build/tests/%: $(BUILD)/tests/unit/%.o $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
+
+$(O)/build/bench/%: $(BUILD)/bench/%.o $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
+
+test: all
+	@sh tests/run.sh $(O)
+
+# Unit tests only (what the sanitizer pass runs).
+test-unit: $(TESTS)
+	@sh tests/run.sh $(O) unit
+
+test-san:
+	@$(MAKE) --no-print-directory O=build/san SAN=1 OPT=-O1 test-unit
+
+bench: all
+	@for b in $(BENCHES); do $$b || exit 1; done
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/asn
+	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 lib/asn/*.h $(DESTDIR)$(PREFIX)/include/asn/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
+	    -e 's|@REQUIRES@|$(PKGS)|' scripts/asn.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/asn.pc
+
+clean:
+	rm -rf build bin
+
+-include $(LIB_OBJ:.o=.d) $(TOOL_SRC:%.c=$(BUILD)/%.d) $(TEST_SRC:%.c=$(BUILD)/%.d) $(BENCH_SRC:%.c=$(BUILD)/%.d)

@@ -1,0 +1,69 @@
+/* asn/json.h — JSON values (jansson) in and out: JSONL streams that report
+ * the line of a bad record, a writer whose numbers print the way Python
+ * prints them, the canonical form that heuristic ids are hashed from, and
+ * helpers that read typed fields with errors naming the field. */
+#ifndef ASN_JSON_H
+#define ASN_JSON_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "asn/core.h"
+
+/* ------------------------------------------------------------- numbers */
+
+/* Shortest decimal that round-trips the double, laid out as Python's repr
+ * (and json.dumps): "0.1", "1.0", "1e-05", "1.5e+16". buf holds 32 bytes. */
+void asn_fmt_double(char *buf, double d);
+/* Shortest decimal that round-trips the float32 (strtof), same layout. */
+void asn_fmt_float(char *buf, float f);
+/* A JSON real that prints as the float's shortest round-trip decimal and
+ * reads back (strtof) as the same float. -inf, +inf and NaN become null. */
+json_t *asn_json_f32(float f);
+
+/* --------------------------------------------------------------- output */
+
+enum {
+    ASN_JSON_SORT_KEYS = 1, /* canonical form: keys sorted by UTF-8 bytes */
+};
+
+/* Compact JSON (no spaces), object keys in insertion order unless sorted,
+ * numbers as asn_fmt_double, non-ASCII kept as UTF-8. Caller frees. */
+char *asn_json_dumps(const json_t *v, int flags);
+/* Writes v and a newline to f: one JSONL record. Returns -1 on I/O error. */
+int asn_jsonl_write(FILE *f, const json_t *v);
+
+/* First `nhex` hex digits of SHA-256 of the canonical JSON of v (sorted
+ * keys, compact, Python number layout). out holds nhex + 1 bytes. */
+void asn_json_digest(const json_t *v, int nhex, char *out);
+
+/* ---------------------------------------------------------------- input */
+
+/* A JSONL stream: one JSON object per line; blank lines are skipped. */
+typedef struct asn_jsonl asn_jsonl;
+
+/* path "-" reads stdin. NULL (with e set) if the file cannot be opened. */
+asn_jsonl *asn_jsonl_open(const char *path, asn_err *e);
+/* Reads the next record. Returns 1 with *rec (a new reference), 0 at end of
+ * input, -1 with e = "PATH:LINE: what is wrong" for a malformed line or a
+ * line that is not an object. After -1 the stream may go on (skip-invalid). */
+int asn_jsonl_next(asn_jsonl *r, json_t **rec, asn_err *e);
+const char *asn_jsonl_path(const asn_jsonl *r); /* "<stdin>" for "-" */
+long asn_jsonl_lineno(const asn_jsonl *r);      /* line of the last record read */
+void asn_jsonl_close(asn_jsonl *r);
+
+/* ---------------------------------------------------- typed field access */
+
+/* Each reads field `key` of object `obj`. Absent (or null, when nullable)
+ * leaves *out unchanged and returns 0 when optional; otherwise the error is
+ * 'field "key" must be ...'. Returns 0 or -1. */
+int asn_get_string(const json_t *obj, const char *key, int required, const char **out, asn_err *e);
+int asn_get_int(const json_t *obj, const char *key, int required, long long *out, asn_err *e);
+int asn_get_number(const json_t *obj, const char *key, int required, double *out, asn_err *e);
+
+/* A JSON number (integer or real) as double; -1 if v is not a number. */
+int asn_json_number(const json_t *v, double *out);
+/* Short name of a value's type for messages ("string", "array", ...). */
+const char *asn_json_type_name(const json_t *v);
+
+#endif

@@ -1,0 +1,150 @@
+/* asn/sampling.h — logits processors, heuristics (named pipelines of
+ * processors), and the deterministic token draw.
+ *
+ * A row is V float32 logits; -inf means the token is removed. Processors
+ * follow shared semantics documented in docs/sampling.md: the HuggingFace
+ * logits processors (temperature, top_k, top_p, min_p, typical, epsilon,
+ * eta, repetition_penalty, no_repeat_ngram, min_new_tokens), OpenAI-style
+ * presence/frequency penalties, greedy, and llama.cpp's samplers
+ * (llama_temp, llama_top_k, llama_top_p, llama_min_p, llama_typical,
+ * top_n_sigma, xtc, penalties, dry, mirostat_v2). */
+#ifndef ASN_SAMPLING_H
+#define ASN_SAMPLING_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "asn/core.h"
+
+typedef enum asn_proc_kind {
+    ASN_PROC_TEMPERATURE,
+    ASN_PROC_TOP_K,
+    ASN_PROC_TOP_P,
+    ASN_PROC_MIN_P,
+    ASN_PROC_TYPICAL,
+    ASN_PROC_EPSILON,
+    ASN_PROC_ETA,
+    ASN_PROC_REPETITION_PENALTY,
+    ASN_PROC_PRESENCE_PENALTY,
+    ASN_PROC_FREQUENCY_PENALTY,
+    ASN_PROC_NO_REPEAT_NGRAM,
+    ASN_PROC_MIN_NEW_TOKENS,
+    ASN_PROC_GREEDY,
+    ASN_PROC_LLAMA_TEMP,
+    ASN_PROC_LLAMA_TOP_K,
+    ASN_PROC_LLAMA_TOP_P,
+    ASN_PROC_LLAMA_MIN_P,
+    ASN_PROC_LLAMA_TYPICAL,
+    ASN_PROC_TOP_N_SIGMA,
+    ASN_PROC_XTC,
+    ASN_PROC_PENALTIES,
+    ASN_PROC_DRY,
+    ASN_PROC_MIROSTAT_V2,
+    ASN_PROC_MIROSTAT_V2_TRUNCATE,
+    ASN_PROC_COUNT
+} asn_proc_kind;
+
+/* One configured processor. Parameters are validated when parsed; the
+ * numeric slots mean what the processor's parameter table says (proc.c). */
+typedef struct asn_proc {
+    asn_proc_kind kind;
+    double f[4];      /* real parameters (temperature, top_p, ...) */
+    long i[4];        /* integer parameters (top_k, min_tokens_to_keep, ...) */
+    int has[8];       /* which optional parameters were given */
+    int32_t *ids;     /* min_new_tokens eos ids, or dry breakers (flattened) */
+    int n_ids;
+    int32_t *brk_len; /* dry: length of each breaker sequence in ids */
+    int n_brk;
+} asn_proc;
+
+/* A heuristic: a named pipeline applied left to right. */
+typedef struct asn_heuristic {
+    char *name;
+    double weight;
+    char id[13];       /* first 12 hex of SHA-256 of canonical {name, processors} */
+    json_t *processors; /* normalized list [{name, params}] (params always present) */
+    int n;
+    asn_proc *procs;
+} asn_heuristic;
+
+/* Name of a processor kind as written in YAML / JSON. */
+const char *asn_proc_name(asn_proc_kind k);
+
+/* Builds a heuristic from a name and a JSON processor list
+ * ([{name, params}], the reference format). Errors name the processor (by
+ * position and name) and the parameter key; the caller prefixes the file
+ * and pipeline. Returns 0 or -1. */
+int asn_heuristic_init(asn_heuristic *h, const char *name, const json_t *processors, asn_err *e);
+void asn_heuristic_clear(asn_heuristic *h);
+/* The heuristic as JSON {name, id, processors} (new reference). */
+json_t *asn_heuristic_json(const asn_heuristic *h);
+
+/* A heuristics file: `sampling_pipelines: [{name, weight, processors}]`, or
+ * a bare single pipeline {name, weight, processors}. */
+typedef struct asn_heuristics {
+    int n;
+    asn_heuristic *h;
+} asn_heuristics;
+
+/* Loads a heuristics YAML (or JSON) file. Errors read
+ * "PATH:LINE:COL: pipeline "NAME": processor 2 (top_p): parameter "top_p": ...". */
+asn_heuristics *asn_heuristics_load(const char *path, asn_err *e);
+void asn_heuristics_free(asn_heuristics *hs);
+/* Index of the heuristic with this name, or -1. */
+int asn_heuristics_find(const asn_heuristics *hs, const char *name);
+
+/* ---------------------------------------------------------- application */
+
+/* What a processor may know about the sequence being generated. */
+typedef struct asn_seq_ctx {
+    const int32_t *ids; /* token history, oldest first: prompt then generated */
+    int n_ids;
+    int n_prompt;       /* the first n_prompt ids are the prompt */
+    const int32_t *eos; /* end-of-generation ids (min_new_tokens without eos_token_id) */
+    int n_eos;
+    asn_rng_key key;    /* xtc's randomness: stream ASN_STREAM_XTC at `step` */
+    uint64_t step;
+} asn_seq_ctx;
+
+/* Per-sequence state of stateful processors (mirostat_v2's mu). Start a
+ * sequence with asn_seq_state_init; asn_pipeline_accept updates it. */
+typedef struct asn_seq_state {
+    int has_mu;
+    float mu;
+} asn_seq_state;
+
+static inline void asn_seq_state_init(asn_seq_state *s) { s->has_mu = 0, s->mu = 0; }
+
+/* Scratch memory for one thread; grows with V. */
+typedef struct asn_workspace asn_workspace;
+asn_workspace *asn_workspace_new(void);
+void asn_workspace_free(asn_workspace *ws);
+
+/* Applies h to row[0..V-1] in place. The row must hold at least one finite
+ * value and no NaN or +inf (an error names the token otherwise). ctx may be
+ * NULL when no processor needs history; state may be NULL for stateless
+ * pipelines. */
+int asn_pipeline_apply(const asn_heuristic *h, float *row, int V, const asn_seq_ctx *ctx,
+                       asn_seq_state *state, asn_workspace *ws, asn_err *e);
+
+/* Applies one processor. */
+int asn_proc_apply(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx,
+                   asn_seq_state *state, asn_workspace *ws, asn_err *e);
+
+/* Draws a token from softmax(row) by inverse CDF in token-id order: the
+ * first id whose cumulative probability (double sum of expf(x - max)) exceeds
+ * u times the total. u in [0, 1). Deterministic: same row and u, same id. */
+int asn_sample_row(const float *row, int V, double u);
+
+/* After drawing `token` from the processed row: updates stateful processors
+ * (mirostat_v2: mu -= eta * (surprise - tau)). */
+void asn_pipeline_accept(const asn_heuristic *h, const float *row, int V, int token,
+                         asn_seq_state *state);
+
+/* ------------------------------------------------------------- internals */
+
+/* Exposed for tests and benchmarks. */
+float asn_expf(float x); /* |error| <= 2 ulp vs expf for x in [-104, 88] */
+void asn_exp_shifted(const float *x, float m, float *out, int n); /* out = expf(x - m) */
+
+#endif

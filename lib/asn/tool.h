@@ -1,0 +1,76 @@
+/* asn/tool.h — what every asn program shares: one option parser (so every
+ * tool has the same --help and --version look), error and warning output
+ * prefixed by the program name, exit codes, and the stderr progress bar.
+ *
+ * Unlike the rest of the library, the asn_fatal/asn_usage functions here end
+ * the process: they are for programs, not for library code. */
+#ifndef ASN_TOOL_H
+#define ASN_TOOL_H
+
+#include <stdio.h>
+
+enum {
+    ASN_EXIT_OK = 0,
+    ASN_EXIT_FAIL = 1,  /* runtime failure: bad input, I/O error */
+    ASN_EXIT_USAGE = 2, /* bad command line */
+};
+
+typedef enum {
+    ASN_OPT_FLAG,   /* int*, set to 1 */
+    ASN_OPT_INT,    /* long* */
+    ASN_OPT_DOUBLE, /* double* */
+    ASN_OPT_STRING, /* const char** */
+} asn_opt_type;
+
+typedef struct asn_option {
+    const char *name;  /* long name without "--" */
+    char shortname;    /* 0 if none */
+    asn_opt_type type;
+    void *ptr;         /* where the value goes; its initial value is the default */
+    const char *arg;   /* argument name shown in --help ("N", "FILE") */
+    const char *help;  /* one line */
+} asn_option;
+
+typedef struct asn_tool {
+    const char *name;     /* program name, used as the message prefix */
+    const char *synopsis; /* e.g. "[OPTIONS] [FILE...]" */
+    const char *summary;  /* one sentence: what the tool does */
+    const char *details;  /* optional paragraphs after the options (fields read and written) */
+    const asn_option *options; /* terminated by an entry with name == NULL */
+} asn_tool;
+
+/* Parses argv against t->options (GNU style: --name=value, --name value,
+ * -x value, flags, "--" ends options; options and operands may mix). Handles
+ * --help and --version (print, exit 0) and bad usage (message, exit 2).
+ * Operands are moved to the front of argv[1..]; returns their count. */
+int asn_tool_parse(const asn_tool *t, int argc, char **argv);
+
+/* Writes the --help text to f. */
+void asn_tool_help(const asn_tool *t, FILE *f);
+
+/* "tool: message" on stderr, then exit(ASN_EXIT_FAIL). stdout is flushed
+ * first, so records already written are not lost. */
+void asn_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* "tool: message" and a hint to --help, then exit(ASN_EXIT_USAGE). */
+void asn_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* "tool: warning: message". */
+void asn_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The current program name (set by asn_tool_parse). */
+const char *asn_progname(void);
+
+/* Opens FILE for reading/writing with "-" meaning stdin/stdout; fatal on error. */
+FILE *asn_open_in(const char *path);
+FILE *asn_open_out(const char *path);
+/* Flushes and closes an output stream; fatal if anything failed to write. */
+void asn_close_out(FILE *f, const char *path);
+
+/* ---------------------------------------------------------- progress bar */
+
+/* A progress line on stderr with count, rate and ETA. It shows only when
+ * stderr is a terminal, or when forced (--progress); never in pipes. */
+typedef struct asn_progress asn_progress;
+asn_progress *asn_progress_new(const char *label, long total, int force);
+void asn_progress_add(asn_progress *p, long n);
+void asn_progress_done(asn_progress *p); /* final line; frees p; NULL-safe */
+
+#endif

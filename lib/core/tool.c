@@ -1,0 +1,283 @@
+/* tool.c — the shared front end of every asn program: option parsing,
+ * --help/--version, messages and exit codes, stream opening, progress bar. */
+#include "asn/tool.h"
+#include "asn/core.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *progname = "asn";
+
+const char *asn_progname(void) { return progname; }
+
+static void vmsg(const char *kind, const char *fmt, va_list ap)
+{
+    fflush(stdout);
+    fprintf(stderr, "%s: %s", progname, kind);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+void asn_fatal(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg("", fmt, ap);
+    va_end(ap);
+    exit(ASN_EXIT_FAIL);
+}
+
+void asn_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg("", fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "Try '%s --help' for more information.\n", progname);
+    exit(ASN_EXIT_USAGE);
+}
+
+void asn_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg("warning: ", fmt, ap);
+    va_end(ap);
+}
+
+/* --------------------------------------------------------------- --help */
+
+static void default_text(const asn_option *o, char *buf, size_t n)
+{
+    buf[0] = 0;
+    switch (o->type) {
+    case ASN_OPT_FLAG:
+        break;
+    case ASN_OPT_INT:
+        snprintf(buf, n, "%ld", *(long *)o->ptr);
+        break;
+    case ASN_OPT_DOUBLE:
+        snprintf(buf, n, "%g", *(double *)o->ptr);
+        break;
+    case ASN_OPT_STRING:
+        if (*(const char **)o->ptr)
+            snprintf(buf, n, "%s", *(const char **)o->ptr);
+        break;
+    }
+}
+
+void asn_tool_help(const asn_tool *t, FILE *f)
+{
+    fprintf(f, "Usage: %s %s\n%s\n\nOptions:\n", t->name, t->synopsis, t->summary);
+    for (const asn_option *o = t->options; o && o->name; o++) {
+        char left[96], def[256];
+        int n = snprintf(left, sizeof left, "  %s%c%s--%s%s%s", o->shortname ? "-" : "",
+                         o->shortname ? o->shortname : ' ', o->shortname ? ", " : "  ", o->name,
+                         o->type == ASN_OPT_FLAG ? "" : " ", o->type == ASN_OPT_FLAG ? "" : o->arg);
+        if (!o->shortname) /* keep columns aligned: drop the blank short slot */
+            n = snprintf(left, sizeof left, "      --%s%s%s", o->name,
+                         o->type == ASN_OPT_FLAG ? "" : " ", o->type == ASN_OPT_FLAG ? "" : o->arg);
+        default_text(o, def, sizeof def);
+        fprintf(f, "%s%*s%s", left, n < 30 ? 30 - n : 1, "", o->help);
+        if (def[0])
+            fprintf(f, " (default: %s)", def);
+        fputc('\n', f);
+    }
+    fprintf(f, "  -h, --help                  show this help and exit\n"
+               "      --version               show the version and exit\n");
+    if (t->details)
+        fprintf(f, "\n%s", t->details);
+}
+
+/* --------------------------------------------------------------- parsing */
+
+static void set_value(const asn_option *o, const char *v, const char *spelled)
+{
+    char *end;
+    switch (o->type) {
+    case ASN_OPT_FLAG:
+        *(int *)o->ptr = 1;
+        return;
+    case ASN_OPT_INT: {
+        errno = 0;
+        long x = strtol(v, &end, 10);
+        if (errno || end == v || *end)
+            asn_usage_error("option %s: '%s' is not an integer", spelled, v);
+        *(long *)o->ptr = x;
+        return;
+    }
+    case ASN_OPT_DOUBLE: {
+        double x = strtod(v, &end);
+        if (end == v || *end || !isfinite(x))
+            asn_usage_error("option %s: '%s' is not a number", spelled, v);
+        *(double *)o->ptr = x;
+        return;
+    }
+    case ASN_OPT_STRING:
+        *(const char **)o->ptr = v;
+        return;
+    }
+}
+
+int asn_tool_parse(const asn_tool *t, int argc, char **argv)
+{
+    progname = t->name;
+    int nops = 0;
+    char **ops = asn_xcalloc((size_t)argc + 1, sizeof *ops);
+    int only_operands = 0;
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        if (only_operands || a[0] != '-' || a[1] == 0) {
+            ops[nops++] = a;
+            continue;
+        }
+        if (!strcmp(a, "--")) {
+            only_operands = 1;
+            continue;
+        }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            asn_tool_help(t, stdout);
+            exit(ASN_EXIT_OK);
+        }
+        if (!strcmp(a, "--version")) {
+            printf("%s (asn) %s\n", t->name, ASN_VERSION);
+            exit(ASN_EXIT_OK);
+        }
+        const asn_option *o = NULL;
+        const char *val = NULL;
+        if (a[1] == '-') {
+            const char *name = a + 2, *eq = strchr(name, '=');
+            size_t len = eq ? (size_t)(eq - name) : strlen(name);
+            for (const asn_option *p = t->options; p && p->name; p++)
+                if (strlen(p->name) == len && !strncmp(p->name, name, len))
+                    o = p;
+            if (!o)
+                asn_usage_error("unknown option '%.*s'", (int)len + 2, a);
+            if (eq) {
+                if (o->type == ASN_OPT_FLAG)
+                    asn_usage_error("option '--%s' takes no value", o->name);
+                val = eq + 1;
+            }
+        } else {
+            for (const asn_option *p = t->options; p && p->name; p++)
+                if (p->shortname && p->shortname == a[1])
+                    o = p;
+            if (!o)
+                asn_usage_error("unknown option '-%c'", a[1]);
+            if (a[2]) {
+                if (o->type == ASN_OPT_FLAG)
+                    asn_usage_error("option '-%c' takes no value", a[1]);
+                val = a + 2;
+            }
+        }
+        if (o->type != ASN_OPT_FLAG && !val) {
+            if (i + 1 >= argc)
+                asn_usage_error("option '%s' needs a value (%s)", a, o->arg);
+            val = argv[++i];
+        }
+        set_value(o, val, a);
+    }
+    for (int i = 0; i < nops; i++)
+        argv[1 + i] = ops[i];
+    argv[1 + nops] = NULL;
+    free(ops);
+    return nops;
+}
+
+/* --------------------------------------------------------------- streams */
+
+FILE *asn_open_in(const char *path)
+{
+    if (!strcmp(path, "-"))
+        return stdin;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        asn_fatal("%s: %s", path, strerror(errno));
+    return f;
+}
+
+FILE *asn_open_out(const char *path)
+{
+    if (!strcmp(path, "-"))
+        return stdout;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        asn_fatal("%s: %s", path, strerror(errno));
+    return f;
+}
+
+void asn_close_out(FILE *f, const char *path)
+{
+    int bad = fflush(f) != 0 || ferror(f);
+    if (f != stdout)
+        bad |= fclose(f) != 0;
+    if (bad)
+        asn_fatal("%s: write error", strcmp(path, "-") ? path : "stdout");
+}
+
+/* ---------------------------------------------------------- progress bar */
+
+struct asn_progress {
+    char label[64];
+    long total, done;
+    double t0, last;
+};
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+asn_progress *asn_progress_new(const char *label, long total, int force)
+{
+    if (!force && !isatty(2))
+        return NULL;
+    asn_progress *p = asn_xcalloc(1, sizeof *p);
+    snprintf(p->label, sizeof p->label, "%s", label);
+    p->total = total;
+    p->t0 = p->last = now();
+    return p;
+}
+
+static void progress_draw(asn_progress *p, double t)
+{
+    double el = t - p->t0, rate = el > 0 ? (double)p->done / el : 0;
+    fprintf(stderr, "\r%s: %ld", p->label, p->done);
+    if (p->total > 0) {
+        double frac = (double)p->done / (double)p->total;
+        int w = 24, fill = (int)(frac * w + 0.5);
+        fprintf(stderr, "/%ld [%.*s%*s] %3.0f%%", p->total, fill,
+                "########################", w - fill, "", 100 * frac);
+        if (rate > 0)
+            fprintf(stderr, " ETA %.0fs", (double)(p->total - p->done) / rate);
+    }
+    fprintf(stderr, " %.1f/s  ", rate);
+}
+
+void asn_progress_add(asn_progress *p, long n)
+{
+    if (!p)
+        return;
+    p->done += n;
+    double t = now();
+    if (t - p->last >= 0.2) {
+        p->last = t;
+        progress_draw(p, t);
+    }
+}
+
+void asn_progress_done(asn_progress *p)
+{
+    if (!p)
+        return;
+    progress_draw(p, now());
+    fputc('\n', stderr);
+    free(p);
+}

@@ -1,0 +1,85 @@
+/* sampling_internal.h — what the files of lib/sampling share and nobody
+ * else sees: the workspace, row arithmetic, partial ordering, and the
+ * per-family apply functions. */
+#ifndef ASN_SAMPLING_INTERNAL_H
+#define ASN_SAMPLING_INTERNAL_H
+
+#include <stdint.h>
+
+#include "asn/sampling.h"
+
+struct asn_workspace {
+    int cap;         /* V the buffers hold */
+    float *e;        /* exp(x - max) */
+    float *p;        /* probabilities */
+    float *f;        /* spare float row (typical's s, ...) */
+    uint64_t *keys;  /* packed sort keys */
+    uint32_t *stamp; /* per-token marks, valid where == cur */
+    uint32_t cur;
+    int32_t *count;  /* per-token counts for penalties (kept zero between uses) */
+    int32_t *ord;    /* token ids in some order */
+};
+
+/* Makes every buffer hold V entries. */
+void asn_ws_reserve(asn_workspace *ws, int V);
+/* A fresh mark value: tokens marked before are unmarked now. */
+uint32_t asn_ws_new_mark(asn_workspace *ws);
+
+/* ------------------------------------------------------------- vecmath.c */
+
+float asn_row_max(const float *x, int n);
+double asn_sum_f32(const float *x, int n);
+void asn_div_f32(const float *e, double S, float *p, int n); /* p = (float)(e / S) */
+void asn_scale_f32(float *x, float t, int n);                /* x = x / t */
+/* The softmax of the semantics doc §2: m = max, e = expf(x - m), S = double
+ * sum, p = (float)(e / S) (p may be NULL). Returns S. */
+double asn_softmax_ref(const float *x, int n, float *e, float *p, float *max_out);
+
+/* --------------------------------------------------------------- order.c */
+
+/* Monotone map float → uint32: a < b as floats iff key(a) < key(b). */
+static inline uint32_t asn_fkey(float f)
+{
+    union { float f; uint32_t u; } v = {f};
+    return (v.u & 0x80000000u) ? ~v.u : (v.u | 0x80000000u);
+}
+static inline float asn_fkey_inv(uint32_t k)
+{
+    union { float f; uint32_t u; } v;
+    v.u = (k & 0x80000000u) ? (k & 0x7fffffffu) : ~k;
+    return v.f;
+}
+/* Packs (value, token) so that sorting the u64 ascending orders by value,
+ * then by token index ascending. */
+static inline uint64_t asn_pack(float v, uint32_t tok) { return ((uint64_t)asn_fkey(v) << 32) | tok; }
+static inline uint32_t asn_pack_tok(uint64_t k) { return (uint32_t)k; }
+static inline float asn_pack_val(uint64_t k) { return asn_fkey_inv((uint32_t)(k >> 32)); }
+
+void asn_sort_u64(uint64_t *a, int n); /* ascending */
+
+/* Collects the tokens whose key is >= cut (or <= cut when `below`), packed
+ * as (key, token) into ws->keys, sorted ascending. Returns the count. */
+int asn_collect_sorted(asn_workspace *ws, const float *key, int V, float cut, int below);
+
+/* The k-th largest value of x (k >= 1, counting duplicates; -inf if fewer
+ * than k values are finite). */
+float asn_kth_largest(asn_workspace *ws, const float *x, int V, int k);
+
+/* Cuts for collecting the top of a row: tokens within `span` of the max. */
+extern const float asn_spans[];
+extern const int asn_n_spans;
+
+/* ------------------------------------------------------ per-family apply */
+
+int asn_apply_hf(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx,
+                 asn_workspace *ws, asn_err *e);
+int asn_apply_llama(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx,
+                    asn_seq_state *st, asn_workspace *ws, asn_err *e);
+
+/* Parameter slots, by processor (see the table in pipeline.c). */
+enum {
+    /* shared by the HF filters */
+    S_MTK = 0, /* i[0]: min_tokens_to_keep */
+};
+
+#endif

@@ -1,0 +1,34 @@
+#!/bin/sh
+# Install the Debian packages asn needs to build and test, when any is missing.
+# As root it runs apt-get; otherwise it prints the exact command and fails.
+set -u
+
+# Build: compiler libraries. Tests: Python oracles (numpy, jsonschema, yaml).
+PKGS="gcc make pkg-config libjansson-dev libyaml-dev libsqlite3-dev libopenblas-dev \
+liblapacke-dev libssl-dev python3 python3-numpy python3-jsonschema python3-yaml"
+
+missing=""
+for p in $PKGS; do
+    st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)
+    case "$st" in
+        *"ok installed"*) ;;
+        *) missing="$missing $p" ;;
+    esac
+done
+[ -z "$missing" ] && exit 0
+
+cmd="apt-get install -y --no-install-recommends$missing"
+if [ "$(id -u)" != 0 ]; then
+    echo "asn: missing Debian packages; run as root:" >&2
+    echo "  apt-get update && $cmd" >&2
+    exit 1
+fi
+echo "asn: installing:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+# An old package list may lack current versions: update once, then install.
+if ! apt-get install -y -qq --no-install-recommends $missing >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing >/dev/null || {
+        echo "asn: apt-get failed; try: apt-get update && $cmd" >&2
+        exit 1
+    }
+fi

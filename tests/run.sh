@@ -1,0 +1,42 @@
+#!/bin/sh
+# Runs the test suite and ends with "N passed, N failed".
+#   tests/run.sh [O] [unit]
+# O is the build root (default "."); "unit" runs only the C unit tests (the
+# sanitizer pass). Unit tests print TAP-style "ok"/"not ok" lines; each CLI
+# test script (tests/cli/*.sh) does the same through tests/lib/cli.sh.
+O=${1:-.}
+ONLY=${2:-all}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+export ASN_ROOT="$ROOT"
+export ASN_BIN="$(cd "$O" && pwd)/bin"
+export ASN_TESTDATA="$ROOT/tests/data"
+LOG=$(mktemp)
+trap 'rm -f "$LOG"' EXIT
+
+run() { # name, command...
+    name=$1; shift
+    out=$("$@" 2>&1); rc=$?
+    printf '%s\n' "$out" | grep -E '^(not )?ok ' >> "$LOG"
+    printf '%s\n' "$out" | grep -E '^not ok ' | sed "s|^|$name: |"
+    if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
+        # crashed or failed without saying which check: count it
+        echo "not ok - $name exited with status $rc" >> "$LOG"
+        echo "$name: exited with status $rc"; printf '%s\n' "$out" | tail -5
+    fi
+}
+
+for t in "$O"/build/tests/test_*; do
+    [ -x "$t" ] || continue
+    run "$(basename "$t")" "$t"
+done
+if [ "$ONLY" = all ]; then
+    for t in "$ROOT"/tests/cli/*.sh; do
+        [ -f "$t" ] || continue
+        run "$(basename "$t")" sh "$t"
+    done
+fi
+
+pass=$(grep -c '^ok ' "$LOG")
+fail=$(grep -c '^not ok ' "$LOG")
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]

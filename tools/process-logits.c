@@ -1,0 +1,205 @@
+/* process-logits — apply a heuristic's processors to logit rows from any
+ * engine, and optionally draw the token asn would draw. */
+#include "asn/json.h"
+#include "asn/sampling.h"
+#include "asn/tool.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int opt_sample, opt_skip_invalid;
+static const char *opt_heuristics, *opt_heuristic;
+
+static const asn_option options[] = {
+    {"sample", 0, ASN_OPT_FLAG, &opt_sample, NULL, "also draw a token from the processed row (field \"token\")"},
+    {"heuristics", 0, ASN_OPT_STRING, &opt_heuristics, "FILE", "heuristics YAML; with --heuristic, overrides each record's processors"},
+    {"heuristic", 0, ASN_OPT_STRING, &opt_heuristic, "NAME", "the pipeline of --heuristics to apply"},
+    {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about bad records and go on, instead of stopping"},
+    {0},
+};
+
+static const asn_tool tool = {
+    "process-logits", "[OPTIONS] [FILE...]",
+    "Apply logits processors to JSONL logit rows and write the processed rows.",
+    "Input records (one JSON object per line; other fields pass through):\n"
+    "  logits        array of numbers, null meaning -inf (required)\n"
+    "  processors    [{name, params}] in the heuristics-file format (required\n"
+    "                unless --heuristic is given)\n"
+    "  input_ids     token history, oldest first, prompt included (optional)\n"
+    "  prompt_length how many of input_ids are prompt (optional, default 0;\n"
+    "                presence/frequency penalties count only the rest)\n"
+    "  eos_token_ids end-of-generation ids for min_new_tokens without its own\n"
+    "                eos_token_id (optional)\n"
+    "  seed, id, step  RNG key for --sample (defaults 0, \"\", 0)\n"
+    "Output: the record with \"logits\" replaced by the processed row (null for\n"
+    "-inf) and, with --sample, \"token\": the id drawn by inverse CDF with the\n"
+    "counter RNG keyed by (seed, id, heuristic id) at counter step. Inline\n"
+    "processors form a heuristic with the empty name.\n",
+    options,
+};
+
+typedef struct buf_i32 {
+    int32_t *v;
+    size_t n, cap;
+} buf_i32;
+
+static int read_ids(const json_t *rec, const char *key, buf_i32 *b, asn_err *e)
+{
+    b->n = 0;
+    json_t *a = json_object_get(rec, key);
+    if (!a || json_is_null(a))
+        return 0;
+    if (!json_is_array(a))
+        return asn_err_set(e, "field \"%s\" must be an array of token ids", key);
+    size_t i;
+    json_t *x;
+    json_array_foreach(a, i, x)
+    {
+        if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > INT32_MAX)
+            return asn_err_set(e, "field \"%s\": element %zu must be a token id (integer >= 0)", key, i);
+        asn_grow((void **)&b->v, &b->cap, b->n + 1, sizeof *b->v);
+        b->v[b->n++] = (int32_t)json_integer_value(x);
+    }
+    return 0;
+}
+
+static int read_logits(const json_t *rec, float **row, size_t *cap, int *V, asn_err *e)
+{
+    json_t *a = json_object_get(rec, "logits");
+    if (!a)
+        return asn_err_set(e, "field \"logits\" is missing");
+    if (!json_is_array(a) || !json_array_size(a))
+        return asn_err_set(e, "field \"logits\" must be a non-empty array of numbers");
+    size_t n = json_array_size(a);
+    if (n > INT32_MAX)
+        return asn_err_set(e, "field \"logits\" is too long");
+    asn_grow((void **)row, cap, n, sizeof **row);
+    for (size_t i = 0; i < n; i++) {
+        json_t *x = json_array_get(a, i);
+        double d;
+        if (json_is_null(x))
+            (*row)[i] = -INFINITY;
+        else if (!asn_json_number(x, &d))
+            (*row)[i] = (float)d;
+        else
+            return asn_err_set(e, "field \"logits\": element %zu must be a number or null, not %s",
+                               i, asn_json_type_name(x));
+    }
+    *V = (int)n;
+    return 0;
+}
+
+/* Processes one record in place. */
+static int process(json_t *rec, const asn_heuristic *fixed, asn_workspace *ws, float **row,
+                   size_t *cap, buf_i32 *ids, buf_i32 *eos, asn_err *e)
+{
+    int V;
+    if (read_logits(rec, row, cap, &V, e) || read_ids(rec, "input_ids", ids, e) ||
+        read_ids(rec, "eos_token_ids", eos, e))
+        return -1;
+    long long plen = 0, seed = 0, step = 0;
+    const char *id = "";
+    if (asn_get_int(rec, "prompt_length", 0, &plen, e) || asn_get_int(rec, "seed", 0, &seed, e) ||
+        asn_get_int(rec, "step", 0, &step, e) || asn_get_string(rec, "id", 0, &id, e))
+        return -1;
+    if (plen < 0 || (size_t)plen > ids->n)
+        return asn_err_set(e, "field \"prompt_length\" must be between 0 and the length of input_ids");
+    if (seed < 0 || step < 0)
+        return asn_err_set(e, "fields \"seed\" and \"step\" must be >= 0");
+
+    asn_heuristic local;
+    const asn_heuristic *h = fixed;
+    if (!h) {
+        json_t *procs = json_object_get(rec, "processors");
+        if (!procs)
+            return asn_err_set(e, "field \"processors\" is missing");
+        if (asn_heuristic_init(&local, "", procs, e))
+            return asn_err_prefix(e, "field \"processors\"");
+        h = &local;
+    }
+    asn_seq_ctx ctx = {
+        .ids = ids->v, .n_ids = (int)ids->n, .n_prompt = (int)plen,
+        .eos = eos->v, .n_eos = (int)eos->n,
+        .key = asn_rng_key_make((uint64_t)seed, id, h->id), .step = (uint64_t)step,
+    };
+    asn_seq_state st;
+    asn_seq_state_init(&st);
+    int rc = asn_pipeline_apply(h, *row, V, &ctx, &st, ws, e);
+    if (!rc) {
+        json_t *out = json_array();
+        int finite = 0;
+        for (int i = 0; i < V; i++) {
+            json_array_append_new(out, asn_json_f32((*row)[i]));
+            finite |= (*row)[i] != -INFINITY;
+        }
+        json_object_set_new(rec, "logits", out);
+        if (opt_sample) {
+            if (!finite)
+                rc = asn_err_set(e, "the processors removed every token: nothing to sample");
+            else
+                json_object_set_new(rec, "token", json_integer(asn_sample_row(
+                                                      *row, V, asn_rng_uniform(ctx.key, ctx.step, ASN_STREAM_DRAW))));
+        }
+    }
+    if (h == &local)
+        asn_heuristic_clear(&local);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    int nops = asn_tool_parse(&tool, argc, argv);
+    if (!!opt_heuristics != !!opt_heuristic)
+        asn_usage_error("--heuristics and --heuristic go together");
+    asn_err e;
+    asn_heuristics *hs = NULL;
+    const asn_heuristic *fixed = NULL;
+    if (opt_heuristics) {
+        if (!(hs = asn_heuristics_load(opt_heuristics, &e)))
+            asn_fatal("%s", e.msg);
+        int k = asn_heuristics_find(hs, opt_heuristic);
+        if (k < 0)
+            asn_fatal("%s: no pipeline named \"%s\"", opt_heuristics, opt_heuristic);
+        fixed = &hs->h[k];
+    }
+    asn_workspace *ws = asn_workspace_new();
+    float *row = NULL;
+    size_t cap = 0;
+    buf_i32 ids = {0}, eos = {0};
+    long bad = 0;
+    char *def[] = {"-", NULL};
+    char **files = nops ? argv + 1 : def;
+    for (char **f = files; *f; f++) {
+        asn_jsonl *in = asn_jsonl_open(*f, &e);
+        if (!in)
+            asn_fatal("%s", e.msg);
+        json_t *rec;
+        int r;
+        while ((r = asn_jsonl_next(in, &rec, &e)) != 0) {
+            if (r > 0 && process(rec, fixed, ws, &row, &cap, &ids, &eos, &e))
+                asn_err_prefix(&e, "%s:%ld", asn_jsonl_path(in), asn_jsonl_lineno(in)), r = -1;
+            if (r < 0) {
+                json_decref(rec);
+                if (!opt_skip_invalid)
+                    asn_fatal("%s", e.msg);
+                asn_warn("%s", e.msg);
+                bad++;
+                continue;
+            }
+            if (asn_jsonl_write(stdout, rec))
+                asn_fatal("stdout: write error");
+            json_decref(rec);
+        }
+        asn_jsonl_close(in);
+    }
+    asn_close_out(stdout, "-");
+    if (bad)
+        asn_warn("skipped %ld invalid record%s", bad, bad == 1 ? "" : "s");
+    free(row);
+    free(ids.v);
+    free(eos.v);
+    asn_workspace_free(ws);
+    asn_heuristics_free(hs);
+    return 0;
+}
