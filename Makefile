@@ -42,6 +42,7 @@ BENCH_SRC:= $(wildcard bench/bench_*.c)
 BENCHES  := $(BENCH_SRC:bench/%.c=$(O)/build/bench/%)
 DEPS_OK  := build/.deps-ok
 
+.SECONDARY:
 .PHONY: all deps test test-unit test-san bench install clean
 all: $(TOOLS) $(TESTS) $(BENCHES)
 

@@ -133,7 +133,8 @@ int asn_proc_apply(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx,
 
 /* Draws a token from softmax(row) by inverse CDF in token-id order: the
  * first id whose cumulative probability (double sum of expf(x - max)) exceeds
- * u times the total. u in [0, 1). Deterministic: same row and u, same id. */
+ * u times the total. u in [0, 1). Deterministic: same row and u, same id.
+ * Returns -1 when every token is -inf. */
 int asn_sample_row(const float *row, int V, double u);
 
 /* After drawing `token` from the processed row: updates stateful processors
