@@ -15,12 +15,12 @@ VERSION  := 0.1.0
 PKGS     := jansson yaml-0.1 sqlite3 openblas libcrypto
 
 CC       ?= cc
-OPT      ?= -O2
+OPT      ?= -O3
 WARN     := -Wall -Wextra -Werror -Wno-unused-parameter -Wvla
 # -ffp-contract=off: no fused multiply-add, so results do not depend on
 # whether the compiler (or a target clone) happens to use FMA.
 CFLAGS   ?= $(OPT) -g
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -ffp-contract=off -fno-math-errno \
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -ffp-contract=off -fno-math-errno -fno-trapping-math \
              -Ilib $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(CFLAGS) $(SAN_FLAGS)
 LDLIBS    = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -lpthread
 

@@ -98,18 +98,8 @@ void asn_sort_u64(uint64_t *a, int n)
 
 int asn_collect_sorted(asn_workspace *ws, const float *key, int V, float cut, int below)
 {
-    uint64_t *k = ws->keys;
-    int n = 0;
-    if (below) {
-        for (int i = 0; i < V; i++)
-            if (key[i] <= cut)
-                k[n++] = asn_pack(key[i], (uint32_t)i);
-    } else {
-        for (int i = 0; i < V; i++)
-            if (key[i] >= cut)
-                k[n++] = asn_pack(key[i], (uint32_t)i);
-    }
-    asn_sort_u64(k, n);
+    int n = asn_collect(key, V, cut, below, ws->keys);
+    asn_sort_u64(ws->keys, n);
     return n;
 }
 
@@ -122,12 +112,10 @@ float asn_kth_largest(asn_workspace *ws, const float *x, int V, int k)
         return m;
     for (int s = 0; s < asn_n_spans; s++) {
         float cut = m - asn_spans[s];
-        int cnt = 0;
-        for (int i = 0; i < V; i++)
-            cnt += x[i] >= cut;
-        if (cnt < k && s + 1 < asn_n_spans)
+        int n = asn_collect(x, V, cut, 0, ws->keys);
+        if (n < k && s + 1 < asn_n_spans)
             continue;
-        int n = asn_collect_sorted(ws, x, V, cut, 0);
+        asn_sort_u64(ws->keys, n);
         return n >= k ? asn_pack_val(ws->keys[n - k]) : -INFINITY;
     }
     return -INFINITY; /* not reached: the last span collects everything */

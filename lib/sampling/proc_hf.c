@@ -5,17 +5,8 @@
  * vocabulary: they collect the tokens near their cut (order.c). */
 #include "sampling_internal.h"
 
-#include <float.h>
 #include <math.h>
 #include <string.h>
-
-/* Sets to -inf every token whose packed (value, index) key is below kcut. */
-static void remove_below_key(float *x, const float *val, int V, uint64_t kcut)
-{
-    for (int i = 0; i < V; i++)
-        if (asn_pack(val[i], (uint32_t)i) < kcut)
-            x[i] = -INFINITY;
-}
 
 /* ------------------------------------------------------------ temperature */
 
@@ -57,10 +48,7 @@ static void top_p(const asn_proc *p, float *x, int V, asn_workspace *ws)
         int n = asn_collect_sorted(ws, x, V, cut, 0);
         if (n < mtk && !last)
             continue;
-        double below = 0;
-        for (int i = 0; i < V; i++)
-            if (!(x[i] >= cut))
-                below += (double)q[i];
+        double below = asn_sum_below(q, x, cut, V);
         double c = below;
         int first = n; /* first collected position whose cumsum exceeds thr */
         for (int j = 0; j < n; j++) {
@@ -76,11 +64,9 @@ static void top_p(const asn_proc *p, float *x, int V, asn_workspace *ws)
             first = n - mtk; /* the mtk most probable are always kept */
         if (first <= 0 && n == V)
             return;
-        if (first <= 0) {
-            /* everything collected is kept; nothing below survives */
-            first = 0;
-        }
-        remove_below_key(x, x, V, ws->keys[first]);
+        if (first < 0)
+            first = 0; /* everything collected is kept; nothing below survives */
+        asn_keep_only(x, V, ws->keys + first, n - first);
         return;
     }
 }
@@ -101,14 +87,16 @@ static void min_p(const asn_proc *p, float *x, int V, asn_workspace *ws)
 {
     const float *q = ws->p;
     asn_softmax_ref(x, V, ws->e, ws->p, NULL);
-    float pmax = 0;
-    for (int i = 0; i < V; i++)
-        pmax = q[i] > pmax ? q[i] : pmax;
+    const float pmax = asn_row_max(q, V);
     const float thr = (float)p->f[0] * pmax;
     int mtk = (int)(p->i[S_MTK] < V ? p->i[S_MTK] : V);
+    if (mtk <= 1) { /* the argmax always passes */
+        for (int i = 0; i < V; i++)
+            x[i] = q[i] < thr ? -INFINITY : x[i];
+        return;
+    }
     uint32_t mark = asn_ws_new_mark(ws);
-    if (mtk > 1)
-        protect_top(ws, x, V, mtk, mark);
+    protect_top(ws, x, V, mtk, mark);
     for (int i = 0; i < V; i++)
         if (q[i] < thr && ws->stamp[i] != mark)
             x[i] = -INFINITY;
@@ -126,17 +114,13 @@ static void typical(const asn_proc *p, float *x, int V, asn_workspace *ws)
     for (int i = 0; i < V; i++)
         l[i] = (x[i] - m) - lse;
     asn_exp_shifted(l, 0.0f, P, V);
-    double H = 0; /* nansum: removed tokens (l = -inf, P = 0) contribute nothing */
-    for (int i = 0; i < V; i++)
-        if (x[i] != -INFINITY)
-            H -= (double)(l[i] * P[i]);
+    /* nansum: removed tokens (l = -inf, P = 0) contribute nothing */
+    double H = -asn_sum_prod_finite(l, P, x, V);
     const float Hf = (float)H;
     float *s = l; /* s overwrites l */
-    float smin = INFINITY;
-    for (int i = 0; i < V; i++) {
+    for (int i = 0; i < V; i++)
         s[i] = x[i] == -INFINITY ? INFINITY : fabsf(-l[i] - Hf);
-        smin = s[i] < smin ? s[i] : smin;
-    }
+    const float smin = asn_row_min(s, V);
     const float mass = (float)p->f[0];
     const int mtk = (int)(p->i[S_MTK] < V ? p->i[S_MTK] : V);
     for (int sp = 0; sp < asn_n_spans; sp++) {
@@ -156,6 +140,11 @@ static void typical(const asn_proc *p, float *x, int V, asn_workspace *ws)
         if (L < 0)
             L = n - 1; /* HF clamps the cut index to V - 1 */
         const float tau = asn_pack_val(ws->keys[L]);
+        if (mtk <= 1) { /* the most typical token has s = smin <= tau */
+            for (int i = 0; i < V; i++)
+                x[i] = s[i] > tau ? -INFINITY : x[i];
+            return;
+        }
         uint32_t mark = asn_ws_new_mark(ws);
         for (int j = 0; j < mtk && j < n; j++)
             ws->stamp[asn_pack_tok(ws->keys[j])] = mark;
@@ -174,8 +163,7 @@ static void remove_improbable(float *x, const float *q, int V, float bound, int 
 {
     float kth = asn_kth_largest(ws, x, V, mtk < V ? mtk : V);
     for (int i = 0; i < V; i++)
-        if (q[i] < bound && x[i] < kth)
-            x[i] = -INFINITY;
+        x[i] = q[i] < bound && x[i] < kth ? -INFINITY : x[i];
 }
 
 static void epsilon(const asn_proc *p, float *x, int V, asn_workspace *ws)
@@ -191,13 +179,11 @@ static void eta(const asn_proc *p, float *x, int V, asn_workspace *ws)
     double S = asn_softmax_ref(x, V, ws->e, ws->p, &m);
     const float *q = ws->p;
     const float lse = m + (float)log(S);
-    double H = 0;
-    for (int i = 0; i < V; i++) {
-        float lh = x[i] - lse;
-        if (lh < -FLT_MAX)
-            lh = -FLT_MAX;
-        H -= (double)(q[i] * lh);
-    }
+    /* lhat = x - lse clamped at -FLT_MAX: removed tokens give q * lhat = 0 */
+    float *lh = ws->f;
+    for (int i = 0; i < V; i++)
+        lh[i] = x[i] - lse;
+    double H = -asn_sum_prod_finite(q, lh, x, V);
     const float epsf = (float)p->f[0];
     const float bound = fminf(epsf, sqrtf(epsf) * expf(-(float)H));
     remove_improbable(x, q, V, bound, (int)p->i[S_MTK], ws);

@@ -28,9 +28,13 @@ uint32_t asn_ws_new_mark(asn_workspace *ws);
 /* ------------------------------------------------------------- vecmath.c */
 
 float asn_row_max(const float *x, int n);
+float asn_row_min(const float *x, int n);
+int asn_collect(const float *key, int n, float cut, int below, uint64_t *out);
 double asn_sum_f32(const float *x, int n);
 void asn_div_f32(const float *e, double S, float *p, int n); /* p = (float)(e / S) */
 void asn_scale_f32(float *x, float t, int n);                /* x = x / t */
+double asn_sum_below(const float *q, const float *x, float cut, int n); /* sum q where !(x >= cut) */
+double asn_sum_prod_finite(const float *a, const float *b, const float *x, int n); /* sum a*b where x > -inf */
 /* The softmax of the semantics doc §2: m = max, e = expf(x - m), S = double
  * sum, p = (float)(e / S) (p may be NULL). Returns S. */
 double asn_softmax_ref(const float *x, int n, float *e, float *p, float *max_out);
@@ -56,6 +60,9 @@ static inline uint32_t asn_pack_tok(uint64_t k) { return (uint32_t)k; }
 static inline float asn_pack_val(uint64_t k) { return asn_fkey_inv((uint32_t)(k >> 32)); }
 
 void asn_sort_u64(uint64_t *a, int n); /* ascending */
+/* Sets the row to -inf except the tokens packed in keys (asn_pack of the
+ * token's own value), which keep their values. */
+void asn_keep_only(float *x, int n, const uint64_t *keys, int nkeys);
 
 /* Collects the tokens whose key is >= cut (or <= cut when `below`), packed
  * as (key, token) into ws->keys, sorted ascending. Returns the count. */

@@ -18,75 +18,138 @@
 #define ASN_CLONES
 #endif
 
-/* exp(x) for float x: x = n ln2 + r with |r| <= ln2/2, e^r by a degree-6
- * polynomial (Taylor coefficients, rounded to float; max error < 1.5 ulp on
- * [-104, 88] against glibc's correctly rounded expf, checked in
- * test_sampling.c), 2^n applied as two exponent-field multiplies so that
- * results down to the subnormal range come out right. */
-static inline float exp_core(float x)
+/* Eight floats at a time with GCC's vector extensions: at the baseline ISA
+ * this is two SSE registers, in the AVX2 / AVX-512 clones one YMM register.
+ * Comparisons give lane masks (all ones or zero) for branch-free selects. */
+/* The helpers below are static and inlined: no vector crosses an ABI boundary. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+typedef float v16f __attribute__((vector_size(64)));
+typedef int32_t v16i __attribute__((vector_size(64)));
+
+static inline v8f sel(v8i mask, v8f a, v8f b) /* mask ? a : b, per lane */
 {
-    const float log2e = 1.44269504088896341f;
-    const float ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
-    if (x < -104.0f)
-        x = -104.0f;
-    if (x > 88.7f)
-        x = 88.7f;
-    float fn = x * log2e;
-    /* round to nearest without calling rintf (keeps the loop vectorizable) */
-    fn = fn >= 0 ? fn + 0.5f : fn - 0.5f;
-    int n = (int)fn;
-    float nf = (float)n;
-    float r = (x - nf * ln2_hi) - nf * ln2_lo;
-    float p = 1.0f / 5040.0f;
-    p = p * r + 1.0f / 720.0f;
-    p = p * r + 1.0f / 120.0f;
-    p = p * r + 1.0f / 24.0f;
-    p = p * r + 1.0f / 6.0f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    int n1 = n / 2, n2 = n - n1;
-    union { uint32_t u; float f; } s1 = {(uint32_t)(n1 + 127) << 23}, s2 = {(uint32_t)(n2 + 127) << 23};
-    return p * s1.f * s2.f;
+    return (v8f)(((v8i)a & mask) | ((v8i)b & ~mask));
+}
+static inline v16f sel16(v16i mask, v16f a, v16f b)
+{
+    return (v16f)(((v16i)a & mask) | ((v16i)b & ~mask));
+}
+
+static inline v8f splat(float x) { return (v8f){x, x, x, x, x, x, x, x}; }
+static inline v16f splat16(float x) { return (v16f){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
+
+/* exp(x): x = n ln2 + r with |r| <= ln2/2, e^r by a degree-7 Taylor
+ * polynomial in float Horner form, 2^n applied as two exponent-field
+ * multiplies so that results down into the subnormal range come out right.
+ * Within 2 ulp of glibc's expf on [-104, 88.7] (test_sampling.c); 0 below
+ * -104, where expf's result is 0 or a subnormal under 2^-149. Rounding of n
+ * uses the 1.5 * 2^23 trick (round to nearest even, no branch). */
+/* exp(x): x = n ln2 + r with |r| <= ln2/2, e^r by a degree-7 Taylor
+ * polynomial in float Horner form, 2^n applied as two exponent-field
+ * multiplies so that results down into the subnormal range come out right.
+ * Within 2 ulp of glibc's expf on [-104, 88.7] (test_sampling.c); 0 below
+ * -104, where expf's result is 0 or a subnormal under 2^-149. Rounding of n
+ * uses the 1.5 * 2^23 trick (round to nearest even, no branch). */
+static inline v16f exp16(v16f x)
+{
+    const v16f lo = splat16(-104.0f), hi = splat16(88.7f), magic = splat16(12582912.0f);
+    v16i under = x < lo;
+    x = sel16(under, lo, x);
+    x = sel16(x > hi, hi, x);
+    v16f fn = (x * splat16(1.44269504088896341f) + magic) - magic;
+    v16i n = __builtin_convertvector(fn, v16i);
+    v16f r = (x - fn * splat16(0.693359375f)) - fn * splat16(-2.12194440e-4f);
+    v16f p = splat16(1.0f / 5040.0f);
+    p = p * r + splat16(1.0f / 720.0f);
+    p = p * r + splat16(1.0f / 120.0f);
+    p = p * r + splat16(1.0f / 24.0f);
+    p = p * r + splat16(1.0f / 6.0f);
+    p = p * r + splat16(0.5f);
+    p = p * r + splat16(1.0f);
+    p = p * r + splat16(1.0f);
+    v16i n1 = n >> 1, n2 = n - n1;
+    v16f s1 = (v16f)((n1 + 127) << 23), s2 = (v16f)((n2 + 127) << 23);
+    return sel16(under, splat16(0.0f), p * s1 * s2);
 }
 
 float asn_expf(float x)
 {
-    if (x == -INFINITY)
-        return 0;
-    return x < -104.0f ? 0.0f : exp_core(x);
+    return exp16(splat16(x))[0];
 }
 
 ASN_CLONES
 void asn_exp_shifted(const float *x, float m, float *out, int n)
 {
-    for (int i = 0; i < n; i++) {
-        float d = x[i] - m; /* -inf stays -inf */
-        float v = exp_core(d);
-        out[i] = d < -104.0f ? 0.0f : v;
+    const v16f mv = splat16(m);
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        v16f v;
+        memcpy(&v, x + i, sizeof v);
+        v = exp16(v - mv); /* -inf - m = -inf, below the floor: 0 */
+        memcpy(out + i, &v, sizeof v);
+    }
+    if (i < n) {
+        v16f v = splat16(-INFINITY);
+        memcpy(&v, x + i, (size_t)(n - i) * sizeof *x);
+        v = exp16(v - mv);
+        memcpy(out + i, &v, (size_t)(n - i) * sizeof *x);
     }
 }
 
 ASN_CLONES
 float asn_row_max(const float *x, int n)
 {
-    float m = -INFINITY;
-    for (int i = 0; i < n; i++)
-        m = x[i] > m ? x[i] : m;
-    return m;
+    v8f m = splat(-INFINITY);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        v8f v;
+        memcpy(&v, x + i, sizeof v);
+        m = sel(v > m, v, m);
+    }
+    float r = -INFINITY;
+    for (int j = 0; j < 8; j++)
+        r = m[j] > r ? m[j] : r;
+    for (; i < n; i++)
+        r = x[i] > r ? x[i] : r;
+    return r;
 }
+
+/* Sums of products and masked sums: 8 interleaved double accumulators, a
+ * fixed association, vectorizable. */
+#define SUM8(n, term)                                                                      \
+    do {                                                                                   \
+        double s_[8] = {0};                                                                \
+        int i = 0;                                                                         \
+        for (; i + 8 <= (n); i += 8)                                                       \
+            for (int j = 0; j < 8; j++) {                                                  \
+                int k = i + j;                                                             \
+                s_[j] += (term);                                                           \
+            }                                                                              \
+        for (int j = 0; i < (n); i++, j++) {                                               \
+            int k = i;                                                                     \
+            s_[j] += (term);                                                               \
+        }                                                                                  \
+        return ((s_[0] + s_[1]) + (s_[2] + s_[3])) + ((s_[4] + s_[5]) + (s_[6] + s_[7])); \
+    } while (0)
 
 ASN_CLONES
 double asn_sum_f32(const float *x, int n)
 {
-    double s[8] = {0};
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++)
-            s[j] += (double)x[i + j];
-    for (int j = 0; i < n; i++, j++)
-        s[j] += (double)x[i];
-    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    SUM8(n, (double)x[k]);
+}
+
+ASN_CLONES
+double asn_sum_below(const float *q, const float *x, float cut, int n)
+{
+    SUM8(n, x[k] >= cut ? 0.0 : (double)q[k]);
+}
+
+ASN_CLONES
+double asn_sum_prod_finite(const float *a, const float *b, const float *x, int n)
+{
+    SUM8(n, x[k] == -INFINITY ? 0.0 : (double)(a[k] * b[k]));
 }
 
 ASN_CLONES
@@ -94,6 +157,61 @@ void asn_div_f32(const float *e, double S, float *p, int n)
 {
     for (int i = 0; i < n; i++)
         p[i] = (float)((double)e[i] / S);
+}
+
+/* Appends asn_pack(key[i], i) for every i with key[i] >= cut (below = 0) or
+ * key[i] <= cut (below = 1), in index order; returns the count. Blocks of 8
+ * with no hit, the common case, cost one compare. */
+ASN_CLONES
+int asn_collect(const float *key, int n, float cut, int below, uint64_t *out)
+{
+    const v8f c = splat(cut);
+    int cnt = 0, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        v8f v;
+        memcpy(&v, key + i, sizeof v);
+        v8i m = below ? (v <= c) : (v >= c);
+        v8i a = m | __builtin_shufflevector(m, m, 4, 5, 6, 7, 0, 1, 2, 3);
+        a = a | __builtin_shufflevector(a, a, 2, 3, 0, 1, 6, 7, 4, 5);
+        a = a | __builtin_shufflevector(a, a, 1, 0, 3, 2, 5, 4, 7, 6);
+        if (!a[0])
+            continue;
+        for (int j = 0; j < 8; j++)
+            if (m[j])
+                out[cnt++] = asn_pack(key[i + j], (uint32_t)(i + j));
+    }
+    for (; i < n; i++)
+        if (below ? key[i] <= cut : key[i] >= cut)
+            out[cnt++] = asn_pack(key[i], (uint32_t)i);
+    return cnt;
+}
+
+ASN_CLONES
+float asn_row_min(const float *x, int n)
+{
+    v8f m = splat(INFINITY);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        v8f v;
+        memcpy(&v, x + i, sizeof v);
+        m = sel(v < m, v, m);
+    }
+    float r = INFINITY;
+    for (int j = 0; j < 8; j++)
+        r = m[j] < r ? m[j] : r;
+    for (; i < n; i++)
+        r = x[i] < r ? x[i] : r;
+    return r;
+}
+
+ASN_CLONES
+void asn_keep_only(float *x, int n, const uint64_t *keys, int nkeys)
+{
+    /* the kept tokens' values travel in the keys themselves */
+    for (int i = 0; i < n; i++)
+        x[i] = -INFINITY;
+    for (int j = 0; j < nkeys; j++)
+        x[asn_pack_tok(keys[j])] = asn_pack_val(keys[j]);
 }
 
 ASN_CLONES

@@ -265,100 +265,7 @@ static void test_validation(void)
     asn_heuristic_clear(&h);
 }
 
-/* ------------------------------------------- naive full-sort reference */
-
-typedef struct { float v; int i; } vi;
-static int asc(const void *a, const void *b) /* by value, then index */
-{
-    const vi *x = a, *y = b;
-    return x->v < y->v ? -1 : x->v > y->v ? 1 : x->i - y->i;
-}
-
-static void softmax_ref(const float *x, int V, float *p)
-{
-    float m = -INFINITY;
-    for (int i = 0; i < V; i++)
-        m = fmaxf(m, x[i]);
-    double S = 0;
-    for (int i = 0; i < V; i++)
-        S += expf(x[i] - m);
-    for (int i = 0; i < V; i++)
-        p[i] = (float)(expf(x[i] - m) / S);
-}
-
-static void naive_top_p(float *x, int V, double top_p, int mtk)
-{
-    vi *s = malloc((size_t)V * sizeof *s);
-    float *p = malloc((size_t)V * sizeof *p);
-    softmax_ref(x, V, p);
-    for (int i = 0; i < V; i++)
-        s[i] = (vi){x[i], i};
-    qsort(s, (size_t)V, sizeof *s, asc);
-    double c = 0;
-    float thr = (float)(1.0 - top_p);
-    for (int j = 0; j < V; j++) {
-        c += p[s[j].i];
-        if ((float)c <= thr && j < V - mtk)
-            x[s[j].i] = -INFINITY;
-    }
-    free(s);
-    free(p);
-}
-
-static void naive_typical(float *x, int V, double mass, int mtk)
-{
-    float *p = malloc((size_t)V * sizeof *p), *sc = malloc((size_t)V * sizeof *sc);
-    vi *s = malloc((size_t)V * sizeof *s);
-    softmax_ref(x, V, p);
-    float m = -INFINITY;
-    for (int i = 0; i < V; i++)
-        m = fmaxf(m, x[i]);
-    double S = 0;
-    for (int i = 0; i < V; i++)
-        S += expf(x[i] - m);
-    float lse = (float)log(S);
-    double H = 0;
-    for (int i = 0; i < V; i++) {
-        float l = (x[i] - m) - lse;
-        if (x[i] != -INFINITY)
-            H -= (double)(l * expf(l));
-    }
-    for (int i = 0; i < V; i++) {
-        float l = (x[i] - m) - lse;
-        sc[i] = x[i] == -INFINITY ? INFINITY : fabsf(-l - (float)H);
-        s[i] = (vi){sc[i], i};
-    }
-    qsort(s, (size_t)V, sizeof *s, asc);
-    double c = 0;
-    int L = 0;
-    for (int j = 0; j < V; j++) {
-        c += p[s[j].i];
-        if ((float)c < (float)mass)
-            L++;
-    }
-    if (L > V - 1)
-        L = V - 1;
-    float tau = s[L].v;
-    for (int j = mtk; j < V; j++)
-        if (sc[s[j].i] > tau)
-            x[s[j].i] = -INFINITY;
-    free(p);
-    free(sc);
-    free(s);
-}
-
-static void naive_top_k(float *x, int V, int k)
-{
-    vi *s = malloc((size_t)V * sizeof *s);
-    for (int i = 0; i < V; i++)
-        s[i] = (vi){x[i], i};
-    qsort(s, (size_t)V, sizeof *s, asc);
-    float t = s[V - k].v;
-    for (int i = 0; i < V; i++)
-        if (x[i] < t)
-            x[i] = -INFINITY;
-    free(s);
-}
+#include "naive.h"
 
 static double gauss(unsigned *st)
 {
@@ -401,11 +308,12 @@ static void test_against_naive(void)
     asn_err e;
     for (int vi_ = 0; vi_ < 2; vi_++)
         for (int si = 0; si < 3; si++)
-            for (int kind = 0; kind < 3; kind++) {
+            for (int kind = 0; kind < 6; kind++) {
                 int V = Vs[vi_];
                 float *a = malloc((size_t)V * sizeof *a), *b = malloc((size_t)V * sizeof *b);
                 static const double tps[] = {0.5, 0.9, 0.98, 1.0}, masses[] = {0.2, 0.9, 0.95};
                 static const int ks[] = {1, 20, 128, 5000};
+                static const double mps[] = {0.01, 0.1, 0.9, 1.0}, eps[] = {1e-5, 3e-4, 0.01, 0.2};
                 int nparams = kind == 1 ? 3 : 4;
                 for (int pi = 0; pi < nparams; pi++) {
                     unsigned seed = (unsigned)(1000 * vi_ + 100 * si + 10 * kind + pi);
@@ -418,9 +326,16 @@ static void test_against_naive(void)
                     } else if (kind == 1) {
                         snprintf(js, sizeof js, "[{\"name\":\"typical\",\"params\":{\"mass\":%g,\"min_tokens_to_keep\":%d}}]", masses[pi], mtk);
                         naive_typical(b, V, masses[pi], mtk);
-                    } else {
+                    } else if (kind == 2) {
                         snprintf(js, sizeof js, "[{\"name\":\"top_k\",\"params\":{\"top_k\":%d}}]", ks[pi]);
                         naive_top_k(b, V, ks[pi]);
+                    } else if (kind == 3) {
+                        snprintf(js, sizeof js, "[{\"name\":\"min_p\",\"params\":{\"min_p\":%g,\"min_tokens_to_keep\":%d}}]", mps[pi], mtk);
+                        naive_min_p(b, V, mps[pi], mtk);
+                    } else {
+                        const char *nm = kind == 4 ? "epsilon" : "eta";
+                        snprintf(js, sizeof js, "[{\"name\":\"%s\",\"params\":{\"epsilon\":%g,\"min_tokens_to_keep\":%d}}]", nm, eps[pi], mtk);
+                        naive_epsilon(b, V, eps[pi], mtk, kind == 5);
                     }
                     apply(js, a, V, NULL, &e);
                     int first = -1;

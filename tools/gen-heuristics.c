@@ -1,0 +1,473 @@
+/* gen-heuristics — expand a grid of sampling settings (temperatures, a model
+ * family's official defaults, swept truncation processors) into a heuristics
+ * YAML file in the reference format, as the reference project's
+ * generate_heuristics_config does. Every processor is checked with the
+ * library's own rules, so the output always loads with asn_heuristics_load. */
+#include "asn/json.h"
+#include "asn/sampling.h"
+#include "asn/tool.h"
+#include "asn/yaml.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Most temperatures a rule may give: far above any useful grid, low enough
+ * that a typo in "from"/"to" cannot ask for millions of pipelines. */
+#define MAX_TEMPERATURES 1000
+
+static const char *opt_grid, *opt_family, *opt_append, *opt_output = "-";
+
+static const asn_option options[] = {
+    {"grid", 0, ASN_OPT_STRING, &opt_grid, "FILE", "grid YAML to expand (required; the shipped one is configs/heuristics/grid.yaml)"},
+    {"family", 0, ASN_OPT_STRING, &opt_family, "NAME", "model family of the \"official\" rows: llama, gemma, qwen, none, or any family the grid defines (required)"},
+    {"append", 0, ASN_OPT_STRING, &opt_append, "FILE", "heuristics YAML whose pipelines are appended; names already present are skipped with a warning"},
+    {"output", 'o', ASN_OPT_STRING, &opt_output, "FILE", "heuristics YAML to write, - for stdout"},
+    {0},
+};
+
+static const asn_tool tool = {
+    "gen-heuristics", "--grid FILE --family NAME [OPTIONS]",
+    "Expand a grid of sampling settings into a heuristics YAML file.",
+    "The grid is a YAML mapping with three fields:\n"
+    "  temperatures  a list of values, or the rule {base, from, to, scale}:\n"
+    "                round(base^x * scale) / scale for each integer x in from..to\n"
+    "                (halves round to even, as Python's round)\n"
+    "  families      family name -> its official defaults: a list of processors\n"
+    "                [{name, params}] as in heuristics files; [] = no official row\n"
+    "  sweeps        a list of {processor, param, values, label, format}: the\n"
+    "                processor name, the parameter the values go to, the values\n"
+    "                (numbers; integers stay integers), the first word of the\n"
+    "                names (default: the processor) and a printf format for the\n"
+    "                value in names (%.Ne, %.Nf or %.Ng; default: as Python\n"
+    "                prints the number)\n"
+    "\nFor each temperature T, in order: \"temp T\" (temperature alone), \"official\n"
+    "temp T\" (temperature, then the family's processors), then for each sweep and\n"
+    "value V: \"LABEL V temp T\" (temperature, then that processor). Weights are 1.\n"
+    "Pipelines of --append follow, processors as written (whole weights are\n"
+    "written as integers).\n"
+    "\nOutput: `sampling_pipelines: [{name, weight, processors: [{name, params}]}]`,\n"
+    "block style, numbers as Python prints them (temp 1.0, never temp 1), after a\n"
+    "comment naming the command. Example, the reference's qwen-family set:\n"
+    "  gen-heuristics --grid configs/heuristics/grid.yaml --family qwen -o qwen.yaml\n",
+    options,
+};
+
+static asn_yaml *grid;
+
+/* Ends with "GRID:LINE:COL: message", the position of the node `at`. */
+static void __attribute__((noreturn, format(printf, 2, 3))) bad(const json_t *at, const char *fmt, ...)
+{
+    char where[600], msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    asn_fatal("%s: %s", asn_yaml_where(grid, at, where, sizeof where), msg);
+}
+
+/* ---------------------------------------------------------- grid checks */
+
+static const json_t *field(const json_t *obj, const char *key, const char *what)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v)
+        bad(obj, "%s: field \"%s\" is missing", what, key);
+    return v;
+}
+
+/* Unknown fields are errors, so a misspelt one is not silently ignored. */
+static void only_fields(const json_t *obj, const char *const *known, const char *what)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)obj, k, v)
+    {
+        const char *const *p = known;
+        while (*p && strcmp(*p, k))
+            p++;
+        if (!*p)
+            bad(v, "%s: unknown field \"%s\"", what, k);
+    }
+}
+
+static const json_t *nonempty_list(const json_t *v, const char *what)
+{
+    if (!json_is_array(v))
+        bad(v, "%s must be a list, not %s", what, asn_json_type_name(v));
+    if (!json_array_size(v))
+        bad(v, "%s is empty", what);
+    return v;
+}
+
+static double number(const json_t *v, const char *what)
+{
+    double d;
+    if (asn_json_number(v, &d) || !isfinite(d))
+        bad(v, "%s must be a number, not %s", what, asn_json_type_name(v));
+    return d;
+}
+
+static const char *string(const json_t *v, const char *what)
+{
+    if (!json_is_string(v))
+        bad(v, "%s must be a string, not %s", what, asn_json_type_name(v));
+    return json_string_value(v);
+}
+
+/* Checks a processor list with the library's own rules. */
+static void check_procs(const json_t *procs, const json_t *at, const char *what)
+{
+    asn_heuristic h;
+    asn_err e;
+    if (asn_heuristic_init(&h, "", procs, &e))
+        bad(at, "%s: %s", what, e.msg);
+    asn_heuristic_clear(&h);
+}
+
+static json_t *temperature_proc(double t)
+{
+    return json_pack("{s:s,s:{s:f}}", "name", "temperature", "params", "temperature", t);
+}
+
+/* The grid's temperatures as a new array of reals, each checked. */
+static json_t *temperatures(const json_t *t)
+{
+    json_t *out = json_array();
+    if (json_is_array(t)) {
+        size_t i;
+        json_t *x;
+        json_array_foreach(nonempty_list(t, "\"temperatures\""), i, x)
+            json_array_append_new(out, json_real(number(x, "a temperature")));
+    } else if (json_is_object(t)) {
+        static const char *const known[] = {"base", "from", "to", "scale", NULL};
+        only_fields(t, known, "\"temperatures\"");
+        double base = number(field(t, "base", "\"temperatures\""), "\"base\"");
+        double scale = number(field(t, "scale", "\"temperatures\""), "\"scale\"");
+        const json_t *jfrom = field(t, "from", "\"temperatures\""), *jto = field(t, "to", "\"temperatures\"");
+        if (!json_is_integer(jfrom) || !json_is_integer(jto))
+            bad(json_is_integer(jfrom) ? jto : jfrom, "\"from\" and \"to\" must be integers");
+        json_int_t from = json_integer_value(jfrom), to = json_integer_value(jto);
+        if (to < from || to - from >= MAX_TEMPERATURES)
+            bad(jto, "\"to\" must be at least \"from\" and give at most %d temperatures", MAX_TEMPERATURES);
+        if (base <= 0 || scale <= 0)
+            bad(t, "\"base\" and \"scale\" must be > 0");
+        for (json_int_t x = from; x <= to; x++) /* nearbyint: half to even, as Python's round */
+            json_array_append_new(out, json_real(nearbyint(pow(base, (double)x) * scale) / scale));
+    } else {
+        bad(t, "\"temperatures\" must be a list of values or a rule {base, from, to, scale}");
+    }
+    size_t i;
+    json_t *x;
+    json_array_foreach(out, i, x)
+    {
+        char what[64];
+        snprintf(what, sizeof what, "temperature %g", json_real_value(x));
+        json_t *procs = json_pack("[o]", temperature_proc(json_real_value(x)));
+        check_procs(procs, json_is_array(t) ? json_array_get(t, i) : t, what);
+        json_decref(procs);
+    }
+    return out;
+}
+
+static void check_families(const json_t *fams)
+{
+    if (!json_is_object(fams) || !json_object_size(fams))
+        bad(fams, "\"families\" must be a non-empty mapping: family -> [{name, params}]");
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)fams, k, v)
+    {
+        char what[300];
+        snprintf(what, sizeof what, "family \"%s\"", k);
+        if (!json_is_array(v))
+            bad(v, "%s must be a list of processors ([] for no official row), not %s", what, asn_json_type_name(v));
+        check_procs(v, v, what);
+    }
+}
+
+/* A format is "%.<digits>" and one of e, f, g: it takes one double. */
+static int valid_format(const char *s)
+{
+    char *end;
+    if (strncmp(s, "%.", 2) || !isdigit((unsigned char)s[2]) || strtol(s + 2, &end, 10) > 17)
+        return 0;
+    return *end && strchr("efg", *end) && !end[1];
+}
+
+static json_t *sweep_proc(const json_t *sw, const json_t *value)
+{
+    return json_pack("{s:O,s:{s:O}}", "name", json_object_get(sw, "processor"), "params",
+                     json_string_value(json_object_get(sw, "param")), value);
+}
+
+static void check_sweeps(const json_t *sweeps)
+{
+    static const char *const known[] = {"processor", "param", "values", "label", "format", NULL};
+    size_t i, j;
+    json_t *sw, *v;
+    json_array_foreach(nonempty_list(sweeps, "\"sweeps\""), i, sw)
+    {
+        if (!json_is_object(sw))
+            bad(sw, "sweep %zu must be a mapping {processor, param, values, label, format}", i + 1);
+        char what[300];
+        snprintf(what, sizeof what, "sweep %zu", i + 1);
+        only_fields(sw, known, what);
+        snprintf(what, sizeof what, "sweep \"%s\"", string(field(sw, "processor", what), "\"processor\""));
+        string(field(sw, "param", what), "\"param\"");
+        if (json_object_get(sw, "label"))
+            string(json_object_get(sw, "label"), "\"label\"");
+        const json_t *fmt = json_object_get(sw, "format");
+        if (fmt && !valid_format(string(fmt, "\"format\"")))
+            bad(fmt, "%s: \"format\" must be %%.N followed by e, f or g (like \"%%.1e\")", what);
+        json_array_foreach(nonempty_list(field(sw, "values", what), "\"values\""), j, v)
+        {
+            number(v, "a value");
+            json_t *procs = json_pack("[o]", sweep_proc(sw, v));
+            check_procs(procs, v, what);
+            json_decref(procs);
+        }
+    }
+}
+
+/* ------------------------------------------------------------ expansion */
+
+/* The pipelines so far, and their names as a set. */
+typedef struct outlist {
+    json_t *pipelines, *names;
+} outlist;
+
+/* Adds a pipeline, stealing name, procs and weight. */
+static void add(outlist *o, json_t *name, json_t *procs, json_t *weight)
+{
+    if (json_object_get(o->names, json_string_value(name)))
+        asn_fatal("%s: the grid gives two pipelines named \"%s\" (a repeated value?)", opt_grid,
+                  json_string_value(name));
+    json_object_set(o->names, json_string_value(name), json_true());
+    json_array_append_new(o->pipelines, json_pack("{s:o,s:o,s:o}", "name", name, "weight", weight,
+                                                  "processors", procs));
+}
+
+/* A value as the names show it: the sweep's format, else as Python prints it. */
+static void value_text(char *buf, size_t n, const json_t *v, const json_t *fmt)
+{
+    if (fmt)
+        snprintf(buf, n, json_string_value(fmt), json_number_value(v));
+    else if (json_is_integer(v))
+        snprintf(buf, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    else
+        asn_fmt_double(buf, json_real_value(v));
+}
+
+static void expand(outlist *o, const json_t *temps, const json_t *official, const json_t *sweeps)
+{
+    size_t i, j, k;
+    json_t *t, *sw, *v;
+    json_array_foreach(temps, i, t)
+    {
+        char ts[32], vs[512];
+        asn_fmt_double(ts, json_real_value(t));
+        add(o, json_sprintf("temp %s", ts), json_pack("[o]", temperature_proc(json_real_value(t))),
+            json_integer(1));
+        if (json_array_size(official)) {
+            json_t *procs = json_pack("[o]", temperature_proc(json_real_value(t)));
+            json_array_extend(procs, (json_t *)official);
+            add(o, json_sprintf("official temp %s", ts), procs, json_integer(1));
+        }
+        json_array_foreach(sweeps, j, sw)
+        {
+            const json_t *label = json_object_get(sw, "label");
+            json_array_foreach(json_object_get(sw, "values"), k, v)
+            {
+                value_text(vs, sizeof vs, v, json_object_get(sw, "format"));
+                add(o, json_sprintf("%s %s temp %s",
+                                    json_string_value(label ? label : json_object_get(sw, "processor")), vs, ts),
+                    json_pack("[o,o]", temperature_proc(json_real_value(t)), sweep_proc(sw, v)),
+                    json_integer(1));
+            }
+        }
+    }
+}
+
+/* Appends the pipelines of a heuristics file whose names are new. */
+static void append_file(outlist *o, const char *path)
+{
+    asn_err e;
+    asn_heuristics *hs = asn_heuristics_load(path, &e);
+    if (!hs)
+        asn_fatal("%s", e.msg);
+    for (int i = 0; i < hs->n; i++) {
+        const asn_heuristic *h = &hs->h[i];
+        if (json_object_get(o->names, h->name)) {
+            asn_warn("%s: skipping pipeline \"%s\": the name is already present", path, h->name);
+            continue;
+        }
+        /* weights are read as doubles; whole ones are written as the reference writes 1 */
+        json_t *w = h->weight == nearbyint(h->weight) && fabs(h->weight) < 1e15
+                        ? json_integer((json_int_t)h->weight)
+                        : json_real(h->weight);
+        add(o, json_string(h->name), json_deep_copy(h->processors), w);
+    }
+    asn_heuristics_free(hs);
+}
+
+/* ----------------------------------------------------------- YAML output */
+
+/* Whether a string may go unquoted: YAML 1.1 and 1.2 readers (PyYAML,
+ * libyaml) read it back as this same string. */
+static int plain_ok(const char *s)
+{
+    static const char *const words[] = {"null", "true", "false", "yes", "no", "on", "off", "y", "n", NULL};
+    if (!isalpha((unsigned char)s[0]) || s[strlen(s) - 1] == ' ')
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr(" _.+-", *p))
+            return 0;
+    for (const char *const *w = words; *w; w++)
+        if (!strcasecmp(s, *w))
+            return 0;
+    return 1;
+}
+
+static void put_string(FILE *f, const char *s)
+{
+    if (plain_ok(s)) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\x%02x", *p);
+        else
+            fputc(*p, f);
+    fputc('"', f);
+}
+
+/* Scalars as PyYAML writes them; lists and mappings in flow style. */
+static void put_value(FILE *f, const json_t *v)
+{
+    char num[40];
+    size_t i = 0;
+    const char *k;
+    json_t *x;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        fputc('{', f);
+        json_object_foreach((json_t *)v, k, x)
+        {
+            fputs(i++ ? ", " : "", f);
+            put_string(f, k);
+            fputs(": ", f);
+            put_value(f, x);
+        }
+        fputc('}', f);
+        break;
+    case JSON_ARRAY:
+        fputc('[', f);
+        json_array_foreach(v, i, x)
+        {
+            fputs(i ? ", " : "", f);
+            put_value(f, x);
+        }
+        fputc(']', f);
+        break;
+    case JSON_STRING: put_string(f, json_string_value(v)); break;
+    case JSON_INTEGER: fprintf(f, "%" JSON_INTEGER_FORMAT, json_integer_value(v)); break;
+    case JSON_REAL: {
+        asn_fmt_double(num, json_real_value(v));
+        /* YAML 1.1 (PyYAML) reads 1e-05 as a string; 1.0e-05 is a float to every reader */
+        char *e = strchr(num, 'e');
+        if (e && !strchr(num, '.'))
+            fprintf(f, "%.*s.0%s", (int)(e - num), num, e);
+        else
+            fputs(num, f);
+        break;
+    }
+    case JSON_TRUE: fputs("true", f); break;
+    case JSON_FALSE: fputs("false", f); break;
+    case JSON_NULL: fputs("null", f); break;
+    }
+}
+
+static void put_pipeline(FILE *f, const json_t *pl)
+{
+    size_t i;
+    const char *k;
+    json_t *proc, *x;
+    fputs("- name: ", f);
+    put_string(f, json_string_value(json_object_get(pl, "name")));
+    fputs("\n  weight: ", f);
+    put_value(f, json_object_get(pl, "weight"));
+    const json_t *procs = json_object_get(pl, "processors");
+    fputs(json_array_size(procs) ? "\n  processors:\n" : "\n  processors: []\n", f);
+    json_array_foreach(procs, i, proc)
+    {
+        const json_t *params = json_object_get(proc, "params");
+        fputs("  - name: ", f);
+        put_string(f, json_string_value(json_object_get(proc, "name")));
+        fputs(json_object_size(params) ? "\n    params:\n" : "\n    params: {}\n", f);
+        json_object_foreach((json_t *)params, k, x)
+        {
+            fputs("      ", f);
+            put_string(f, k);
+            fputs(": ", f);
+            put_value(f, x);
+            fputc('\n', f);
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (asn_tool_parse(&tool, argc, argv))
+        asn_usage_error("unexpected argument '%s'", argv[1]);
+    if (!opt_grid || !opt_family)
+        asn_usage_error("--grid and --family are required");
+    asn_err e;
+    if (!(grid = asn_yaml_load(opt_grid, &e)))
+        asn_fatal("%s", e.msg);
+    const json_t *root = asn_yaml_root(grid);
+    static const char *const known[] = {"temperatures", "families", "sweeps", NULL};
+    if (!json_is_object(root))
+        bad(root, "the grid must be a mapping {temperatures, families, sweeps}");
+    only_fields(root, known, "the grid");
+    json_t *temps = temperatures(field(root, "temperatures", "the grid"));
+    const json_t *fams = field(root, "families", "the grid"), *sweeps = field(root, "sweeps", "the grid");
+    check_families(fams);
+    check_sweeps(sweeps);
+    const json_t *official = json_object_get(fams, opt_family);
+    if (!official) {
+        char list[1024] = "";
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)fams, k, v)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", *list ? ", " : "", k);
+        asn_usage_error("unknown family \"%s\"; %s defines: %s", opt_family, opt_grid, list);
+    }
+
+    outlist o = {json_array(), json_object()};
+    expand(&o, temps, official, sweeps);
+    if (opt_append)
+        append_file(&o, opt_append);
+
+    FILE *f = asn_open_out(opt_output);
+    fprintf(f, "# Generated by: gen-heuristics --grid %s --family %s%s%s\n", opt_grid, opt_family,
+            opt_append ? " --append " : "", opt_append ? opt_append : "");
+    fputs("# Change the grid and regenerate rather than editing this file.\nsampling_pipelines:\n", f);
+    size_t i;
+    json_t *pl;
+    json_array_foreach(o.pipelines, i, pl)
+        put_pipeline(f, pl);
+    asn_close_out(f, opt_output);
+    json_decref(o.pipelines);
+    json_decref(o.names);
+    json_decref(temps);
+    asn_yaml_free(grid);
+    return 0;
+}
