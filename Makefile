@@ -2,7 +2,7 @@
 #
 #   make              build (installs missing Debian packages first when root)
 #   make test         unit, vector and CLI tests; ends with "N passed, N failed"
-#   make test-san     the unit tests again under AddressSanitizer + UBSan
+#   make test-san     the tests again under AddressSanitizer + UBSan
 #   make bench        benchmarks (ratios against baselines measured in the same run)
 #   make install PREFIX=/usr/local
 #
@@ -43,7 +43,7 @@ BENCHES  := $(BENCH_SRC:bench/%.c=$(O)/build/bench/%)
 DEPS_OK  := build/.deps-ok
 
 .SECONDARY:
-.PHONY: all deps test test-unit test-san bench install clean
+.PHONY: all deps test test-unit test-san bench fuzz install clean
 all: $(TOOLS) $(TESTS) $(BENCHES)
 
 # Missing Debian packages are installed (as root) or named with the exact
@@ -81,11 +81,31 @@ test: all
 test-unit: $(TESTS)
 	@sh tests/run.sh $(O) unit
 
+# Everything again, built with AddressSanitizer + UBSan: unit tests with leak
+# checking, CLI tests without (a tool that exits on an error may leave
+# allocations behind, by design).
 test-san:
-	@$(MAKE) --no-print-directory O=build/san SAN=1 OPT=-O1 test-unit
+	@$(MAKE) --no-print-directory O=build/san SAN=1 OPT=-O1 all
+	@sh tests/run.sh build/san
 
 bench: all
 	@for b in $(BENCHES); do $$b || exit 1; done
+
+# libFuzzer targets (clang), run by hand: make fuzz FUZZ_SECONDS=120.
+# Crashes found are fixed and their inputs kept in tests/fuzz/regressions/,
+# which the unit tests replay (test_fuzz_regressions).
+FUZZ_SECONDS ?= 60
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+fuzz: | $(DEPS_OK)
+	@mkdir -p build/fuzz
+	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
+	  clang -std=c11 -D_GNU_SOURCE -g -O1 -Ilib $$(pkg-config --cflags $(PKGS)) \
+	    -fsanitize=fuzzer,address,undefined $$f $(LIB_SRC) -o build/fuzz/$$n $(LDLIBS) || exit 1; \
+	  mkdir -p build/fuzz/corpus-$$n; \
+	  echo "fuzzing $$n for $(FUZZ_SECONDS)s"; \
+	  build/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1 \
+	    build/fuzz/corpus-$$n tests/fuzz/seeds/$$n 2>&1 | tail -4 || exit 1; \
+	done
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/asn

@@ -89,6 +89,8 @@ typedef struct asn_heuristics {
 /* Loads a heuristics YAML (or JSON) file. Errors read
  * "PATH:LINE:COL: pipeline "NAME": processor 2 (top_p): parameter "top_p": ...". */
 asn_heuristics *asn_heuristics_load(const char *path, asn_err *e);
+/* The same from text in memory; `name` stands for the path in errors. */
+asn_heuristics *asn_heuristics_parse(const char *name, const char *text, size_t len, asn_err *e);
 void asn_heuristics_free(asn_heuristics *hs);
 /* Index of the heuristic with this name, or -1. */
 int asn_heuristics_find(const asn_heuristics *hs, const char *name);

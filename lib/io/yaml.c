@@ -116,7 +116,7 @@ static json_t *sequence(parser *ps, yaml_event_t *start)
     for (;;) {
         yaml_event_t ev;
         if (next(ps, &ev))
-            return NULL;
+            goto fail;
         if (ev.type == YAML_SEQUENCE_END_EVENT) {
             yaml_event_delete(&ev);
             return arr;
@@ -124,9 +124,12 @@ static json_t *sequence(parser *ps, yaml_event_t *start)
         json_t *v = node(ps, &ev);
         yaml_event_delete(&ev);
         if (!v)
-            return NULL;
+            goto fail;
         json_array_append_new(arr, v);
     }
+fail:
+    json_decref(arr);
+    return NULL;
 }
 
 static json_t *mapping(parser *ps, yaml_event_t *start)
@@ -137,7 +140,7 @@ static json_t *mapping(parser *ps, yaml_event_t *start)
     for (;;) {
         yaml_event_t kev;
         if (next(ps, &kev))
-            return NULL;
+            goto fail;
         if (kev.type == YAML_MAPPING_END_EVENT) {
             yaml_event_delete(&kev);
             return obj;
@@ -145,7 +148,7 @@ static json_t *mapping(parser *ps, yaml_event_t *start)
         if (kev.type != YAML_SCALAR_EVENT) {
             perr(ps, kev.start_mark, "mapping keys must be scalars");
             yaml_event_delete(&kev);
-            return NULL;
+            goto fail;
         }
         char *key = asn_xstrdup((const char *)kev.data.scalar.value);
         yaml_mark_t km = kev.start_mark;
@@ -155,22 +158,25 @@ static json_t *mapping(parser *ps, yaml_event_t *start)
             snprintf(msg, sizeof msg, "duplicate key \"%.200s\"", key);
             free(key);
             perr(ps, km, msg);
-            return NULL;
+            goto fail;
         }
         yaml_event_t vev;
         if (next(ps, &vev)) {
             free(key);
-            return NULL;
+            goto fail;
         }
         json_t *v = node(ps, &vev);
         yaml_event_delete(&vev);
         if (!v) {
             free(key);
-            return NULL;
+            goto fail;
         }
         json_object_set_new(obj, key, v);
         free(key);
     }
+fail:
+    json_decref(obj);
+    return NULL;
 }
 
 static json_t *node(parser *ps, yaml_event_t *ev)

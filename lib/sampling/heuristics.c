@@ -40,11 +40,9 @@ static int load_pipeline(asn_yaml *y, const json_t *pl, size_t idx, asn_heuristi
     return 0;
 }
 
-asn_heuristics *asn_heuristics_load(const char *path, asn_err *e)
+static asn_heuristics *from_yaml(asn_yaml *y, asn_err *e)
 {
-    asn_yaml *y = asn_yaml_load(path, e);
-    if (!y)
-        return NULL;
+    const char *path = asn_yaml_path(y);
     json_t *root = asn_yaml_root(y);
     asn_heuristics *hs = asn_xcalloc(1, sizeof *hs);
     char where[600];
@@ -87,6 +85,18 @@ fail:
     asn_yaml_free(y);
     asn_heuristics_free(hs);
     return NULL;
+}
+
+asn_heuristics *asn_heuristics_load(const char *path, asn_err *e)
+{
+    asn_yaml *y = asn_yaml_load(path, e);
+    return y ? from_yaml(y, e) : NULL;
+}
+
+asn_heuristics *asn_heuristics_parse(const char *name, const char *text, size_t len, asn_err *e)
+{
+    asn_yaml *y = asn_yaml_parse(name, text, len, e);
+    return y ? from_yaml(y, e) : NULL;
 }
 
 void asn_heuristics_free(asn_heuristics *hs)
