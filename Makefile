@@ -12,11 +12,11 @@
 O        ?= .
 PREFIX   ?= /usr/local
 VERSION  := 0.1.0
-PKGS     := jansson yaml-0.1 sqlite3 openblas libcrypto
+PKGS     := jansson yaml-0.1 sqlite3 openblas libcrypto libpcre2-8
 
 CC       ?= cc
 OPT      ?= -O3
-WARN     := -Wall -Wextra -Werror -Wno-unused-parameter -Wvla
+WARN     := -Wall -Wextra -Werror -Wno-unused-parameter -Wvla -Wno-psabi
 # -ffp-contract=off: no fused multiply-add, so results do not depend on
 # whether the compiler (or a target clone) happens to use FMA.
 CFLAGS   ?= $(OPT) -g
@@ -32,7 +32,7 @@ BUILD    := $(O)/build/obj
 BIN      := $(O)/bin
 LIBA     := $(O)/build/libasn.a
 
-LIB_SRC  := $(wildcard lib/core/*.c lib/io/*.c lib/sampling/*.c)
+LIB_SRC  := $(wildcard lib/*/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TOOL_SRC := $(wildcard tools/*.c)
 TOOLS    := $(TOOL_SRC:tools/%.c=$(BIN)/%)
@@ -56,7 +56,10 @@ deps:
 
 $(BUILD)/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(FILE_CFLAGS) -MMD -MP -c $< -o $@
+
+# The inference matrix product fuses multiply-adds (see lib/asn/linalg.h).
+$(BUILD)/lib/model/matmul.o: FILE_CFLAGS := -ffp-contract=fast
 
 $(LIBA): $(LIB_OBJ)
 	@mkdir -p $(@D)

@@ -5,7 +5,7 @@ set -u
 
 # Build: compiler libraries. Tests: Python oracles (numpy, jsonschema, yaml).
 PKGS="gcc make pkg-config libjansson-dev libyaml-dev libsqlite3-dev libopenblas-dev \
-liblapacke-dev libssl-dev python3 python3-numpy python3-jsonschema python3-yaml"
+liblapacke-dev libssl-dev libpcre2-dev python3 python3-numpy python3-jsonschema python3-yaml"
 
 missing=""
 for p in $PKGS; do

@@ -1,0 +1,35 @@
+/* asn/linalg.h — the matrix product of inference, Y = X W^T, with a fixed
+ * summation order per output element.
+ *
+ * BLAS libraries (OpenBLAS included, checked in test_linalg.c) sum a row's
+ * dot products in an order that depends on how many rows are in the batch
+ * and on the thread count, so a sequence's logits would change with the
+ * batch it happens to share. Here every output is
+ *     sum over k in steps of 16 of 16 lane-wise partial sums,
+ *     lanes added in a fixed binary tree,
+ * whatever T, N, the thread count or the SIMD width: a sequence's logits are
+ * bit-identical alone or in any batch. Quantized weights are dequantized a
+ * block of rows at a time into f32 and multiplied the same way, so results
+ * equal those of the dequantized F32 model exactly.
+ *
+ * Multiply-adds are fused (FMA) on machines that have it (every x86-64-v3
+ * CPU); a machine without FMA computes the same order unfused, so bits can
+ * differ between such machines, never within one. */
+#ifndef ASN_LINALG_H
+#define ASN_LINALG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "asn/pool.h"
+
+/* Y[t * ldy + r] = sum_k X[t * ldx + k] * W_r[k] (+ bias[r]) for t < T, r < N.
+ * W holds N rows of K elements of ggml type wtype (row r at byte offset
+ * r * row_bytes); bias may be NULL. Rows are split across the pool. */
+void asn_matmul(asn_pool *pool, const float *X, int T, int ldx, int K, const void *W,
+                uint32_t wtype, int N, const float *bias, float *Y, int ldy);
+
+/* The dot product of two f32 vectors in the order above. */
+float asn_dot(const float *a, const float *b, int K);
+
+#endif

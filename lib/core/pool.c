@@ -1,0 +1,150 @@
+/* pool.c — the worker pool: threads wait on a generation counter, run the
+ * current task with their fixed index, and the last to finish wakes the
+ * caller. */
+#include "asn/pool.h"
+#include "asn/core.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+struct asn_pool {
+    int n;
+    pthread_t *threads;
+    pthread_mutex_t mu;
+    pthread_cond_t wake, done;
+    unsigned long gen;   /* bumped for each task */
+    int pending;         /* workers still running the current task */
+    int quit;
+    asn_pool_fn fn;
+    void *ctx;
+    void **scratch;
+    size_t *scratch_cap;
+};
+
+typedef struct worker_arg {
+    asn_pool *p;
+    int ith;
+} worker_arg;
+
+static void *worker(void *arg)
+{
+    worker_arg *w = arg;
+    asn_pool *p = w->p;
+    int ith = w->ith;
+    free(w);
+    unsigned long seen = 0;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (p->gen == seen && !p->quit)
+            pthread_cond_wait(&p->wake, &p->mu);
+        if (p->quit)
+            break;
+        seen = p->gen;
+        asn_pool_fn fn = p->fn;
+        void *ctx = p->ctx;
+        pthread_mutex_unlock(&p->mu);
+        fn(ctx, ith, p->n);
+        pthread_mutex_lock(&p->mu);
+        if (--p->pending == 0)
+            pthread_cond_signal(&p->done);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+asn_pool *asn_pool_new(int n)
+{
+    if (n <= 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        n = c > 0 ? (int)c : 1;
+    }
+    asn_pool *p = asn_xcalloc(1, sizeof *p);
+    p->n = n;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->wake, NULL);
+    pthread_cond_init(&p->done, NULL);
+    p->threads = asn_xcalloc((size_t)n, sizeof *p->threads);
+    p->scratch = asn_xcalloc((size_t)n, sizeof *p->scratch);
+    p->scratch_cap = asn_xcalloc((size_t)n, sizeof *p->scratch_cap);
+    for (int i = 1; i < n; i++) {
+        worker_arg *w = asn_xmalloc(sizeof *w);
+        w->p = p;
+        w->ith = i;
+        if (pthread_create(&p->threads[i], NULL, worker, w)) {
+            free(w);
+            p->n = i; /* run with the threads we got */
+            break;
+        }
+    }
+    return p;
+}
+
+void asn_pool_free(asn_pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->quit = 1;
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 1; i < p->n; i++)
+        pthread_join(p->threads[i], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->wake);
+    pthread_cond_destroy(&p->done);
+    for (int i = 0; i < p->n; i++)
+        free(p->scratch[i]);
+    free(p->scratch);
+    free(p->scratch_cap);
+    free(p->threads);
+    free(p);
+}
+
+void *asn_pool_scratch(asn_pool *p, int ith, size_t bytes)
+{
+    static void *solo;
+    static size_t solo_cap;
+    void **slot = p ? &p->scratch[ith] : &solo;
+    size_t *cap = p ? &p->scratch_cap[ith] : &solo_cap;
+    if (bytes > *cap) {
+        free(*slot);
+        *slot = asn_xmalloc(bytes);
+        *cap = bytes;
+    }
+    return *slot;
+}
+
+int asn_pool_size(const asn_pool *p) { return p ? p->n : 1; }
+
+void asn_pool_run(asn_pool *p, asn_pool_fn fn, void *ctx)
+{
+    if (!p || p->n == 1) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->fn = fn;
+    p->ctx = ctx;
+    p->pending = p->n - 1;
+    p->gen++;
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    fn(ctx, 0, p->n);
+    pthread_mutex_lock(&p->mu);
+    while (p->pending > 0)
+        pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void asn_split(int n, int ith, int nth, int align, int *lo, int *hi)
+{
+    if (align < 1)
+        align = 1;
+    int blocks = (n + align - 1) / align;
+    int per = blocks / nth, extra = blocks % nth;
+    int b0 = ith * per + (ith < extra ? ith : extra);
+    int b1 = b0 + per + (ith < extra);
+    *lo = b0 * align < n ? b0 * align : n;
+    *hi = b1 * align < n ? b1 * align : n;
+}
