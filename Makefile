@@ -38,13 +38,15 @@ TOOL_SRC := $(wildcard tools/*.c)
 TOOLS    := $(TOOL_SRC:tools/%.c=$(BIN)/%)
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 TESTS    := $(TEST_SRC:tests/unit/%.c=$(O)/build/tests/%)
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+REPLAYS  := $(FUZZ_SRC:tests/fuzz/fuzz_%.c=$(O)/build/tests/test_replay_fuzz_%)
 BENCH_SRC:= $(wildcard bench/bench_*.c)
 BENCHES  := $(BENCH_SRC:bench/%.c=$(O)/build/bench/%)
 DEPS_OK  := build/.deps-ok
 
 .SECONDARY:
 .PHONY: all deps test test-unit test-san bench fuzz install clean
-all: $(TOOLS) $(TESTS) $(BENCHES)
+all: $(TOOLS) $(TESTS) $(REPLAYS) $(BENCHES)
 
 # Missing Debian packages are installed (as root) or named with the exact
 # apt-get line before anything is compiled.
@@ -73,6 +75,12 @@ $(O)/build/tests/%: $(BUILD)/tests/unit/%.o $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
 
+# Each fuzz target also builds as a unit test replaying its seeds and the
+# inputs that once crashed it (tests/fuzz/regressions/).
+$(O)/build/tests/test_replay_fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/tests/fuzz/replay.o $(LIBA)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(LIBA) $(LDLIBS)
+
 $(O)/build/bench/%: $(BUILD)/bench/%.o $(LIBA)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
@@ -81,7 +89,7 @@ test: all
 	@sh tests/run.sh $(O)
 
 # Unit tests only (what the sanitizer pass runs).
-test-unit: $(TESTS)
+test-unit: $(TESTS) $(REPLAYS)
 	@sh tests/run.sh $(O) unit
 
 # Everything again, built with AddressSanitizer + UBSan: unit tests with leak
@@ -98,7 +106,6 @@ bench: all
 # Crashes found are fixed and their inputs kept in tests/fuzz/regressions/,
 # which the unit tests replay (test_fuzz_regressions).
 FUZZ_SECONDS ?= 60
-FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 fuzz: | $(DEPS_OK)
 	@mkdir -p build/fuzz
 	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \

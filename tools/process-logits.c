@@ -181,7 +181,7 @@ int main(int argc, char **argv)
                 asn_err_prefix(&e, "%s:%ld", asn_jsonl_path(in), asn_jsonl_lineno(in)), r = -1;
             if (r < 0) {
                 json_decref(rec);
-                if (!opt_skip_invalid)
+                if (!opt_skip_invalid || r == -2)
                     asn_fatal("%s", e.msg);
                 asn_warn("%s", e.msg);
                 bad++;

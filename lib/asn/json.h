@@ -46,7 +46,9 @@ typedef struct asn_jsonl asn_jsonl;
 asn_jsonl *asn_jsonl_open(const char *path, asn_err *e);
 /* Reads the next record. Returns 1 with *rec (a new reference), 0 at end of
  * input, -1 with e = "PATH:LINE: what is wrong" for a malformed line or a
- * line that is not an object. After -1 the stream may go on (skip-invalid). */
+ * line that is not an object: the stream may go on after it (skip-invalid);
+ * -2 when the stream itself failed (read error): stop. A UTF-8 byte-order
+ * mark at the start of the file is skipped. */
 int asn_jsonl_next(asn_jsonl *r, json_t **rec, asn_err *e);
 const char *asn_jsonl_path(const asn_jsonl *r); /* "<stdin>" for "-" */
 long asn_jsonl_lineno(const asn_jsonl *r);      /* line of the last record read */

@@ -275,22 +275,27 @@ int asn_jsonl_next(asn_jsonl *r, json_t **rec, asn_err *e)
     for (;;) {
         ssize_t n = getline(&r->line, &r->cap, r->f);
         if (n < 0) {
-            if (ferror(r->f))
-                return asn_err_set(e, "%s:%ld: read error", r->path, r->lineno + 1);
+            if (ferror(r->f)) {
+                asn_err_set(e, "%s:%ld: read error: %s", r->path, r->lineno + 1, strerror(errno));
+                return -2;
+            }
             return 0;
         }
         r->lineno++;
         size_t len = (size_t)n;
-        while (len && (r->line[len - 1] == '\n' || r->line[len - 1] == '\r'))
+        char *text = r->line;
+        if (r->lineno == 1 && len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) /* UTF-8 BOM */
+            text += 3, len -= 3;
+        while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
             len--;
         size_t i = 0;
-        while (i < len && (r->line[i] == ' ' || r->line[i] == '\t'))
+        while (i < len && (text[i] == ' ' || text[i] == '\t'))
             i++;
         if (i == len)
             continue; /* blank line */
         r->rec_line = r->lineno;
         json_error_t je;
-        json_t *v = json_loadb(r->line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+        json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
         if (!v)
             return asn_err_set(e, "%s:%ld: invalid JSON at column %d: %s", r->path, r->lineno,
                                je.column, je.text);

@@ -18,6 +18,7 @@ typedef struct pos {
 typedef struct anchor {
     char *name;
     json_t *v;
+    int open; /* a collection still being read: an alias to it would recurse */
 } anchor;
 
 struct asn_yaml {
@@ -40,7 +41,15 @@ static void add_anchor(asn_yaml *y, const yaml_char_t *name, json_t *v)
     if (!name)
         return;
     asn_grow((void **)&y->anchors, &y->capanch, y->nanch + 1, sizeof *y->anchors);
-    y->anchors[y->nanch++] = (anchor){asn_xstrdup((const char *)name), v};
+    y->anchors[y->nanch++] = (anchor){asn_xstrdup((const char *)name), v,
+                                        json_is_array(v) || json_is_object(v)};
+}
+
+static void close_anchor(asn_yaml *y, const json_t *v)
+{
+    for (size_t i = 0; i < y->nanch; i++)
+        if (y->anchors[i].v == v)
+            y->anchors[i].open = 0;
 }
 
 /* ------------------------------------------------------ scalar resolution */
@@ -73,8 +82,10 @@ static json_t *resolve_plain(const char *s)
         return json_integer(strtoll(s + 2, NULL, 16));
     if (matches("^0o[0-7]+$", s))
         return json_integer(strtoll(s + 2, NULL, 8));
-    if (matches("^[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?$", s))
-        return json_real(strtod(s, NULL));
+    if (matches("^[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?$", s)) {
+        double d = strtod(s, NULL);
+        return isfinite(d) ? json_real(d) : NULL; /* NULL: out of range */
+    }
     /* .inf and .nan have no JSON form; they stay strings and the consumer
      * rejects them where a number is needed. */
     return json_string(s);
@@ -119,6 +130,7 @@ static json_t *sequence(parser *ps, yaml_event_t *start)
             goto fail;
         if (ev.type == YAML_SEQUENCE_END_EVENT) {
             yaml_event_delete(&ev);
+            close_anchor(ps->y, arr);
             return arr;
         }
         json_t *v = node(ps, &ev);
@@ -143,6 +155,7 @@ static json_t *mapping(parser *ps, yaml_event_t *start)
             goto fail;
         if (kev.type == YAML_MAPPING_END_EVENT) {
             yaml_event_delete(&kev);
+            close_anchor(ps->y, obj);
             return obj;
         }
         if (kev.type != YAML_SCALAR_EVENT) {
@@ -186,8 +199,10 @@ static json_t *node(parser *ps, yaml_event_t *ev)
         const char *s = (const char *)ev->data.scalar.value;
         json_t *v = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? resolve_plain(s)
                                                                       : json_string(s);
-        if (!v) { /* jansson refuses invalid UTF-8 */
-            perr(ps, ev->start_mark, "scalar is not valid UTF-8");
+        if (!v) { /* bytes jansson refuses as UTF-8, or an overflowing number */
+            json_t *probe = json_string(s);
+            perr(ps, ev->start_mark, probe ? "number out of range" : "scalar is not valid UTF-8");
+            json_decref(probe);
             return NULL;
         }
         remember(ps->y, v, ev->start_mark);
@@ -200,8 +215,13 @@ static json_t *node(parser *ps, yaml_event_t *ev)
         return mapping(ps, ev);
     case YAML_ALIAS_EVENT:
         for (size_t i = ps->y->nanch; i-- > 0;)
-            if (!strcmp(ps->y->anchors[i].name, (const char *)ev->data.alias.anchor))
+            if (!strcmp(ps->y->anchors[i].name, (const char *)ev->data.alias.anchor)) {
+                if (ps->y->anchors[i].open) {
+                    perr(ps, ev->start_mark, "recursive alias");
+                    return NULL;
+                }
                 return json_incref(ps->y->anchors[i].v);
+            }
         perr(ps, ev->start_mark, "unknown alias");
         return NULL;
     default:

@@ -37,38 +37,103 @@ static inline __attribute__((always_inline)) float hsum(v16 a)
 
 enum { MAXR = 4, MAXT = 4 };
 
-/* out[r * MAXT + t] = dot(W row r, X row t) for r < R, t < T. */
+/* out[r * MAXT + t] = dot(W row r, X row t) for r < R, t < T (R, T <= 4,
+ * compile-time constants). Accumulators are separate variables, not an
+ * array, so that they stay in registers. */
 static inline __attribute__((always_inline)) void tile(const float *X, int ldx, const float *W,
                                                        int ldw, int K, int R, int T, float *out)
 {
-    v16 acc[MAXR][MAXT];
-    for (int r = 0; r < R; r++)
-        for (int t = 0; t < T; t++)
-            acc[r][t] = (v16){0};
+    v16 a00 = {0};
+    v16 a01 = {0};
+    v16 a02 = {0};
+    v16 a03 = {0};
+    v16 a10 = {0};
+    v16 a11 = {0};
+    v16 a12 = {0};
+    v16 a13 = {0};
+    v16 a20 = {0};
+    v16 a21 = {0};
+    v16 a22 = {0};
+    v16 a23 = {0};
+    v16 a30 = {0};
+    v16 a31 = {0};
+    v16 a32 = {0};
+    v16 a33 = {0};
+    const float *w_[MAXR], *x_[MAXT];
+    for (int r = 0; r < MAXR; r++)
+        w_[r] = W + (size_t)(r < R ? r : 0) * ldw;
+    for (int t = 0; t < MAXT; t++)
+        x_[t] = X + (size_t)(t < T ? t : 0) * ldx;
     int k = 0;
     for (; k + 16 <= K; k += 16) {
-        v16 w[MAXR], x[MAXT];
-        for (int r = 0; r < R; r++)
-            w[r] = load16(W + (size_t)r * ldw + k);
-        for (int t = 0; t < T; t++)
-            x[t] = load16(X + (size_t)t * ldx + k);
-        for (int r = 0; r < R; r++)
-            for (int t = 0; t < T; t++)
-                acc[r][t] += w[r] * x[t];
+        v16 w0 = load16(w_[0] + k), x0 = load16(x_[0] + k), w1 = {0}, w2 = {0}, w3 = {0}, x1 = {0}, x2 = {0}, x3 = {0};
+        if (R > 1) w1 = load16(w_[1] + k);
+        if (R > 2) w2 = load16(w_[2] + k);
+        if (R > 3) w3 = load16(w_[3] + k);
+        if (T > 1) x1 = load16(x_[1] + k);
+        if (T > 2) x2 = load16(x_[2] + k);
+        if (T > 3) x3 = load16(x_[3] + k);
+        if (R > 0 && T > 0) a00 += w0 * x0;
+        if (R > 0 && T > 1) a01 += w0 * x1;
+        if (R > 0 && T > 2) a02 += w0 * x2;
+        if (R > 0 && T > 3) a03 += w0 * x3;
+        if (R > 1 && T > 0) a10 += w1 * x0;
+        if (R > 1 && T > 1) a11 += w1 * x1;
+        if (R > 1 && T > 2) a12 += w1 * x2;
+        if (R > 1 && T > 3) a13 += w1 * x3;
+        if (R > 2 && T > 0) a20 += w2 * x0;
+        if (R > 2 && T > 1) a21 += w2 * x1;
+        if (R > 2 && T > 2) a22 += w2 * x2;
+        if (R > 2 && T > 3) a23 += w2 * x3;
+        if (R > 3 && T > 0) a30 += w3 * x0;
+        if (R > 3 && T > 1) a31 += w3 * x1;
+        if (R > 3 && T > 2) a32 += w3 * x2;
+        if (R > 3 && T > 3) a33 += w3 * x3;
     }
     if (k < K) { /* zero-padded tail: the same lanes, the same order */
-        v16 w[MAXR] = {{0}}, x[MAXT] = {{0}};
-        for (int r = 0; r < R; r++)
-            memcpy(&w[r], W + (size_t)r * ldw + k, (size_t)(K - k) * sizeof(float));
-        for (int t = 0; t < T; t++)
-            memcpy(&x[t], X + (size_t)t * ldx + k, (size_t)(K - k) * sizeof(float));
-        for (int r = 0; r < R; r++)
-            for (int t = 0; t < T; t++)
-                acc[r][t] += w[r] * x[t];
+        v16 w0 = {0}, w1 = {0}, w2 = {0}, w3 = {0}, x0 = {0}, x1 = {0}, x2 = {0}, x3 = {0};
+        size_t n = (size_t)(K - k) * sizeof(float);
+        memcpy(&w0, w_[0] + k, n);
+        memcpy(&x0, x_[0] + k, n);
+        if (R > 1) memcpy(&w1, w_[1] + k, n);
+        if (R > 2) memcpy(&w2, w_[2] + k, n);
+        if (R > 3) memcpy(&w3, w_[3] + k, n);
+        if (T > 1) memcpy(&x1, x_[1] + k, n);
+        if (T > 2) memcpy(&x2, x_[2] + k, n);
+        if (T > 3) memcpy(&x3, x_[3] + k, n);
+        if (R > 0 && T > 0) a00 += w0 * x0;
+        if (R > 0 && T > 1) a01 += w0 * x1;
+        if (R > 0 && T > 2) a02 += w0 * x2;
+        if (R > 0 && T > 3) a03 += w0 * x3;
+        if (R > 1 && T > 0) a10 += w1 * x0;
+        if (R > 1 && T > 1) a11 += w1 * x1;
+        if (R > 1 && T > 2) a12 += w1 * x2;
+        if (R > 1 && T > 3) a13 += w1 * x3;
+        if (R > 2 && T > 0) a20 += w2 * x0;
+        if (R > 2 && T > 1) a21 += w2 * x1;
+        if (R > 2 && T > 2) a22 += w2 * x2;
+        if (R > 2 && T > 3) a23 += w2 * x3;
+        if (R > 3 && T > 0) a30 += w3 * x0;
+        if (R > 3 && T > 1) a31 += w3 * x1;
+        if (R > 3 && T > 2) a32 += w3 * x2;
+        if (R > 3 && T > 3) a33 += w3 * x3;
     }
-    for (int r = 0; r < R; r++)
-        for (int t = 0; t < T; t++)
-            out[r * MAXT + t] = hsum(acc[r][t]);
+    if (R > 0 && T > 0) out[0 * MAXT + 0] = hsum(a00);
+    if (R > 0 && T > 1) out[0 * MAXT + 1] = hsum(a01);
+    if (R > 0 && T > 2) out[0 * MAXT + 2] = hsum(a02);
+    if (R > 0 && T > 3) out[0 * MAXT + 3] = hsum(a03);
+    if (R > 1 && T > 0) out[1 * MAXT + 0] = hsum(a10);
+    if (R > 1 && T > 1) out[1 * MAXT + 1] = hsum(a11);
+    if (R > 1 && T > 2) out[1 * MAXT + 2] = hsum(a12);
+    if (R > 1 && T > 3) out[1 * MAXT + 3] = hsum(a13);
+    if (R > 2 && T > 0) out[2 * MAXT + 0] = hsum(a20);
+    if (R > 2 && T > 1) out[2 * MAXT + 1] = hsum(a21);
+    if (R > 2 && T > 2) out[2 * MAXT + 2] = hsum(a22);
+    if (R > 2 && T > 3) out[2 * MAXT + 3] = hsum(a23);
+    if (R > 3 && T > 0) out[3 * MAXT + 0] = hsum(a30);
+    if (R > 3 && T > 1) out[3 * MAXT + 1] = hsum(a31);
+    if (R > 3 && T > 2) out[3 * MAXT + 2] = hsum(a32);
+    if (R > 3 && T > 3) out[3 * MAXT + 3] = hsum(a33);
 }
 
 /* A tile of rn <= R rows and tn <= 4 tokens, with R and the token count
@@ -120,7 +185,7 @@ static inline __attribute__((always_inline)) void tile_any(const float *x, int l
     }
 
 DEFINE_BLOCK(block_avx512, "arch=x86-64-v4", 4, 4)
-DEFINE_BLOCK(block_avx2, "arch=x86-64-v3", 2, 3)
+DEFINE_BLOCK(block_avx2, "arch=x86-64-v3", 2, 2)
 DEFINE_BLOCK(block_base, "arch=x86-64", 2, 2)
 
 typedef void (*block_fn)(const float *, int, int, int, const float *, int, int, const float *, float *, int);

@@ -113,17 +113,11 @@ static int check_bounds(const pspec *ps, double v, asn_err *e)
 
 static int parse_int_list(const json_t *v, int32_t **out, int *n, const char *key, asn_err *e)
 {
-    if (json_is_integer(v)) {
-        *out = asn_xrealloc(*out, (size_t)(*n + 1) * sizeof **out);
-        (*out)[(*n)++] = (int32_t)json_integer_value(v);
-        return 0;
-    }
-    if (!json_is_array(v))
+    if (!json_is_integer(v) && !json_is_array(v))
         return asn_err_set(e, "parameter \"%s\" must be a token id or a list of token ids", key);
-    size_t i;
-    json_t *x;
-    json_array_foreach(v, i, x)
-    {
+    size_t i, n_el = json_is_array(v) ? json_array_size(v) : 1;
+    for (i = 0; i < n_el; i++) {
+        const json_t *x = json_is_array(v) ? json_array_get(v, i) : v;
         if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > INT32_MAX)
             return asn_err_set(e, "parameter \"%s\" must hold token ids (integers >= 0)", key);
         *out = asn_xrealloc(*out, (size_t)(*n + 1) * sizeof **out);
@@ -203,11 +197,16 @@ static int parse_proc(asn_proc *p, const json_t *obj, asn_err *e)
     if (!k)
         return asn_err_set(e, "unknown processor \"%s\"", json_string_value(jn));
     p->kind = k->kind;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)obj, key, v)
+    {
+        if (strcmp(key, "name") && strcmp(key, "params"))
+            return asn_err_set(e, "unknown field \"%s\" (a processor has \"name\" and \"params\")", key);
+    }
     json_t *params = json_object_get(obj, "params");
     if (params && !json_is_null(params) && !json_is_object(params))
         return asn_err_set(e, "field \"params\" must be a mapping");
-    const char *key;
-    json_t *v;
     json_object_foreach(params, key, v)
     {
         int found = 0;
@@ -356,7 +355,7 @@ static int check_row(const float *row, int V, asn_err *e)
         if (isnan(x))
             return asn_err_set(e, "logit of token %d is NaN", i);
         if (x == INFINITY)
-            return asn_err_set(e, "logit of token %d is +inf", i);
+            return asn_err_set(e, "logit of token %d is +inf (overflow)", i);
         finite |= x != -INFINITY;
     }
     if (!finite)
@@ -364,14 +363,34 @@ static int check_row(const float *row, int V, asn_err *e)
     return 0;
 }
 
+/* Processors that scale or shift values can push a finite logit to +inf
+ * (temperature 0.01 on 1e37); later processors would then compute NaNs. */
+static int may_overflow(asn_proc_kind k)
+{
+    switch (k) {
+    case ASN_PROC_TEMPERATURE:
+    case ASN_PROC_LLAMA_TEMP:
+    case ASN_PROC_REPETITION_PENALTY:
+    case ASN_PROC_PRESENCE_PENALTY:
+    case ASN_PROC_FREQUENCY_PENALTY:
+    case ASN_PROC_PENALTIES:
+    case ASN_PROC_DRY:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 int asn_pipeline_apply(const asn_heuristic *h, float *row, int V, const asn_seq_ctx *ctx,
                        asn_seq_state *state, asn_workspace *ws, asn_err *e)
 {
     if (check_row(row, V, e))
         return -1;
-    for (int i = 0; i < h->n; i++)
-        if (asn_proc_apply(&h->procs[i], row, V, ctx, state, ws, e))
-            return asn_err_prefix(e, "processor %d (%s)", i + 1, asn_proc_name(h->procs[i].kind));
+    for (int i = 0; i < h->n; i++) {
+        const asn_proc *p = &h->procs[i];
+        if (asn_proc_apply(p, row, V, ctx, state, ws, e) || (may_overflow(p->kind) && check_row(row, V, e)))
+            return asn_err_prefix(e, "processor %d (%s)", i + 1, asn_proc_name(p->kind));
+    }
     return 0;
 }
 

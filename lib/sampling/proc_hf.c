@@ -114,8 +114,9 @@ static void typical(const asn_proc *p, float *x, int V, asn_workspace *ws)
     for (int i = 0; i < V; i++)
         l[i] = (x[i] - m) - lse;
     asn_exp_shifted(l, 0.0f, P, V);
-    /* nansum: removed tokens (l = -inf, P = 0) contribute nothing */
-    double H = -asn_sum_prod_finite(l, P, x, V);
+    /* nansum: removed tokens, and tokens so far below the maximum that
+     * l = -inf (P = 0), give NaN terms that do not count */
+    double H = -asn_nansum_prod(l, P, V);
     const float Hf = (float)H;
     float *s = l; /* s overwrites l */
     for (int i = 0; i < V; i++)
@@ -137,6 +138,8 @@ static void typical(const asn_proc *p, float *x, int V, asn_workspace *ws)
         }
         if ((L < 0 || n < mtk) && !last)
             continue;
+        if (n == 0)
+            return; /* cannot happen for finite rows: every s <= +inf */
         if (L < 0)
             L = n - 1; /* HF clamps the cut index to V - 1 */
         const float tau = asn_pack_val(ws->keys[L]);
@@ -183,7 +186,7 @@ static void eta(const asn_proc *p, float *x, int V, asn_workspace *ws)
     float *lh = ws->f;
     for (int i = 0; i < V; i++)
         lh[i] = x[i] - lse;
-    double H = -asn_sum_prod_finite(q, lh, x, V);
+    double H = -asn_nansum_prod(q, lh, V);
     const float epsf = (float)p->f[0];
     const float bound = fminf(epsf, sqrtf(epsf) * expf(-(float)H));
     remove_improbable(x, q, V, bound, (int)p->i[S_MTK], ws);

@@ -34,7 +34,7 @@ double asn_sum_f32(const float *x, int n);
 void asn_div_f32(const float *e, double S, float *p, int n); /* p = (float)(e / S) */
 void asn_scale_f32(float *x, float t, int n);                /* x = x / t */
 double asn_sum_below(const float *q, const float *x, float cut, int n); /* sum q where !(x >= cut) */
-double asn_sum_prod_finite(const float *a, const float *b, const float *x, int n); /* sum a*b where x > -inf */
+double asn_nansum_prod(const float *a, const float *b, int n); /* sum of a*b, NaN terms skipped (torch.nansum) */
 /* The softmax of the semantics doc §2: m = max, e = expf(x - m), S = double
  * sum, p = (float)(e / S) (p may be NULL). Returns S. */
 double asn_softmax_ref(const float *x, int n, float *e, float *p, float *max_out);

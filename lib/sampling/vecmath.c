@@ -147,9 +147,9 @@ double asn_sum_below(const float *q, const float *x, float cut, int n)
 }
 
 ASN_CLONES
-double asn_sum_prod_finite(const float *a, const float *b, const float *x, int n)
+double asn_nansum_prod(const float *a, const float *b, int n)
 {
-    SUM8(n, x[k] == -INFINITY ? 0.0 : (double)(a[k] * b[k]));
+    SUM8(n, a[k] * b[k] != a[k] * b[k] ? 0.0 : (double)(a[k] * b[k]));
 }
 
 ASN_CLONES

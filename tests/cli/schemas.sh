@@ -44,8 +44,21 @@ fi
 check "schemas are valid draft 2020-12 schemas, with title, description, \$id and resolvable \$refs" \
     "$PY" "$V" --check-schemas
 
+# ... and the check is not vacuous
+mkdir -p "$TMP/bad-schemas"
+printf '{"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://asn.invalid/schemas/t1.schema.json","title":"t","description":"t","type":"float"}\n' \
+    > "$TMP/bad-schemas/t1.schema.json"
+"$PY" "$V" --check-schemas "$TMP/bad-schemas/t1.schema.json" > "$TMP/v.out" 2>&1
+if [ $? = 1 ] && grep -q 't1\.schema\.json: not a valid draft 2020-12 schema' "$TMP/v.out"; then ok "--check-schemas rejects an invalid schema"
+else not_ok "--check-schemas rejects an invalid schema" "$(head -c 300 "$TMP/v.out")"; fi
+printf '{"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://asn.invalid/schemas/t2.schema.json","title":"t","description":"t","items":{"$ref":"processor.schema.json#/$defs/nucleus"}}\n' \
+    > "$TMP/bad-schemas/t2.schema.json"
+"$PY" "$V" --check-schemas "$TMP/bad-schemas/t2.schema.json" > "$TMP/v.out" 2>&1
+if [ $? = 1 ] && grep -q 't2\.schema\.json: \$ref processor\.schema\.json#/\$defs/nucleus does not resolve' "$TMP/v.out"; then ok "--check-schemas rejects a \$ref that does not resolve"
+else not_ok "--check-schemas rejects a \$ref that does not resolve" "$(head -c 300 "$TMP/v.out")"; fi
+
 # The processor names of the schema are those of the library's KINDS table.
-sed -n 's/^ *{"\([a-z0-9_]*\)", ASN_PROC_.*/\1/p' "$ROOT/lib/sampling/pipeline.c" | sort > "$TMP/kinds"
+sed -n 's/^ *{"\([a-z0-9_]*\)", ASN_PROC_.*/\1/p' "$ROOT/lib/sampling/pipeline.c" | LC_ALL=C sort > "$TMP/kinds"
 "$PY" -c 'import json, sys
 s = json.load(open(sys.argv[1]))
 print("\n".join(sorted(s["properties"]["name"]["enum"])))

@@ -137,6 +137,12 @@ def walk_refs(node, base, out):
             walk_refs(v, base, out)
 
 
+def shown(path):
+    """path relative to the working directory when it is below it."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
 def check_schemas(paths):
     if not paths:
         paths = sorted(glob.glob(os.path.join(SCHEMA_DIR, "*.schema.json")))
@@ -151,7 +157,7 @@ def check_schemas(paths):
         try:
             s = load_json_file(path)
         except (OSError, ValueError) as e:
-            print("%s: %s" % (path, e))
+            print("%s: %s" % (shown(path), e))
             bad += 1
             continue
         try:
@@ -183,11 +189,11 @@ def check_schemas(paths):
                 except Exception as e:  # any resolution failure is reported
                     problems.append("$ref %s does not resolve: %s" % (ref, short(str(e))))
         for p in problems:
-            print("%s: %s" % (path, p))
+            print("%s: %s" % (shown(path), p))
         if problems:
             bad += 1
         else:
-            print("%s: ok" % path)
+            print("%s: ok" % shown(path))
     return 1 if bad else 0
 
 

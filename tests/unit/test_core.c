@@ -167,7 +167,20 @@ static void test_jsonl(void)
     T_OK("jsonl: non-object line is an error", r4 == -1 && strstr(e.msg, ":5: record must be a JSON object"), "got %d \"%s\"", r4, e.msg);
     T_EQ_INT("jsonl: end of input", asn_jsonl_next(r, &rec, &e), 0);
     asn_jsonl_close(r);
+    f = fopen(tmpl, "w");
+    fputs("\xef\xbb\xbf{\"a\":1}\n", f);
+    fclose(f);
+    r = asn_jsonl_open(tmpl, &e);
+    int rb = asn_jsonl_next(r, &rec, &e);
+    T_OK("jsonl: a UTF-8 byte-order mark is skipped", rb == 1, "got %d \"%s\"", rb, e.msg);
+    json_decref(rec);
+    asn_jsonl_close(r);
     remove(tmpl);
+    r = asn_jsonl_open("/", &e);
+    int rd = r ? asn_jsonl_next(r, &rec, &e) : -3;
+    T_OK("jsonl: a read error stops the stream (-2) and says why", rd == -2 && strstr(e.msg, "read error: Is a directory"),
+         "got %d \"%s\"", rd, e.msg);
+    asn_jsonl_close(r);
 }
 
 static void test_yaml(void)
@@ -197,6 +210,12 @@ static void test_yaml(void)
     const char *dup = "a: 1\na: 2\n";
     y = asn_yaml_parse("dup.yaml", dup, strlen(dup), &e);
     T_OK("yaml: duplicate key is an error", !y && strstr(e.msg, "dup.yaml:2:1: duplicate key"), "got \"%s\"", e.msg);
+    const char *rec = "a: &x [1, *x]\n";
+    y = asn_yaml_parse("rec.yaml", rec, strlen(rec), &e);
+    T_OK("yaml: recursive alias is an error", !y && strstr(e.msg, "rec.yaml:1:11: recursive alias"), "got \"%s\"", e.msg);
+    const char *big = "p: {top_p: 1e400}\n";
+    y = asn_yaml_parse("big.yaml", big, strlen(big), &e);
+    T_OK("yaml: overflowing number is named", !y && strstr(e.msg, "big.yaml:1:12: number out of range"), "got \"%s\"", e.msg);
     y = asn_yaml_parse("empty.yaml", "", 0, &e);
     T_OK("yaml: empty document is an error", !y && strstr(e.msg, "empty"), "got \"%s\"", e.msg);
 }

@@ -246,6 +246,9 @@ static void test_validation(void)
         {"[{\"name\":\"top_p\",\"params\":{}}]", "\"top_p\" is required"},
         {"[{\"name\":\"nucleus\",\"params\":{}}]", "unknown processor \"nucleus\""},
         {"[{\"name\":\"top_p\",\"params\":{\"top_p\":\"0.5\"}}]", "must be a number, not string"},
+        {"[{\"name\":\"min_new_tokens\",\"params\":{\"min_new_tokens\":5,\"eos_token_id\":4294967297}}]", "token ids (integers >= 0)"},
+        {"[{\"name\":\"min_new_tokens\",\"params\":{\"min_new_tokens\":5,\"eos_token_id\":-1}}]", "token ids (integers >= 0)"},
+        {"[{\"name\":\"top_p\",\"parmas\":{\"top_p\":0.5}}]", "unknown field \"parmas\""},
         {"[{\"name\":\"mirostat_v2\",\"params\":{\"tau\":5,\"eta\":0.1}},{\"name\":\"temperature\",\"params\":{\"temperature\":1}}]", "must be the last"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

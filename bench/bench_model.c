@@ -1,0 +1,264 @@
+/* bench_model.c — the engine on a random-weight Llama-shaped model of about
+ * 125M parameters (dim 768, 12 layers, 12 query / 4 KV heads, ffn 2048,
+ * vocab 32000, untied output), in F32 and Q8_0, on N threads (default 2):
+ *   - prompt prefill tokens/s (one 512-token prompt);
+ *   - decode tokens/s at batch 1, 8, 32, 128 (sequences forked from one
+ *     64-token prompt, 16 steps each);
+ *   - achieved GFLOPS of the decode's matrix products, as a fraction of
+ *     OpenBLAS sgemm on the same shapes measured in the same run;
+ *   - batch-1 decode weight bytes/s as a fraction of measured memory read
+ *     bandwidth (the bound of a memory-bound decode).
+ * Targets (issue): batch-128 decode >= 50% of sgemm GFLOPS; batch-1 decode
+ * >= 60% of the bandwidth bound. Usage: bench_model [THREADS] [DIR]. */
+#include "asn/gguf.h"
+#include "asn/model.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { VOCAB = 32000, DIM = 768, LAYERS = 12, HEADS = 12, KV_HEADS = 4, FF = 2048 };
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rs = 0x9E3779B97F4A7C15ULL;
+static float rnd(void)
+{
+    rs ^= rs << 13, rs ^= rs >> 7, rs ^= rs << 17;
+    return (float)((rs >> 40) * 0x1.0p-24 - 0.5) * 0.1f;
+}
+
+/* Writes the model once per type; returns the weight bytes read per token. */
+static double write_model(const char *path, uint32_t type)
+{
+    asn_gguf_writer *w = asn_gguf_writer_new();
+    asn_gguf_set_str(w, "general.architecture", "llama");
+    asn_gguf_set_u32(w, "llama.context_length", 2048);
+    asn_gguf_set_u32(w, "llama.embedding_length", DIM);
+    asn_gguf_set_u32(w, "llama.block_count", LAYERS);
+    asn_gguf_set_u32(w, "llama.feed_forward_length", FF);
+    asn_gguf_set_u32(w, "llama.attention.head_count", HEADS);
+    asn_gguf_set_u32(w, "llama.attention.head_count_kv", KV_HEADS);
+    asn_gguf_set_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    asn_gguf_set_u32(w, "llama.vocab_size", VOCAB);
+    double bytes = 0;
+    int hd = DIM / HEADS;
+    struct { const char *name; int cols, rows; } mats[] = {
+        {"attn_q.weight", DIM, HEADS * hd}, {"attn_k.weight", DIM, KV_HEADS * hd},
+        {"attn_v.weight", DIM, KV_HEADS * hd}, {"attn_output.weight", HEADS * hd, DIM},
+        {"ffn_gate.weight", DIM, FF}, {"ffn_up.weight", DIM, FF}, {"ffn_down.weight", FF, DIM},
+    };
+    float *buf = malloc((size_t)VOCAB * DIM * sizeof *buf);
+    void *q = malloc(asn_ttype_row_bytes(type, DIM) * VOCAB + asn_ttype_row_bytes(type, FF) * DIM);
+    float *ones = malloc(DIM * sizeof *ones);
+    for (int i = 0; i < DIM; i++)
+        ones[i] = 1.0f;
+#define MAT(NAME, C, R, COUNT)                                                                 \
+    do {                                                                                       \
+        for (size_t i_ = 0; i_ < (size_t)(C) * (R); i_++)                                      \
+            buf[i_] = rnd();                                                                   \
+        size_t rb_ = asn_ttype_row_bytes(type, C);                                             \
+        for (int r_ = 0; r_ < (R); r_++)                                                       \
+            asn_quantize_row(type, buf + (size_t)r_ * (C), (char *)q + (size_t)r_ * rb_, C);   \
+        int64_t ne_[2] = {C, R};                                                               \
+        asn_gguf_add_tensor(w, NAME, type, 2, ne_, q);                                         \
+        if (COUNT)                                                                             \
+            bytes += (double)rb_ * (R);                                                        \
+    } while (0)
+    MAT("token_embd.weight", DIM, VOCAB, 0);
+    MAT("output.weight", DIM, VOCAB, 1);
+    int64_t ne1[1] = {DIM};
+    asn_gguf_add_tensor(w, "output_norm.weight", ASN_T_F32, 1, ne1, ones);
+    for (int l = 0; l < LAYERS; l++) {
+        char n[64];
+        snprintf(n, sizeof n, "blk.%d.attn_norm.weight", l);
+        asn_gguf_add_tensor(w, n, ASN_T_F32, 1, ne1, ones);
+        snprintf(n, sizeof n, "blk.%d.ffn_norm.weight", l);
+        asn_gguf_add_tensor(w, n, ASN_T_F32, 1, ne1, ones);
+        for (size_t k = 0; k < sizeof mats / sizeof mats[0]; k++) {
+            snprintf(n, sizeof n, "blk.%d.%s", l, mats[k].name);
+            MAT(n, mats[k].cols, mats[k].rows, 1);
+        }
+    }
+    asn_err e;
+    if (asn_gguf_write(w, path, &e)) {
+        fprintf(stderr, "bench_model: %s\n", e.msg);
+        exit(1);
+    }
+    asn_gguf_writer_free(w);
+    free(buf);
+    free(q);
+    free(ones);
+    return bytes;
+}
+
+/* ------------------------------------------------------------ baselines */
+
+/* sgemm GFLOPS over the decode's shapes at M rows (OpenBLAS, same threads). */
+static double sgemm_gflops(int M, int threads)
+{
+    openblas_set_num_threads(threads);
+    struct { int n, k; } shp[] = {{HEADS * 64, DIM}, {KV_HEADS * 64, DIM}, {KV_HEADS * 64, DIM}, {DIM, DIM},
+                                  {FF, DIM}, {FF, DIM}, {DIM, FF}};
+    float *W = malloc((size_t)FF * DIM * sizeof *W), *X = malloc((size_t)M * FF * sizeof *X),
+          *Y = malloc((size_t)M * FF * sizeof *Y);
+    for (size_t i = 0; i < (size_t)FF * DIM; i++)
+        W[i] = rnd();
+    for (size_t i = 0; i < (size_t)M * FF; i++)
+        X[i] = rnd();
+    double flops = 0, t0 = now();
+    int reps = 0;
+    do {
+        for (size_t s = 0; s < sizeof shp / sizeof shp[0]; s++) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, shp[s].n, shp[s].k, 1, X, shp[s].k, W,
+                        shp[s].k, 0, Y, shp[s].n);
+            flops += 2.0 * M * shp[s].n * shp[s].k;
+        }
+        reps++;
+    } while (now() - t0 < 1.0 || reps < 3);
+    double g = flops / (now() - t0) / 1e9;
+    free(W), free(X), free(Y);
+    return g;
+}
+
+typedef struct bw_arg {
+    const float *p;
+    size_t n;
+    double sum;
+} bw_arg;
+
+static void *bw_read(void *a)
+{
+    bw_arg *b = a;
+    float s[16] = {0};
+    for (size_t i = 0; i + 16 <= b->n; i += 16)
+        for (int j = 0; j < 16; j++)
+            s[j] += b->p[i + j];
+    for (int j = 0; j < 16; j++)
+        b->sum += s[j];
+    return NULL;
+}
+
+/* Read bandwidth (bytes/s) over 1 GiB with `threads` threads. */
+static double read_bandwidth(int threads)
+{
+    size_t n = (size_t)1 << 28;
+    float *p = malloc(n * sizeof *p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = 1.0f;
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        pthread_t th[16];
+        bw_arg a[16];
+        double t0 = now();
+        for (int i = 0; i < threads; i++) {
+            a[i] = (bw_arg){p + n / threads * i, n / threads, 0};
+            pthread_create(&th[i], NULL, bw_read, &a[i]);
+        }
+        for (int i = 0; i < threads; i++)
+            pthread_join(th[i], NULL);
+        double bw = (double)n * sizeof *p / (now() - t0);
+        best = bw > best ? bw : best;
+    }
+    free(p);
+    return best;
+}
+
+/* --------------------------------------------------------------- engine */
+
+static void run(const char *path, const char *label, double bytes_per_token, int threads,
+                double bw, const double *sgemm)
+{
+    asn_err e;
+    asn_model *m = asn_model_load(path, &e);
+    if (!m) {
+        fprintf(stderr, "bench_model: %s\n", e.msg);
+        exit(1);
+    }
+    asn_pool *pool = asn_pool_new(threads);
+    asn_engine *en = asn_engine_new(m, 1024, pool, &e);
+    int32_t prompt[512];
+    for (int i = 0; i < 512; i++)
+        prompt[i] = (int32_t)(i * 7919 % VOCAB);
+    float *logits = malloc((size_t)128 * VOCAB * sizeof *logits);
+
+    int s = asn_seq_new(en);
+    asn_batch_item it = {s, prompt, 512, logits, 0, NULL};
+    double t0 = now();
+    asn_engine_decode(en, &it, 1, &e);
+    double prefill = 512 / (now() - t0);
+    asn_seq_free(en, s);
+    printf("%-5s prefill (512-token prompt): %8.1f tokens/s\n", label, prefill);
+
+    /* matmul flops per decoded token (layers + LM head) */
+    double flops_tok = 2.0 * (LAYERS * ((double)DIM * (HEADS * 64 + 2 * KV_HEADS * 64) + (double)DIM * DIM +
+                                        3.0 * DIM * FF) + (double)DIM * VOCAB);
+    static const int batches[] = {1, 8, 32, 128};
+    for (int bi = 0; bi < 4; bi++) {
+        int B = batches[bi], steps = 16;
+        int root = asn_seq_new(en);
+        it = (asn_batch_item){root, prompt, 64, NULL, 0, NULL};
+        asn_engine_decode(en, &it, 1, &e);
+        asn_batch_item items[128];
+        int32_t tok[128];
+        for (int b = 0; b < B; b++) {
+            tok[b] = (int32_t)(b * 31 % VOCAB);
+            items[b] = (asn_batch_item){asn_seq_fork(en, root), &tok[b], 1, logits + (size_t)b * VOCAB, 0, NULL};
+        }
+        t0 = now();
+        for (int st = 0; st < steps; st++)
+            if (asn_engine_decode(en, items, B, &e)) {
+                fprintf(stderr, "bench_model: %s\n", e.msg);
+                exit(1);
+            }
+        double dt = now() - t0, tps = B * steps / dt, gf = flops_tok * tps / 1e9;
+        printf("%-5s decode batch %3d: %8.1f tokens/s  %6.1f GFLOPS = %3.0f%% of sgemm (%.1f GFLOPS at M=%d)",
+               label, B, tps, gf, 100 * gf / sgemm[bi], sgemm[bi], B);
+        if (B == 1)
+            printf("  weights %.2f GB/s = %3.0f%% of read bandwidth", bytes_per_token * tps / 1e9,
+                   100 * bytes_per_token * tps / bw);
+        printf("\n");
+        for (int b = 0; b < B; b++)
+            asn_seq_free(en, items[b].seq);
+        asn_seq_free(en, root);
+    }
+    free(logits);
+    asn_engine_free(en);
+    asn_pool_free(pool);
+    asn_model_free(m);
+}
+
+int main(int argc, char **argv)
+{
+    int threads = argc > 1 ? atoi(argv[1]) : 2;
+    const char *dir = argc > 2 ? argv[2] : "build/bench";
+    char p32[4096], p8[4096];
+    snprintf(p32, sizeof p32, "%s/model-125m-f32.gguf", dir);
+    snprintf(p8, sizeof p8, "%s/model-125m-q8_0.gguf", dir);
+    double b32 = write_model(p32, ASN_T_F32), b8 = write_model(p8, ASN_T_Q8_0);
+    double bw = read_bandwidth(threads);
+    double sg[4];
+    static const int Ms[] = {1, 8, 32, 128};
+    for (int i = 0; i < 4; i++)
+        sg[i] = sgemm_gflops(Ms[i], threads);
+    printf("bench_model: ~125M-parameter Llama (dim %d, %d layers, %d/%d heads, ffn %d, vocab %d), %d threads\n",
+           DIM, LAYERS, HEADS, KV_HEADS, FF, VOCAB, threads);
+    printf("memory read bandwidth: %.2f GB/s; OpenBLAS sgemm (OPENBLAS_CORETYPE=%s): ", bw / 1e9,
+           getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "unset");
+    for (int i = 0; i < 4; i++)
+        printf("M=%d %.1f GFLOPS%s", Ms[i], sg[i], i < 3 ? ", " : "\n");
+    run(p32, "F32", b32, threads, bw, sg);
+    run(p8, "Q8_0", b8, threads, bw, sg);
+    remove(p32);
+    remove(p8);
+    return 0;
+}
