@@ -258,7 +258,9 @@ int main(int argc, char **argv)
         printf("M=%d %.1f GFLOPS%s", Ms[i], sg[i], i < 3 ? ", " : "\n");
     run(p32, "F32", b32, threads, bw, sg);
     run(p8, "Q8_0", b8, threads, bw, sg);
-    remove(p32);
-    remove(p8);
+    if (!getenv("ASN_BENCH_KEEP")) {
+        remove(p32);
+        remove(p8);
+    }
     return 0;
 }

@@ -29,6 +29,9 @@
 void asn_matmul(asn_pool *pool, const float *X, int T, int ldx, int K, const void *W,
                 uint32_t wtype, int N, const float *bias, float *Y, int ldy);
 
+/* The same for f32 W with row stride ldw, in the calling thread. */
+void asn_matmul_f32(const float *X, int T, int ldx, int K, const float *W, int ldw, int N, float *Y, int ldy);
+
 /* The dot product of two f32 vectors in the order above. */
 float asn_dot(const float *a, const float *b, int K);
 

@@ -233,29 +233,6 @@ static void rope(const asn_engine *en, float *v, int n_heads, int pos)
     }
 }
 
-typedef float v16 __attribute__((vector_size(64)));
-
-/* Dot product with 16 lane-wise partial sums, a fixed order. */
-static float dot16(const float *a, const float *b, int n)
-{
-    v16 acc = {0};
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        v16 x, y;
-        memcpy(&x, a + i, sizeof x);
-        memcpy(&y, b + i, sizeof y);
-        acc += x * y;
-    }
-    float l[16];
-    memcpy(l, &acc, sizeof l);
-    for (; i < n; i++)
-        l[i % 16] += a[i] * b[i];
-    for (int w = 8; w >= 1; w /= 2)
-        for (int j = 0; j < w; j++)
-            l[j] += l[j + w];
-    return l[0];
-}
-
 typedef struct attn_task {
     asn_engine *en;
     int layer, T;
@@ -277,9 +254,15 @@ static void attn_run(void *arg, int ith, int nth)
         const seq *s = &en->seqs[en->tok_seq[t]];
         int pos = en->tok_pos[t];
         const float *q = en->q + (size_t)t * qd + (size_t)h * hd;
+        /* scores a page (16 positions) at a time: one small product */
+        for (int j0 = 0; j0 <= pos; j0 += PAGE) {
+            int nj = pos + 1 - j0 < PAGE ? pos + 1 - j0 : PAGE;
+            asn_matmul_f32(q, 1, hd, hd, kv_at(en, s, a->layer, 0, j0) + (size_t)kvh * hd, en->kvd, nj,
+                           sc + j0, nj);
+        }
         float mx = -INFINITY;
         for (int j = 0; j <= pos; j++) {
-            sc[j] = dot16(q, kv_at(en, s, a->layer, 0, j) + (size_t)kvh * hd, hd) * scale;
+            sc[j] *= scale;
             mx = sc[j] > mx ? sc[j] : mx;
         }
         float sum = 0;

@@ -24,15 +24,15 @@ static inline __attribute__((always_inline)) v16 load16(const float *p)
     return v;
 }
 
-/* Lanes reduced pairwise: (i, i+8), then (i, i+4), (i, i+2), (i, i+1). */
+/* Lanes reduced pairwise: (i, i+8), then (i, i+4), (i, i+2), (i, i+1), as
+ * vector adds of shuffled copies (the same additions as the scalar tree). */
 static inline __attribute__((always_inline)) float hsum(v16 a)
 {
-    float l[16];
-    memcpy(l, &a, sizeof l);
-    for (int w = 8; w >= 1; w /= 2)
-        for (int i = 0; i < w; i++)
-            l[i] = l[i] + l[i + w];
-    return l[0];
+    a += __builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+    a += __builtin_shufflevector(a, a, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
+    a += __builtin_shufflevector(a, a, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+    a += __builtin_shufflevector(a, a, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
+    return a[0];
 }
 
 enum { MAXR = 4, MAXT = 4 };
@@ -184,11 +184,24 @@ static inline __attribute__((always_inline)) void tile_any(const float *x, int l
         }                                                                                         \
     }
 
+#define DEFINE_DOT(NAME, TARGET)                                                                  \
+    __attribute__((target(TARGET))) static float NAME(const float *a, const float *b, int K)      \
+    {                                                                                             \
+        float out[MAXR * MAXT];                                                                   \
+        tile(a, K, b, K, K, 1, 1, out);                                                           \
+        return out[0];                                                                            \
+    }
+
 DEFINE_BLOCK(block_avx512, "arch=x86-64-v4", 4, 4)
 DEFINE_BLOCK(block_avx2, "arch=x86-64-v3", 2, 2)
 DEFINE_BLOCK(block_base, "arch=x86-64", 2, 2)
+DEFINE_DOT(dot_avx512, "arch=x86-64-v4")
+DEFINE_DOT(dot_avx2, "arch=x86-64-v3")
+DEFINE_DOT(dot_base, "arch=x86-64")
 
 typedef void (*block_fn)(const float *, int, int, int, const float *, int, int, const float *, float *, int);
+typedef float (*dot_fn)(const float *, const float *, int);
+static dot_fn dot_impl;
 
 static block_fn pick_block(void)
 {
@@ -198,16 +211,16 @@ static block_fn pick_block(void)
         /* ASN_MATMUL_KERNEL=avx512|avx2|base forces a kernel (tests compare them) */
         const char *force = getenv("ASN_MATMUL_KERNEL");
         if (force && !strcmp(force, "base"))
-            fn = block_base;
+            fn = block_base, dot_impl = dot_base;
         else if (force && !strcmp(force, "avx2"))
-            fn = block_avx2;
+            fn = block_avx2, dot_impl = dot_avx2;
         else if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-            fn = block_avx512;
+            fn = block_avx512, dot_impl = dot_avx512;
         else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-            fn = block_avx2;
+            fn = block_avx2, dot_impl = dot_avx2;
         else
-            fn = block_base;
+            fn = block_base, dot_impl = dot_base;
     }
     return fn;
 }
@@ -260,9 +273,14 @@ void asn_matmul(asn_pool *pool, const float *X, int T, int ldx, int K, const voi
     asn_pool_run(pool, mm_run, &m);
 }
 
+void asn_matmul_f32(const float *X, int T, int ldx, int K, const float *W, int ldw, int N, float *Y, int ldy)
+{
+    pick_block()(X, T, ldx, K, W, ldw, N, NULL, Y, ldy);
+}
+
 float asn_dot(const float *a, const float *b, int K)
 {
-    float out;
-    pick_block()(a, 1, K, K, b, K, 1, NULL, &out, 1);
-    return out;
+    if (!dot_impl)
+        pick_block();
+    return dot_impl(a, b, K);
 }
