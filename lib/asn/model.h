@@ -38,6 +38,10 @@ void asn_model_free(asn_model *m);
 const asn_model_config *asn_model_cfg(const asn_model *m);
 const asn_gguf *asn_model_gguf(const asn_model *m);
 const char *asn_model_path(const asn_model *m);
+/* The model's tokenizer (loaded on first use, then cached; NULL with e set
+ * if the file has none asn can read). */
+struct asn_vocab;
+const struct asn_vocab *asn_model_vocab(asn_model *m, asn_err *e);
 /* SHA-256 of the whole file (computed on first use, then cached). */
 const char *asn_model_sha256(asn_model *m, asn_err *e);
 

@@ -20,7 +20,13 @@ typedef enum {
     ASN_OPT_INT,    /* long* */
     ASN_OPT_DOUBLE, /* double* */
     ASN_OPT_STRING, /* const char** */
+    ASN_OPT_LIST,   /* asn_strlist*: every occurrence is appended */
 } asn_opt_type;
+
+typedef struct asn_strlist {
+    const char **v;
+    int n;
+} asn_strlist;
 
 typedef struct asn_option {
     const char *name;  /* long name without "--" */

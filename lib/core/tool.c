@@ -68,6 +68,8 @@ static void default_text(const asn_option *o, char *buf, size_t n)
         if (*(const char **)o->ptr)
             snprintf(buf, n, "%s", *(const char **)o->ptr);
         break;
+    case ASN_OPT_LIST:
+        break;
     }
 }
 
@@ -86,6 +88,8 @@ void asn_tool_help(const asn_tool *t, FILE *f)
         fprintf(f, "%s%*s%s", left, n < 30 ? 30 - n : 1, "", o->help);
         if (def[0])
             fprintf(f, " (default: %s)", def);
+        if (o->type == ASN_OPT_LIST)
+            fprintf(f, " (repeatable)");
         fputc('\n', f);
     }
     fprintf(f, "  -h, --help                  show this help and exit\n"
@@ -121,6 +125,12 @@ static void set_value(const asn_option *o, const char *v, const char *spelled)
     case ASN_OPT_STRING:
         *(const char **)o->ptr = v;
         return;
+    case ASN_OPT_LIST: {
+        asn_strlist *l = o->ptr;
+        l->v = asn_xrealloc(l->v, (size_t)(l->n + 1) * sizeof *l->v);
+        l->v[l->n++] = v;
+        return;
+    }
     }
 }
 

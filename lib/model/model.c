@@ -236,6 +236,7 @@ void asn_model_free(asn_model *m)
     free(m->layers);
     free(m->output_norm);
     free(m->rope_freqs);
+    asn_vocab_free(m->vocab);
     asn_gguf_close(m->g);
     free(m->path);
     free(m);
@@ -244,6 +245,13 @@ void asn_model_free(asn_model *m)
 const asn_model_config *asn_model_cfg(const asn_model *m) { return &m->cfg; }
 const asn_gguf *asn_model_gguf(const asn_model *m) { return m->g; }
 const char *asn_model_path(const asn_model *m) { return m->path; }
+
+const asn_vocab *asn_model_vocab(asn_model *m, asn_err *e)
+{
+    if (!m->vocab && !(m->vocab = asn_vocab_load(m->g, e)))
+        asn_err_prefix(e, "%s", m->path);
+    return m->vocab;
+}
 
 const char *asn_model_sha256(asn_model *m, asn_err *e)
 {

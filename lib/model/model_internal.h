@@ -4,6 +4,7 @@
 #define ASN_MODEL_INTERNAL_H
 
 #include "asn/model.h"
+#include "asn/vocab.h"
 
 /* A weight matrix of `rows` rows of `cols` elements of ggml type `type`
  * (GGUF ne = {cols, rows}), left in the mapping. */
@@ -29,6 +30,7 @@ struct asn_model {
     float *rope_freqs;            /* n_rot / 2 divisors, or NULL */
     layer_w *layers;
     char sha256[65];
+    struct asn_vocab *vocab; /* loaded on first use */
 };
 
 #endif

@@ -1,0 +1,293 @@
+/* generate — ad-hoc generation from one prompt with one heuristic,
+ * streaming text to stdout as tokens arrive. */
+#include "asn/chat.h"
+#include "asn/json.h"
+#include "asn/model.h"
+#include "asn/sampling.h"
+#include "asn/tool.h"
+#include "asn/vocab.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *opt_model, *opt_file, *opt_system, *opt_template, *opt_heuristics, *opt_heuristic;
+static long opt_seed, opt_max_new = 256, opt_min_new, opt_threads = 0, opt_ctx = 0, opt_top_k;
+static double opt_temp = -1, opt_top_p = -1, opt_min_p = -1, opt_typical = -1, opt_rep = -1;
+static int opt_greedy, opt_verbose;
+static asn_strlist opt_stop;
+
+static const asn_option options[] = {
+    {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF model (required)"},
+    {"file", 'f', ASN_OPT_STRING, &opt_file, "FILE", "read the prompt from FILE (- for stdin)"},
+    {"system", 0, ASN_OPT_STRING, &opt_system, "TEXT", "system message"},
+    {"chat-template", 0, ASN_OPT_STRING, &opt_template, "NAME", "chat template (chatml, llama3, ..., none); default: the model's, none without one"},
+    {"heuristics", 0, ASN_OPT_STRING, &opt_heuristics, "FILE", "heuristics YAML (with --heuristic)"},
+    {"heuristic", 0, ASN_OPT_STRING, &opt_heuristic, "NAME", "pipeline of --heuristics to sample with"},
+    {"temperature", 0, ASN_OPT_DOUBLE, &opt_temp, "T", "inline heuristic: temperature (-1: off)"},
+    {"top-k", 0, ASN_OPT_INT, &opt_top_k, "K", "inline heuristic: top_k (0: off)"},
+    {"top-p", 0, ASN_OPT_DOUBLE, &opt_top_p, "P", "inline heuristic: top_p (-1: off)"},
+    {"min-p", 0, ASN_OPT_DOUBLE, &opt_min_p, "P", "inline heuristic: min_p (-1: off)"},
+    {"typical", 0, ASN_OPT_DOUBLE, &opt_typical, "MASS", "inline heuristic: typical (-1: off)"},
+    {"repetition-penalty", 0, ASN_OPT_DOUBLE, &opt_rep, "R", "inline heuristic: repetition_penalty (-1: off)"},
+    {"greedy", 0, ASN_OPT_FLAG, &opt_greedy, NULL, "inline heuristic: always the most probable token"},
+    {"seed", 's', ASN_OPT_INT, &opt_seed, "N", "random seed"},
+    {"max-new-tokens", 'n', ASN_OPT_INT, &opt_max_new, "N", "stop after N new tokens"},
+    {"min-new-tokens", 0, ASN_OPT_INT, &opt_min_new, "N", "no end-of-generation token before N new tokens"},
+    {"stop", 0, ASN_OPT_LIST, &opt_stop, "TEXT", "stop before this text"},
+    {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
+    {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "context size (0: the model's)"},
+    {"verbose", 'v', ASN_OPT_FLAG, &opt_verbose, NULL, "print the formatted prompt and speed on stderr"},
+    {0},
+};
+
+static const asn_tool tool = {
+    "generate", "-m MODEL [OPTIONS] [PROMPT]",
+    "Generate a continuation of one prompt, streaming it to stdout.",
+    "The prompt is the PROMPT argument, else --file, else stdin. It goes through\n"
+    "the chat template (with --system) and is tokenized with BOS as the model\n"
+    "adds it and special tokens parsed. Sampling uses --heuristic from\n"
+    "--heuristics, or the inline flags applied in HuggingFace's order\n"
+    "(repetition_penalty, temperature, top_k, top_p, min_p, typical), or, with\n"
+    "none of them, the model's raw distribution. Token t is drawn with the\n"
+    "counter RNG keyed by (--seed, prompt id, heuristic id) at step t, so the\n"
+    "same options give the same text. Generation ends at an end-of-generation\n"
+    "token, a --stop text (not printed) or --max-new-tokens.\n",
+    options,
+};
+
+static char *read_all(const char *path)
+{
+    FILE *f = asn_open_in(path);
+    char *buf = NULL;
+    size_t n = 0, cap = 0, k;
+    do {
+        asn_grow((void **)&buf, &cap, n + 65536, 1);
+        k = fread(buf + n, 1, cap - n - 1, f);
+        n += k;
+    } while (k > 0);
+    if (ferror(f))
+        asn_fatal("%s: read error", path);
+    if (f != stdin)
+        fclose(f);
+    buf[n] = 0;
+    return buf;
+}
+
+/* The inline heuristic as a processor list, in HF generate()'s order. */
+static json_t *inline_processors(void)
+{
+    json_t *p = json_array();
+#define ADD(NAME, KEY, VAL) json_array_append_new(p, json_pack("{s:s,s:{s:o}}", "name", NAME, "params", KEY, VAL))
+    if (opt_rep >= 0)
+        ADD("repetition_penalty", "penalty", json_real(opt_rep));
+    if (opt_temp >= 0)
+        ADD("temperature", "temperature", json_real(opt_temp));
+    if (opt_top_k > 0)
+        ADD("top_k", "top_k", json_integer(opt_top_k));
+    if (opt_top_p >= 0)
+        ADD("top_p", "top_p", json_real(opt_top_p));
+    if (opt_min_p >= 0)
+        ADD("min_p", "min_p", json_real(opt_min_p));
+    if (opt_typical >= 0)
+        ADD("typical", "mass", json_real(opt_typical));
+    if (opt_greedy)
+        json_array_append_new(p, json_pack("{s:s,s:{}}", "name", "greedy", "params"));
+#undef ADD
+    return p;
+}
+
+/* Length of the longest suffix of text[0..n) that is a proper prefix of a
+ * stop string: those bytes are held back until we know. */
+static size_t held_for_stop(const char *text, size_t n)
+{
+    size_t best = 0;
+    for (int i = 0; i < opt_stop.n; i++) {
+        size_t sl = strlen(opt_stop.v[i]);
+        for (size_t k = sl > 1 ? sl - 1 : 0; k > best; k--)
+            if (k <= n && !memcmp(text + n - k, opt_stop.v[i], k)) {
+                best = k;
+                break;
+            }
+    }
+    return best;
+}
+
+static const char *find_stop(const char *text, size_t n)
+{
+    const char *first = NULL;
+    for (int i = 0; i < opt_stop.n; i++) {
+        const char *p = memmem(text, n, opt_stop.v[i], strlen(opt_stop.v[i]));
+        if (p && (!first || p < first))
+            first = p;
+    }
+    return first;
+}
+
+int main(int argc, char **argv)
+{
+    int nops = asn_tool_parse(&tool, argc, argv);
+    if (!opt_model)
+        asn_usage_error("--model is required");
+    if (!!opt_heuristics != !!opt_heuristic)
+        asn_usage_error("--heuristics and --heuristic go together");
+    if (nops > 1)
+        asn_usage_error("one PROMPT argument at most (quote it)");
+    if (opt_max_new < 1 || opt_min_new < 0 || opt_seed < 0)
+        asn_usage_error("--max-new-tokens must be >= 1, --min-new-tokens and --seed >= 0");
+    asn_err e;
+    char *prompt = nops ? asn_xstrdup(argv[1]) : read_all(opt_file ? opt_file : "-");
+
+    /* the heuristic */
+    asn_heuristics *hs = NULL;
+    asn_heuristic own, *h = &own;
+    if (opt_heuristics) {
+        if (!(hs = asn_heuristics_load(opt_heuristics, &e)))
+            asn_fatal("%s", e.msg);
+        int k = asn_heuristics_find(hs, opt_heuristic);
+        if (k < 0)
+            asn_fatal("%s: no pipeline named \"%s\"", opt_heuristics, opt_heuristic);
+        h = &hs->h[k];
+    } else {
+        json_t *procs = inline_processors();
+        if (asn_heuristic_init(&own, "inline", procs, &e))
+            asn_usage_error("%s", e.msg);
+        json_decref(procs);
+    }
+
+    /* model, tokenizer, chat template */
+    asn_model *m = asn_model_load(opt_model, &e);
+    if (!m)
+        asn_fatal("%s", e.msg);
+    const asn_vocab *v = asn_model_vocab(m, &e);
+    if (!v)
+        asn_fatal("%s", e.msg);
+    char *tmpl_text = NULL;
+    if (asn_gguf_get_str(asn_model_gguf(m), "tokenizer.chat_template", 0, &tmpl_text, &e))
+        asn_fatal("%s", e.msg);
+    /* a model without a template is a base model here: its prompt goes as is */
+    int tmpl = !opt_template && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opt_template, &e);
+    if (tmpl < 0)
+        asn_fatal("%s: %s", opt_model, e.msg);
+    free(tmpl_text);
+    asn_chat_msg msgs[2];
+    size_t nm = 0;
+    if (opt_system)
+        msgs[nm++] = (asn_chat_msg){"system", opt_system};
+    msgs[nm++] = (asn_chat_msg){"user", prompt};
+    char *text = asn_chat_format(tmpl, msgs, nm, 1, &e);
+    if (!text)
+        asn_fatal("%s", e.msg);
+    if (opt_verbose)
+        fprintf(stderr, "generate: prompt (%s):\n%s\n", asn_chat_name(tmpl), text);
+    int32_t *ids;
+    size_t n_ids;
+    if (asn_tokenize(v, text, strlen(text), 1, 1, &ids, &n_ids, &e))
+        asn_fatal("%s", e.msg);
+    if (!n_ids)
+        asn_fatal("the prompt is empty");
+
+    /* the prompt id of DESIGN.md: SHA-256 of system 0x1F prompt, 16 hex */
+    size_t sl = opt_system ? strlen(opt_system) : 0, pl = strlen(prompt);
+    char *key = asn_xmalloc(sl + pl + 1), pid[65];
+    memcpy(key, opt_system ? opt_system : "", sl);
+    key[sl] = 0x1f;
+    memcpy(key + sl + 1, prompt, pl);
+    asn_sha256_hex(key, sl + pl + 1, pid);
+    pid[16] = 0;
+    free(key);
+
+    const asn_model_config *cfg = asn_model_cfg(m);
+    asn_pool *pool = asn_pool_new((int)opt_threads);
+    asn_engine *en = asn_engine_new(m, (int)opt_ctx, pool, &e);
+    if (!en)
+        asn_fatal("%s", e.msg);
+    int V = cfg->n_vocab;
+    float *logits = asn_xmalloc((size_t)V * sizeof *logits);
+    int32_t *hist = asn_xmalloc((n_ids + (size_t)opt_max_new) * sizeof *hist);
+    memcpy(hist, ids, n_ids * sizeof *hist);
+    int seq = asn_seq_new(en);
+    asn_batch_item it = {seq, ids, (int)n_ids, logits, 0, NULL};
+    double t0 = (double)clock() / CLOCKS_PER_SEC;
+    if (asn_engine_decode(en, &it, 1, &e))
+        asn_fatal("%s", e.msg);
+    asn_workspace *ws = asn_workspace_new();
+    asn_seq_state st;
+    asn_seq_state_init(&st);
+    asn_rng_key rk = asn_rng_key_make((uint64_t)opt_seed, pid, h->id);
+    const int32_t *eog;
+    size_t n_eog = asn_vocab_eog_ids(v, &eog);
+    asn_detok_stream ds;
+    asn_detok_stream_init(&ds, v, 0);
+    size_t cap = asn_vocab_max_piece(v) + 8, out_n = 0, out_cap = 0, printed = 0;
+    char *piece = asn_xmalloc(cap), *out = NULL;
+    long n_new = 0;
+    const char *stop_at = NULL;
+    for (; n_new < opt_max_new; n_new++) {
+        if (n_new < opt_min_new)
+            for (size_t k = 0; k < n_eog; k++)
+                logits[eog[k]] = -INFINITY;
+        asn_seq_ctx ctx = {hist, (int)(n_ids + (size_t)n_new), (int)n_ids, eog, (int)n_eog, rk, (uint64_t)n_new};
+        if (asn_pipeline_apply(h, logits, V, &ctx, &st, ws, &e))
+            asn_fatal("step %ld: %s", n_new, e.msg);
+        int tok = asn_sample_row(logits, V, asn_rng_uniform(rk, (uint64_t)n_new, ASN_STREAM_DRAW));
+        if (tok < 0)
+            asn_fatal("step %ld: the heuristic removed every token", n_new);
+        asn_pipeline_accept(h, logits, V, tok, &st);
+        hist[n_ids + (size_t)n_new] = tok;
+        if (asn_vocab_is_eog(v, tok))
+            break;
+        int k = asn_detok_stream_push(&ds, tok, piece, cap);
+        asn_grow((void **)&out, &out_cap, out_n + (size_t)(k > 0 ? k : 0) + 1, 1);
+        memcpy(out + out_n, piece, (size_t)(k > 0 ? k : 0));
+        out_n += (size_t)(k > 0 ? k : 0);
+        if ((stop_at = find_stop(out, out_n)))
+            break;
+        size_t ready = out_n - held_for_stop(out, out_n);
+        if (ready > printed) {
+            fwrite(out + printed, 1, ready - printed, stdout);
+            fflush(stdout);
+            printed = ready;
+        }
+        if (n_new + 1 < opt_max_new) {
+            it = (asn_batch_item){seq, &hist[n_ids + (size_t)n_new], 1, logits, 0, NULL};
+            if (asn_engine_decode(en, &it, 1, &e))
+                asn_fatal("%s", e.msg);
+        }
+    }
+    if (!stop_at) {
+        int k = asn_detok_stream_flush(&ds, piece, cap);
+        asn_grow((void **)&out, &out_cap, out_n + (size_t)k + 1, 1);
+        memcpy(out + out_n, piece, (size_t)k);
+        out_n += (size_t)k;
+    }
+    size_t end = stop_at ? (size_t)(stop_at - out) : out_n;
+    if (end > printed)
+        fwrite(out + printed, 1, end - printed, stdout);
+    fputc('\n', stdout);
+    asn_close_out(stdout, "-");
+    if (opt_verbose) {
+        double dt = (double)clock() / CLOCKS_PER_SEC - t0;
+        fprintf(stderr, "generate: %zu prompt + %ld new tokens, %.1f tokens/s (CPU time)\n", n_ids,
+                n_new, dt > 0 ? (double)(n_ids + (size_t)n_new) / dt : 0.0);
+    }
+    free(out);
+    free(piece);
+    free(hist);
+    free(logits);
+    free(ids);
+    free(text);
+    free(prompt);
+    free(opt_stop.v);
+    asn_workspace_free(ws);
+    asn_engine_free(en);
+    asn_pool_free(pool);
+    asn_model_free(m);
+    if (hs)
+        asn_heuristics_free(hs);
+    else
+        asn_heuristic_clear(&own);
+    return 0;
+}
