@@ -1,0 +1,81 @@
+/* asn/gen.h — generating candidates: many (prompt, heuristic, seed) jobs
+ * decoded together by the engine. Each prompt is prefilled once and every
+ * job of that prompt forks from its KV; all live sequences decode in one
+ * batched forward; a finished sequence's slot goes to the next job at once.
+ *
+ * A job's tokens depend only on the model, the prompt's tokens, the
+ * heuristic, the seed and the settings: not on the batch size, the thread
+ * count, the other jobs, or the order jobs are given in. */
+#ifndef ASN_GEN_H
+#define ASN_GEN_H
+
+#include <stdint.h>
+
+#include "asn/model.h"
+#include "asn/sampling.h"
+#include "asn/vocab.h"
+
+typedef enum asn_finish {
+    ASN_FINISH_NONE = 0,
+    ASN_FINISH_EOS,    /* sampled an end-of-generation token (kept in tokens) */
+    ASN_FINISH_STOP,   /* the text reached a stop string */
+    ASN_FINISH_LENGTH, /* max_new_tokens */
+} asn_finish;
+
+const char *asn_finish_name(asn_finish f); /* "eos", "stop", "length" */
+
+typedef struct asn_gen_settings {
+    int min_new_tokens;  /* end-of-generation ids masked before this many */
+    int max_new_tokens;
+    const char *const *stop; /* stop strings (may be NULL) */
+    int n_stop;
+} asn_gen_settings;
+
+/* One candidate to generate. Inputs are borrowed; outputs are owned by the
+ * job after asn_generate (free with asn_gen_job_clear). Jobs of the same
+ * prompt must share the same prompt_tokens pointer (that is what makes them
+ * share the prompt's KV). */
+typedef struct asn_gen_job {
+    const char *prompt_id;          /* RNG key part */
+    const int32_t *prompt_tokens;
+    int n_prompt;
+    const asn_heuristic *heuristic; /* RNG key part: its id */
+    uint64_t seed;                  /* RNG key part */
+    /* outputs */
+    int32_t *tokens;
+    int n_tokens;
+    asn_finish finish;
+    char *generation;               /* detokenized, special tokens removed, cut at a stop string */
+} asn_gen_job;
+
+void asn_gen_job_clear(asn_gen_job *j);
+
+typedef struct asn_generator asn_generator;
+
+/* A generator over a loaded model (and its vocab). batch = most sequences
+ * decoding at once (>= 1); n_ctx = positions per sequence (0: the model's). */
+asn_generator *asn_generator_new(asn_model *m, asn_pool *pool, int batch, int n_ctx,
+                                 const asn_gen_settings *s, asn_err *e);
+void asn_generator_free(asn_generator *g);
+
+/* Called as jobs finish, with the number finished so far and the tokens
+ * generated so far (for progress displays); may be NULL. */
+typedef void (*asn_gen_progress)(void *ctx, long jobs_done, long tokens);
+
+/* Runs every job to completion. Fails (with e) only for errors that stop
+ * the run: a prompt longer than the context, a heuristic that removes every
+ * token. */
+int asn_generate(asn_generator *g, asn_gen_job *jobs, int n, asn_gen_progress progress, void *ctx,
+                 asn_err *e);
+
+/* The prompt as the model sees it: system and user message through the
+ * chat template (ASN_CHAT_* id), tokenized with BOS as the model adds it
+ * and special tokens parsed. *ids is new (caller frees). */
+int asn_gen_prompt_tokens(const asn_vocab *v, int chat_template, const char *system,
+                          const char *prompt, int32_t **ids, int *n, asn_err *e);
+
+/* The stable prompt id of DESIGN.md: first 16 hex digits of SHA-256 of
+ * system (empty if NULL) 0x1F prompt. out holds 17 bytes. */
+void asn_prompt_id(const char *system, const char *prompt, char out[17]);
+
+#endif
