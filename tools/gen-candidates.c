@@ -230,9 +230,9 @@ static json_t *candidate(const run *r, const prompt *p, const asn_heuristic *h, 
     json_t *toks = json_array();
     for (int i = 0; i < j->n_tokens; i++)
         json_array_append_new(toks, json_integer(j->tokens[i]));
-    json_t *c = json_pack("{s:s,s:s,s:s,s:s?,s:o,s:I,s:s,s:o,s:i,s:s,s:O,s:O}", "id", id, "prompt_id",
+    json_t *c = json_pack("{s:s,s:s,s:s,s:s?,s:o,s:I,s:o,s:o,s:i,s:s,s:O,s:O}", "id", id, "prompt_id",
                           p->id, "prompt", p->text, "system", p->system, "heuristic", asn_heuristic_json(h),
-                          "seed", (json_int_t)seed, "generation", j->generation, "tokens", toks,
+                          "seed", (json_int_t)seed, "generation", asn_json_text(j->generation, strlen(j->generation)), "tokens", toks,
                           "n_tokens", j->n_tokens, "finish", asn_finish_name(j->finish), "model",
                           r->model_json, "settings", r->settings);
     if (!p->system)

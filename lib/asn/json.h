@@ -21,6 +21,11 @@ void asn_fmt_float(char *buf, float f);
  * reads back (strtof) as the same float. -inf, +inf and NaN become null. */
 json_t *asn_json_f32(float f);
 
+/* A JSON string of n bytes of text that may not be valid UTF-8 (model
+ * output can end inside a character): each maximal invalid subsequence
+ * becomes U+FFFD, as Python's bytes.decode("utf-8", "replace") does. */
+json_t *asn_json_text(const char *s, size_t n);
+
 /* --------------------------------------------------------------- output */
 
 enum {

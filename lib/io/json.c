@@ -94,6 +94,65 @@ json_t *asn_json_f32(float f)
     return json_real(strtod(buf, NULL));
 }
 
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid; *bad
+ * gets the length of the maximal invalid prefix (the bytes one U+FFFD
+ * replaces, per the Unicode "best practice" Python follows). */
+static size_t utf8_seq(const unsigned char *s, size_t n, size_t *bad)
+{
+    unsigned char c = s[0];
+    size_t need;
+    unsigned char lo = 0x80, hi = 0xBF;
+    *bad = 1;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        need = 1;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        need = 2;
+        if (c == 0xE0)
+            lo = 0xA0;
+        if (c == 0xED)
+            hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        need = 3;
+        if (c == 0xF0)
+            lo = 0x90;
+        if (c == 0xF4)
+            hi = 0x8F;
+    } else
+        return 0;
+    for (size_t i = 1; i <= need; i++) {
+        unsigned char b = i < n ? s[i] : 0;
+        if (i >= n || b < (i == 1 ? lo : 0x80) || b > (i == 1 ? hi : 0xBF)) {
+            *bad = i;
+            return 0;
+        }
+    }
+    return need + 1;
+}
+
+json_t *asn_json_text(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    char *out = asn_xmalloc(3 * n + 1);
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t bad, k = utf8_seq(u + i, n - i, &bad);
+        if (k) {
+            memcpy(out + o, s + i, k);
+            o += k;
+            i += k;
+        } else {
+            memcpy(out + o, "\xef\xbf\xbd", 3);
+            o += 3;
+            i += bad;
+        }
+    }
+    json_t *v = json_stringn(out, o);
+    free(out);
+    return v;
+}
+
 /* --------------------------------------------------------------- output */
 
 typedef struct sbuf {

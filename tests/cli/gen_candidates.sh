@@ -1,0 +1,111 @@
+# gen_candidates.sh — gen-candidates: record format, determinism whatever
+# --batch/--threads/--shard, resumption after SIGKILL, inputs and errors.
+. "$ASN_ROOT/tests/lib/cli.sh"
+M="$ROOT/tests/data/models/tiny-spm-q8_0.gguf"
+H="$ROOT/tests/data/reference-configs/custom_logit_processors_test.yaml"
+P="$ROOT/tests/data/reference-configs/test_prompts.jsonl"
+PY=/usr/bin/python3
+G() { "$BIN/gen-candidates" -m "$M" -H "$H" -n 16 --min-new-tokens 4 "$@"; }
+
+expect_status "runs" 0 G --seeds 0-2 "$P"
+cp "$TMP/out" "$TMP/base"
+check "one record per prompt x heuristic x seed, prompts contiguous, canonical order" $PY - "$TMP/base" "$P" <<'PYEOF'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+prompts = [json.loads(l)["prompt"] for l in open(sys.argv[2])]
+assert len(recs) == len(prompts) * 5 * 3, len(recs)
+names = ["Test Typical Sampling", "Test Min-P Sampling", "Test Epsilon Sampling", "Test Eta Sampling", "Standard Top-P (for comparison)"]
+i = 0
+for p in prompts:
+    for n in names:
+        for s in range(3):
+            r = recs[i]; i += 1
+            assert r["prompt"] == p and r["heuristic"]["name"] == n and r["seed"] == s
+            assert r["id"] == "%s/%s/%d" % (r["prompt_id"], r["heuristic"]["id"], s)
+            assert r["n_tokens"] == len(r["tokens"]) and 4 <= r["n_tokens"] <= 16
+            assert r["finish"] in ("eos", "length", "stop")
+            assert r["settings"]["max_new_tokens"] == 16 and r["settings"]["min_new_tokens"] == 4
+PYEOF
+check "records validate against schemas/candidate.schema.json" $PY "$ROOT/tests/scripts/validate_schema.py" -q --format jsonl "$ROOT/schemas/candidate.schema.json" "$TMP/base"
+check "prompt ids are the first 16 hex of sha256(system 0x1F prompt)" $PY -c "
+import json, hashlib
+for l in open('$TMP/base'):
+    r = json.loads(l)
+    assert r['prompt_id'] == hashlib.sha256(b'\x1f' + r['prompt'].encode()).hexdigest()[:16]"
+G --seeds 0-2 "$P" > "$TMP/again" 2>/dev/null
+check "same command, byte-identical output" cmp "$TMP/base" "$TMP/again"
+G --seeds 0-2 -b 1 -t 1 "$P" > "$TMP/b1" 2>/dev/null
+check "same output with --batch 1 --threads 1" cmp "$TMP/base" "$TMP/b1"
+G --seeds 0-2 -b 7 -t 2 "$P" > "$TMP/b7" 2>/dev/null
+check "same output with --batch 7 --threads 2" cmp "$TMP/base" "$TMP/b7"
+G --seeds 2,0-1 "$P" > "$TMP/seedorder" 2>/dev/null
+check "a candidate depends on its seed, not on the other seeds" $PY -c "
+import json
+a = {json.loads(l)['id']: json.loads(l)['tokens'] for l in open('$TMP/base')}
+b = {json.loads(l)['id']: json.loads(l)['tokens'] for l in open('$TMP/seedorder')}
+assert a == b"
+G --seeds 1 --only "Test Eta Sampling" "$P" > "$TMP/one" 2>/dev/null
+check "--only and a single seed give the same candidates as the full run" $PY -c "
+import json
+a = {json.loads(l)['id']: json.loads(l) for l in open('$TMP/base')}
+for l in open('$TMP/one'):
+    r = json.loads(l); assert a[r['id']] == r, r['id']"
+for k in 1 2 3; do G --seeds 0-2 --shard $k/3 "$P" > "$TMP/shard$k" 2>/dev/null; done
+check "three shards hold exactly the records of one run" $PY -c "
+import json
+a = sorted(open('$TMP/base').read().splitlines())
+b = sorted(sum((open('$TMP/shard%d' % k).read().splitlines() for k in (1, 2, 3)), []))
+assert a == b and all(open('$TMP/shard%d' % k).read() for k in (1, 2))"
+
+# resumption: kill -9 at several points, resume, compare with the full run
+rm -f "$TMP/res.jsonl"
+for delay in 0.15 0.3 0.25; do
+    # the binary itself in the background (not the shell function), so that kill reaches it
+    "$BIN/gen-candidates" -m "$M" -H "$H" -n 16 --min-new-tokens 4 --seeds 0-2 -b 2 -t 1 \
+        -o "$TMP/res.jsonl" --resume "$P" 2>/dev/null &
+    pid=$!; sleep $delay; kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+done
+printf '{"id":"partial' >> "$TMP/res.jsonl"   # a torn last line
+G --seeds 0-2 -o "$TMP/res.jsonl" --resume "$P" 2>/dev/null
+check "killed three times and resumed: byte-identical to one run" cmp "$TMP/base" "$TMP/res.jsonl"
+G --seeds 0-2 -o "$TMP/res.jsonl" --resume "$P" 2>/dev/null
+check "resuming a finished file changes nothing" cmp "$TMP/base" "$TMP/res.jsonl"
+
+# inputs
+mkdir -p "$TMP/data"
+printf '{"prompt":"Say hello.","dataset":"gsm8k","ground_truth":"42","id":"q1"}\n' > "$TMP/data/a.jsonl"
+printf '{"text":"Tell a joke."}\n' > "$TMP/data/b.jsonl"
+cat > "$TMP/src.yaml" <<'YEOF'
+datasets:
+  - name: "math"
+    path: "data/a.jsonl"
+    prompt_key: "prompt"
+    incidence_vector: {check_factual: false, check_ifeval_or_math_or_gsm8k: true, check_diversity: false}
+  - name: "jokes"
+    path: "data/b.jsonl"
+    prompt_key: "text"
+    incidence_vector: {check_factual: false, check_ifeval_or_math_or_gsm8k: false, check_diversity: true}
+YEOF
+expect_status "--sources YAML in the reference format" 0 G --seeds 0 --only "Test Eta Sampling" --sources "$TMP/src.yaml"
+check "sources: ids, pass-through fields and checks from incidence_vector" $PY - "$TMP/out" <<'PYEOF'
+import json, sys
+a, b = [json.loads(l) for l in open(sys.argv[1])]
+assert a["prompt_id"] == "q1" and a["dataset"] == "gsm8k" and a["ground_truth"] == "42" and a["source"] == "math"
+assert a["checks"] == {"diversity": False, "verifiable": True, "factual": False}
+assert b["prompt"] == "Tell a joke." and b["checks"]["diversity"] is True and "incidence_vector" not in b
+PYEOF
+expect_status "a system message and the chatml template" 0 G --seeds 0 --only "Test Eta Sampling" --chat-template chatml --system "Be brief." "$TMP/data/a.jsonl"
+expect_stdout "system and template are recorded" '"system":"Be brief.".*"chat_template":"chatml"'
+printf '{"prompt":"a"}\n{"prompt":7}\n' > "$TMP/bad.jsonl"
+expect_status "a bad prompt record is an error" 1 G "$TMP/bad.jsonl"
+expect_stderr "the error names file, line and field" 'bad.jsonl:2: field "prompt" must be a string'
+printf '{"prompt":"a","id":"x"}\n{"prompt":"b","id":"x"}\n' > "$TMP/dup.jsonl"
+expect_status "duplicate prompt ids are an error" 1 G "$TMP/dup.jsonl"
+expect_status "bad --seeds" 2 G --seeds 3-1 "$P"
+expect_status "bad --shard" 2 G --shard 4/3 "$P"
+expect_status "--resume without -o" 2 G --resume "$P"
+expect_status "unknown --only name" 1 G --only nope "$P"
+expect_status "prompt longer than the context" 1 G --ctx 8 "$P"
+expect_stderr "the context error names the prompt" "exceed the context of 8"
+printf '' > "$TMP/empty.jsonl"
+expect_status "empty input" 0 G "$TMP/empty.jsonl"
