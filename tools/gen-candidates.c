@@ -232,7 +232,7 @@ static json_t *candidate(const run *r, const prompt *p, const asn_heuristic *h, 
         json_array_append_new(toks, json_integer(j->tokens[i]));
     json_t *c = json_pack("{s:s,s:s,s:s,s:s?,s:o,s:I,s:o,s:o,s:i,s:s,s:O,s:O}", "id", id, "prompt_id",
                           p->id, "prompt", p->text, "system", p->system, "heuristic", asn_heuristic_json(h),
-                          "seed", (json_int_t)seed, "generation", asn_json_text(j->generation, strlen(j->generation)), "tokens", toks,
+                          "seed", (json_int_t)seed, "generation", asn_json_text(j->generation, j->generation_len), "tokens", toks,
                           "n_tokens", j->n_tokens, "finish", asn_finish_name(j->finish), "model",
                           r->model_json, "settings", r->settings);
     if (!p->system)
@@ -447,7 +447,7 @@ int main(int argc, char **argv)
                 asn_fatal("prompt %s: %s", p->id, e.msg);
             for (int h = 0; h < r.n_hs; h++)
                 for (int s = 0; s < r.n_seeds; s++)
-                    jobs[nj++] = (asn_gen_job){p->id, p->toks, p->n_toks, r.hs[h], r.seeds[s], NULL, 0, 0, NULL};
+                    jobs[nj++] = (asn_gen_job){p->id, p->toks, p->n_toks, r.hs[h], r.seeds[s], NULL, 0, 0, NULL, 0};
         }
         pg.before = 0;
         if (asn_generate(gen, jobs, nj, on_progress, &pg, &e))

@@ -46,6 +46,7 @@ typedef struct asn_gen_job {
     int n_tokens;
     asn_finish finish;
     char *generation;               /* detokenized, special tokens removed, cut at a stop string */
+    size_t generation_len;          /* bytes (the text may hold NUL or invalid UTF-8) */
 } asn_gen_job;
 
 void asn_gen_job_clear(asn_gen_job *j);

@@ -49,12 +49,14 @@ typedef struct asn_group_reader asn_group_reader;
  * stream. */
 asn_group_reader *asn_group_open(char *const *files, asn_err *e);
 /* Returns 1 with *group = a new JSON array of the group's records (in input
- * order) and *first_line = the input line of its first record; 0 at the
- * end; -1 on an error ("FILE:LINE: ..."): a malformed line, a record
+ * order; asn_group_where gives each one's file and line); 0 at the end; -1 on an error ("FILE:LINE: ..."): a malformed line, a record
  * without prompt key, or a prompt whose records are not contiguous. With
  * skip_invalid, malformed records are counted and skipped (only stream
  * errors and non-contiguous prompts stop the reader). */
 int asn_group_next(asn_group_reader *g, int skip_invalid, json_t **group, asn_err *e);
+/* Where record i of the group last returned came from: its file ("<stdin>"
+ * for "-") and line, for messages that name the record. */
+const char *asn_group_where(const asn_group_reader *g, size_t i, long *line);
 long asn_group_skipped(const asn_group_reader *g); /* records skipped so far */
 long asn_group_records(const asn_group_reader *g); /* records returned so far */
 void asn_group_close(asn_group_reader *g);

@@ -210,6 +210,7 @@ static int sample_slot(asn_generator *g, asn_gen_job *job, slot *sl, asn_workspa
     }
     job->finish = fin;
     job->generation = text;
+    job->generation_len = len;
     job->n_tokens = sl->n_gen;
     job->tokens = asn_xmalloc((size_t)sl->n_gen * sizeof *job->tokens);
     memcpy(job->tokens, gen, (size_t)sl->n_gen * sizeof *job->tokens);

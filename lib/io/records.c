@@ -140,9 +140,29 @@ struct asn_group_reader {
     asn_jsonl *in;
     json_t *ahead;   /* the first record of the next group */
     long ahead_line;
+    int ahead_file;
     strset done;
     long skipped, records;
+    int *where_file; /* per record of the last group: index in files, line */
+    long *where_line;
+    size_t where_cap;
 };
+
+static void where_set(asn_group_reader *g, size_t i, int file, long line)
+{
+    size_t cap = g->where_cap;
+    asn_grow((void **)&g->where_file, &cap, i + 1, sizeof *g->where_file);
+    asn_grow((void **)&g->where_line, &g->where_cap, i + 1, sizeof *g->where_line);
+    g->where_file[i] = file;
+    g->where_line[i] = line;
+}
+
+const char *asn_group_where(const asn_group_reader *g, size_t i, long *line)
+{
+    const char *f = g->files[g->where_file[i]];
+    *line = g->where_line[i];
+    return strcmp(f, "-") ? f : "<stdin>";
+}
 
 asn_group_reader *asn_group_open(char *const *files, asn_err *e)
 {
@@ -196,6 +216,7 @@ int asn_group_next(asn_group_reader *g, int skip_invalid, json_t **group, asn_er
             return r;
         g->ahead = rec;
         g->ahead_line = line;
+        g->ahead_file = g->fi;
     }
     const char *key = asn_rec_prompt_key(g->ahead);
     if (set_has(&g->done, key))
@@ -204,14 +225,17 @@ int asn_group_next(asn_group_reader *g, int skip_invalid, json_t **group, asn_er
                            g->in ? asn_jsonl_path(g->in) : "input", g->ahead_line, key);
     json_t *arr = json_array();
     json_array_append_new(arr, g->ahead);
+    where_set(g, 0, g->ahead_file, g->ahead_line);
     g->ahead = NULL;
     int r;
     while ((r = next_record(g, skip_invalid, &rec, &line, e)) > 0) {
         if (strcmp(asn_rec_prompt_key(rec), asn_rec_prompt_key(json_array_get(arr, 0)))) {
             g->ahead = rec;
             g->ahead_line = line;
+            g->ahead_file = g->fi;
             break;
         }
+        where_set(g, json_array_size(arr), g->fi, line);
         json_array_append_new(arr, rec);
     }
     if (r < 0) {
@@ -236,5 +260,7 @@ void asn_group_close(asn_group_reader *g)
     for (size_t i = 0; i < g->done.cap; i++)
         free(g->done.slot[i]);
     free(g->done.slot);
+    free(g->where_file);
+    free(g->where_line);
     free(g);
 }

@@ -160,7 +160,29 @@ typedef struct bigram {
     uint32_t size;
 } bigram;
 
+/* Pieces already tokenized in this call (long texts repeat their words). */
+typedef struct cache_slot {
+    uint64_t hash;      /* 0 = empty */
+    uint32_t key, n_key; /* bytes in cache.keys */
+    uint32_t ids, n_ids; /* ids in cache.ids */
+} cache_slot;
+
+typedef struct piece_cache {
+    cache_slot *slot;
+    size_t mask, used;
+    unsigned char *keys;
+    size_t n_keys, keys_cap;
+    int32_t *ids;
+    size_t n_ids, ids_cap;
+} piece_cache;
+
+#define CACHE_AFTER 256          /* pieces seen before a call starts caching */
+#define CACHE_MAX_PIECE 64       /* bytes; longer pieces rarely repeat */
+#define CACHE_MAX_SLOTS (1 << 18)
+
 struct asn_bpe_scratch {
+    piece_cache cache;
+    size_t n_seen;
     uint32_t *cps;
     size_t cps_cap;
     asn_pieces pieces;
@@ -193,7 +215,58 @@ void asn_bpe_scratch_free(asn_bpe_scratch *s)
     free(s->enc);
     free(s->sym);
     free(s->heap);
+    free(s->cache.slot);
+    free(s->cache.keys);
+    free(s->cache.ids);
     free(s);
+}
+
+static const cache_slot *cache_get(const piece_cache *c, const unsigned char *w, size_t n, uint64_t h)
+{
+    if (!c->slot)
+        return NULL;
+    for (size_t i = (size_t)h & c->mask; c->slot[i].hash; i = (i + 1) & c->mask) {
+        const cache_slot *x = &c->slot[i];
+        if (x->hash == h && x->n_key == n && !memcmp(c->keys + x->key, w, n))
+            return x;
+    }
+    return NULL;
+}
+
+static void cache_put(piece_cache *c, const unsigned char *w, size_t n, uint64_t h, const int32_t *ids, size_t n_ids)
+{
+    if (!c->slot) {
+        c->mask = 4095;
+        c->slot = asn_xcalloc(c->mask + 1, sizeof *c->slot);
+    }
+    if (2 * (c->used + 1) > c->mask + 1) { /* grow, or stop caching */
+        size_t ncap = 2 * (c->mask + 1);
+        if (ncap > CACHE_MAX_SLOTS)
+            return;
+        cache_slot *t = asn_xcalloc(ncap, sizeof *t);
+        for (size_t i = 0; i <= c->mask; i++)
+            if (c->slot[i].hash) {
+                size_t j = (size_t)c->slot[i].hash & (ncap - 1);
+                while (t[j].hash)
+                    j = (j + 1) & (ncap - 1);
+                t[j] = c->slot[i];
+            }
+        free(c->slot);
+        c->slot = t;
+        c->mask = ncap - 1;
+    }
+    asn_grow((void **)&c->keys, &c->keys_cap, c->n_keys + n, 1);
+    asn_grow((void **)&c->ids, &c->ids_cap, c->n_ids + n_ids, sizeof *c->ids);
+    size_t i = (size_t)h & c->mask;
+    while (c->slot[i].hash)
+        i = (i + 1) & c->mask;
+    c->slot[i] = (cache_slot){h, (uint32_t)c->n_keys, (uint32_t)n, (uint32_t)c->n_ids, (uint32_t)n_ids};
+    memcpy(c->keys + c->n_keys, w, n);
+    c->n_keys += n;
+    if (n_ids)
+        memcpy(c->ids + c->n_ids, ids, n_ids * sizeof *ids);
+    c->n_ids += n_ids;
+    c->used++;
 }
 
 /* a is popped before b: lower rank, then smaller left index */
@@ -202,39 +275,7 @@ static inline int before(const bigram *a, const bigram *b)
     return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
 }
 
-static void heap_push(asn_bpe_scratch *s, bigram b)
-{
-    asn_grow((void **)&s->heap, &s->heap_cap, s->n_heap + 1, sizeof *s->heap);
-    size_t i = s->n_heap++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!before(&b, &s->heap[p]))
-            break;
-        s->heap[i] = s->heap[p];
-        i = p;
-    }
-    s->heap[i] = b;
-}
-
-static bigram heap_pop(asn_bpe_scratch *s)
-{
-    bigram top = s->heap[0], last = s->heap[--s->n_heap];
-    size_t i = 0, n = s->n_heap;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && before(&s->heap[c + 1], &s->heap[c]))
-            c++;
-        if (!before(&s->heap[c], &last))
-            break;
-        s->heap[i] = s->heap[c];
-        i = c;
-    }
-    if (n)
-        s->heap[i] = last;
-    return top;
-}
+ASN_HEAP_DEFINE(bigram, before)
 
 static void try_pair(const asn_vocab *v, asn_bpe_scratch *s, int32_t left, int32_t right)
 {
@@ -242,7 +283,8 @@ static void try_pair(const asn_vocab *v, asn_bpe_scratch *s, int32_t left, int32
         return;
     const asn_merge_slot *m = merge_get(v, s->sym[left].id, s->sym[right].id);
     if (m)
-        heap_push(s, (bigram){m->rank, left, right, m->result, s->sym[left].n + s->sym[right].n});
+        heap_push(&s->heap, &s->n_heap, &s->heap_cap,
+                  (bigram){m->rank, left, right, m->result, s->sym[left].n + s->sym[right].n});
 }
 
 /* One piece (UTF-8 bytes w[0..n)). */
@@ -266,7 +308,7 @@ static void bpe_piece(const asn_vocab *v, const unsigned char *w, size_t n, asn_
     for (size_t i = 1; i < n; i++)
         try_pair(v, s, (int32_t)i - 1, (int32_t)i);
     while (s->n_heap) {
-        bigram b = heap_pop(s);
+        bigram b = heap_pop(s->heap, &s->n_heap);
         sym *l = &s->sym[b.left], *r = &s->sym[b.right];
         if (!l->n || !r->n || l->n + r->n != b.size)
             continue; /* stale */
@@ -306,8 +348,23 @@ int asn_bpe_tokenize(const asn_vocab *v, const char *text, size_t n, asn_ids *ou
         size_t k = 0;
         for (size_t i = 0; i < len; i++)
             k += (size_t)asn_utf8_encode(s->cps[at + i], (char *)s->w + k);
-        bpe_piece(v, s->w, k, out, s);
         at += len;
+        /* a piece seen before in this call: its ids again */
+        int use_cache = ++s->n_seen > CACHE_AFTER && k <= CACHE_MAX_PIECE;
+        uint64_t h = 0;
+        if (use_cache) {
+            h = asn_str_hash(s->w, k) | 1;
+            const cache_slot *c = cache_get(&s->cache, s->w, k, h);
+            if (c) {
+                for (uint32_t i = 0; i < c->n_ids; i++)
+                    asn_ids_push(out, s->cache.ids[c->ids + i]);
+                continue;
+            }
+        }
+        size_t before = out->n;
+        bpe_piece(v, s->w, k, out, s);
+        if (use_cache)
+            cache_put(&s->cache, s->w, k, h, out->n > before ? out->v + before : NULL, out->n - before);
     }
     return 0;
 }

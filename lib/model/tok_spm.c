@@ -7,6 +7,7 @@
 #include "vocab_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct sym {
     uint32_t start, n; /* bytes of the text; n = 0 once merged away */
@@ -43,39 +44,7 @@ static inline int before(const bigram *a, const bigram *b)
     return a->score > b->score || (a->score == b->score && a->left < b->left);
 }
 
-static void heap_push(asn_spm_scratch *s, bigram b)
-{
-    asn_grow((void **)&s->heap, &s->heap_cap, s->n_heap + 1, sizeof *s->heap);
-    size_t i = s->n_heap++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!before(&b, &s->heap[p]))
-            break;
-        s->heap[i] = s->heap[p];
-        i = p;
-    }
-    s->heap[i] = b;
-}
-
-static bigram heap_pop(asn_spm_scratch *s)
-{
-    bigram top = s->heap[0], last = s->heap[--s->n_heap];
-    size_t i = 0, n = s->n_heap;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && before(&s->heap[c + 1], &s->heap[c]))
-            c++;
-        if (!before(&s->heap[c], &last))
-            break;
-        s->heap[i] = s->heap[c];
-        i = c;
-    }
-    if (n)
-        s->heap[i] = last;
-    return top;
-}
+ASN_HEAP_DEFINE(bigram, before)
 
 /* Queues the pair (left, right) if their text together is a token. */
 static void try_pair(const asn_vocab *v, const char *text, asn_spm_scratch *s, int32_t left, int32_t right)
@@ -86,41 +55,38 @@ static void try_pair(const asn_vocab *v, const char *text, asn_spm_scratch *s, i
     int32_t tok = asn_tok_find(v, text + l->start, l->n + r->n);
     if (tok < 0)
         return;
-    heap_push(s, (bigram){v->score[tok], left, right, l->n + r->n});
+    heap_push(&s->heap, &s->n_heap, &s->heap_cap, (bigram){v->score[tok], left, right, l->n + r->n});
 }
 
-void asn_spm_tokenize(const asn_vocab *v, const char *text, size_t n, asn_ids *out, asn_spm_scratch *s)
+static int is_space_sym(const char *text, const sym *y)
 {
-    if (!n)
-        return;
-    asn_grow((void **)&s->sym, &s->sym_cap, n, sizeof *s->sym);
-    int32_t ns = 0;
-    for (size_t off = 0; off < n;) {
-        size_t len = asn_utf8_len((unsigned char)text[off]);
-        if (len > n - off)
-            len = n - off; /* a cut sequence at the end stays one symbol */
-        s->sym[ns] = (sym){(uint32_t)off, (uint32_t)len, ns - 1, off + len == n ? -1 : ns + 1};
-        off += len;
-        ns++;
-    }
+    return y->n == 3 && !memcmp(text + y->start, "\xE2\x96\x81", 3);
+}
+
+/* Merges the symbols [a, b) and writes their ids. */
+static void spm_segment(const asn_vocab *v, const char *text, int32_t a, int32_t b, asn_ids *out,
+                        asn_spm_scratch *s)
+{
+    s->sym[a].prev = -1;
+    s->sym[b - 1].next = -1;
     s->n_heap = 0;
-    for (int32_t i = 1; i < ns; i++)
+    for (int32_t i = a + 1; i < b; i++)
         try_pair(v, text, s, i - 1, i);
     while (s->n_heap) {
-        bigram b = heap_pop(s);
-        sym *l = &s->sym[b.left], *r = &s->sym[b.right];
+        bigram g = heap_pop(s->heap, &s->n_heap);
+        sym *l = &s->sym[g.left], *r = &s->sym[g.right];
         /* stale: one side has changed since the pair was queued */
-        if (!l->n || !r->n || l->n + r->n != b.size)
+        if (!l->n || !r->n || l->n + r->n != g.size)
             continue;
         l->n += r->n;
         r->n = 0;
         l->next = r->next;
         if (r->next >= 0)
-            s->sym[r->next].prev = b.left;
-        try_pair(v, text, s, l->prev, b.left);
-        try_pair(v, text, s, b.left, l->next);
+            s->sym[r->next].prev = g.left;
+        try_pair(v, text, s, l->prev, g.left);
+        try_pair(v, text, s, g.left, l->next);
     }
-    for (int32_t i = 0; i != -1; i = s->sym[i].next) {
+    for (int32_t i = a; i != -1; i = s->sym[i].next) {
         const sym *y = &s->sym[i];
         int32_t tok = asn_tok_find(v, text + y->start, y->n);
         if (tok >= 0) {
@@ -137,4 +103,32 @@ void asn_spm_tokenize(const asn_vocab *v, const char *text, size_t n, asn_ids *o
                 asn_ids_push(out, bt);
         }
     }
+}
+
+void asn_spm_tokenize(const asn_vocab *v, const char *text, size_t n, asn_ids *out, asn_spm_scratch *s)
+{
+    if (!n)
+        return;
+    asn_grow((void **)&s->sym, &s->sym_cap, n, sizeof *s->sym);
+    int32_t ns = 0;
+    for (size_t off = 0; off < n;) {
+        size_t len = asn_utf8_len((unsigned char)text[off]);
+        if (len > n - off)
+            len = n - off; /* a cut sequence at the end stays one symbol */
+        s->sym[ns] = (sym){(uint32_t)off, (uint32_t)len, ns - 1, ns + 1};
+        off += len;
+        ns++;
+    }
+    /* Where no token holds U+2581 after another character (v->spm_split:
+     * so in the Llama and Mistral vocabs), no merge can cross into a
+     * U+2581 that follows another character: the pieces between such
+     * points are merged one by one, with the same result as the whole
+     * text at once (merges keep their order inside each piece) but with
+     * small queues. */
+    int32_t a = 0;
+    for (int32_t i = 1; i <= ns; i++)
+        if (i == ns || (v->spm_split && is_space_sym(text, &s->sym[i]) && !is_space_sym(text, &s->sym[i - 1]))) {
+            spm_segment(v, text, a, i, out, s);
+            a = i;
+        }
 }

@@ -600,6 +600,16 @@ asn_vocab *asn_vocab_load(const asn_gguf *g, asn_err *e)
             if (v->byte_tok[b] < 0)
                 v->byte_tok[b] = asn_tok_find(v, &raw, 1);
         }
+        v->spm_split = 1;
+        for (int32_t i = 0; i < v->n && v->spm_split; i++) {
+            size_t len;
+            const char *t = asn_sym_text(v, i, &len);
+            for (size_t k = 1; k + 3 <= len; k++)
+                if (!memcmp(t + k, "\xE2\x96\x81", 3) && (k < 3 || memcmp(t + k - 3, "\xE2\x96\x81", 3))) {
+                    v->spm_split = 0;
+                    break;
+                }
+        }
     }
 
     /* special ids: defaults past the vocab are dropped, keys override */
@@ -958,7 +968,8 @@ int asn_detokenize(const asn_vocab *v, const int32_t *ids, size_t n, int remove_
         if (remove_space && pl && p[0] == ' ') /* only the first token may lose one */
             p++, pl--;
         remove_space = 0;
-        memcpy(t + k, p, pl);
+        if (pl)
+            memcpy(t + k, p, pl);
         k += pl;
     }
     if (v->clean_spaces)

@@ -129,6 +129,7 @@ struct asn_vocab {
     int32_t byte_sym[256];   /* BPE: symbol of the byte-level character of each byte */
     int32_t byte_fb[256][2]; /* BPE: tokens of its UTF-8 bytes taken one by one (-1: none) */
     int32_t byte_tok[256];   /* SPM: <0xXX> token (or the 1-byte token) of each byte */
+    int spm_split;           /* SPM: no token has U+2581 after another character */
 
     int32_t bos, eos, eot, eom, unk, sep, pad, mask;
     int32_t fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;
@@ -177,6 +178,43 @@ typedef struct asn_ids {
     size_t n, cap;
 } asn_ids;
 void asn_ids_push(asn_ids *a, int32_t id);
+
+/* A binary heap of T (a growable array) that pops first the element e with
+ * BEFORE(&e, &other) for every other: the merge queues of tok_spm.c and
+ * tok_bpe.c. Defines heap_push(&arr, &n, &cap, x) and heap_pop(arr, &n). */
+#define ASN_HEAP_DEFINE(T, BEFORE)                                                   \
+    static void heap_push(T **h, size_t *n, size_t *cap, T x)                      \
+    {                                                                                \
+        asn_grow((void **)h, cap, *n + 1, sizeof **h);                               \
+        size_t i = (*n)++;                                                           \
+        while (i > 0) {                                                              \
+            size_t p = (i - 1) / 2;                                                  \
+            if (!BEFORE(&x, &(*h)[p]))                                               \
+                break;                                                               \
+            (*h)[i] = (*h)[p];                                                       \
+            i = p;                                                                   \
+        }                                                                            \
+        (*h)[i] = x;                                                                 \
+    }                                                                                \
+    static T heap_pop(T *h, size_t *n)                                               \
+    {                                                                                \
+        T top = h[0], last = h[--*n];                                                \
+        size_t i = 0;                                                                \
+        for (;;) {                                                                   \
+            size_t c = 2 * i + 1;                                                    \
+            if (c >= *n)                                                             \
+                break;                                                               \
+            if (c + 1 < *n && BEFORE(&h[c + 1], &h[c]))                              \
+                c++;                                                                 \
+            if (!BEFORE(&h[c], &last))                                               \
+                break;                                                               \
+            h[i] = h[c];                                                             \
+            i = c;                                                                   \
+        }                                                                            \
+        if (*n)                                                                      \
+            h[i] = last;                                                             \
+        return top;                                                                  \
+    }
 
 /* ------------------------------------------------------------ tok_spm.c */
 

@@ -219,7 +219,8 @@ static char *concat_pieces(const asn_vocab *v, const int32_t *ids, size_t n, int
         size_t pl;
         const char *p = asn_vocab_piece(v, ids[i], special, &pl);
         asn_grow((void **)&s, &cap, k + pl + 1, 1);
-        memcpy(s + k, p, pl);
+        if (pl)
+            memcpy(s + k, p, pl);
         k += pl;
     }
     s[k] = 0;
@@ -508,12 +509,12 @@ static void test_pieces(void)
         asn_detok_stream_init(&st, v, 0);
         size_t cap = asn_vocab_max_piece(v) + 4, k = 0;
         char *sb = malloc(cap), acc[64];
-        int counts[16] = {0}, ok = n_ids <= 16;
+        int ok = n_ids <= 16;
         for (size_t i = 0; ok && i < n_ids; i++) {
             int w = asn_detok_stream_push(&st, t[i], sb, cap);
             ok = w >= 0 && k + (size_t)w < sizeof acc;
             if (ok)
-                memcpy(acc + k, sb, (size_t)w), k += (size_t)w, counts[i] = w;
+                memcpy(acc + k, sb, (size_t)w), k += (size_t)w;
             /* nothing is written between the first and the last byte of the emoji */
             ok = ok && (k == 0 || (unsigned char)acc[k - 1] < 0x80 || (unsigned char)acc[k - 1] >= 0xC0 ||
                         acc[k - 1] == '\x99' || acc[k - 1] == '\xA9');
@@ -703,7 +704,7 @@ static void test_made(void)
         T_EQ_INT("BPE default bos is 11 (llama.cpp's Falcon value)", asn_vocab_bos(v), 11);
         T_EQ_INT("BPE add_bos defaults to false", asn_vocab_add_bos(v), 0);
         int32_t *t = tok(v, "1234", 4, 0, 0, &n);
-        int32_t want[] = {257, '4' - 0x21};
+        int32_t want[] = {257, '4'};
         T_OK("default pre-tokenizer: digits cut in threes before merging ([0-9]{3})",
              n == 2 && !memcmp(t, want, sizeof want), "got [%s]", fmt_ids(t, n, 0, b1, sizeof b1));
         free(t);
@@ -711,7 +712,7 @@ static void test_made(void)
         T_OK("BPE merge", n == 1 && t[0] == 259, "got [%s]", fmt_ids(t, n, 0, b1, sizeof b1));
         free(t);
         t = tok(v, "xy", 2, 0, 0, &n);
-        int32_t want2[] = {'x' - 0x21, 'y' - 0x21};
+        int32_t want2[] = {'x', 'y'};
         T_OK("a merge result that is no token falls back to one-byte tokens", n == 2 && !memcmp(t, want2, sizeof want2),
              "got [%s]", fmt_ids(t, n, 0, b1, sizeof b1));
         free(t);
@@ -721,7 +722,7 @@ static void test_made(void)
              fmt_ids(t, n, 0, b1, sizeof b1));
         free(t);
         t = tok(v, "a<|end|>b", 9, 0, 1, &n);
-        int32_t want3[] = {'a' - 0x21, 260, 'b' - 0x21};
+        int32_t want3[] = {'a', 260, 'b'};
         T_OK("... and matched with parse_special", n == 3 && !memcmp(t, want3, sizeof want3), "got [%s]",
              fmt_ids(t, n, 0, b1, sizeof b1));
         free(t);

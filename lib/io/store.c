@@ -1,0 +1,230 @@
+/* store.c — the SQLite record index: one table keyed by id holding each
+ * record's JSON, a few extracted columns for indexing, and views for the
+ * usual questions. Upserts merge JSON (SQLite's json_patch, RFC 7396). */
+#include "asn/store.h"
+#include "asn/json.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { BATCH = 1000 }; /* records per transaction */
+
+struct asn_store {
+    sqlite3 *db;
+    sqlite3_stmt *put, *has, *count;
+    int in_tx, pending;
+};
+
+static const char *SCHEMA =
+    "CREATE TABLE IF NOT EXISTS records ("
+    "  id TEXT PRIMARY KEY,"
+    "  kind TEXT NOT NULL,"           /* prompt, candidate, pair */
+    "  prompt_id TEXT,"
+    "  heuristic_id TEXT,"
+    "  heuristic_name TEXT,"
+    "  seed INTEGER,"
+    "  json TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS records_prompt ON records(prompt_id);"
+    "CREATE INDEX IF NOT EXISTS records_heuristic ON records(heuristic_id);"
+    /* one row per candidate with the numbers later stages add */
+    "CREATE VIEW IF NOT EXISTS candidates AS SELECT id, prompt_id, heuristic_id, heuristic_name, seed,"
+    "  json_extract(json, '$.n_tokens') AS n_tokens,"
+    "  json_extract(json, '$.finish') AS finish,"
+    "  json_extract(json, '$.heuristic.processors') AS processors,"
+    "  coalesce(json_extract(json, '$.quality.bt'), json_extract(json, '$.bradley_terry_rating')) AS quality,"
+    "  json_extract(json, '$.quality.swiss_points') AS swiss_points,"
+    "  json_extract(json, '$.quality.games') AS games,"
+    "  json_extract(json, '$.diversity.self_bleu') AS self_bleu,"
+    "  json_extract(json, '$.diversity.embedding_entropy') AS embedding_entropy,"
+    "  json_extract(json, '$.ngram.coverage') AS ngram_coverage,"
+    "  json_extract(json, '$.verifiable_reward') AS verifiable_reward,"
+    "  json_extract(json, '$.score.final') AS final_score,"
+    "  json_extract(json, '$.rank') AS rank,"
+    "  json_extract(json, '$.model.sha256') AS model_sha256"
+    "  FROM records WHERE kind = 'candidate';"
+    "CREATE VIEW IF NOT EXISTS heuristic_stats AS SELECT heuristic_id, heuristic_name,"
+    "  count(*) AS candidates, avg(n_tokens) AS mean_tokens,"
+    "  sum(finish = 'eos') AS finish_eos, sum(finish = 'stop') AS finish_stop,"
+    "  sum(finish = 'length') AS finish_length,"
+    "  avg(quality) AS mean_quality, avg(embedding_entropy) AS mean_embedding_entropy,"
+    "  avg(self_bleu) AS mean_self_bleu, avg(ngram_coverage) AS mean_ngram_coverage,"
+    "  avg(verifiable_reward) AS mean_verifiable_reward, avg(final_score) AS mean_final_score,"
+    "  sum(rank IS NOT NULL) AS kept"
+    "  FROM candidates GROUP BY heuristic_id ORDER BY heuristic_name;"
+    "CREATE VIEW IF NOT EXISTS prompt_stats AS SELECT prompt_id, count(*) AS candidates,"
+    "  count(DISTINCT heuristic_id) AS heuristics, count(DISTINCT seed) AS seeds,"
+    "  avg(n_tokens) AS mean_tokens FROM candidates GROUP BY prompt_id;";
+
+static int sql_err(asn_store *s, asn_err *e, const char *what)
+{
+    return asn_err_set(e, "%s: %s", what, sqlite3_errmsg(s->db));
+}
+
+asn_store *asn_store_open(const char *path, asn_err *e)
+{
+    asn_store *s = asn_xcalloc(1, sizeof *s);
+    if (sqlite3_open(path, &s->db) != SQLITE_OK) {
+        asn_err_set(e, "%s: %s", path, s->db ? sqlite3_errmsg(s->db) : "cannot open");
+        sqlite3_close(s->db);
+        free(s);
+        return NULL;
+    }
+    sqlite3_busy_timeout(s->db, 10000);
+    char *msg = NULL;
+    if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, &msg) ||
+        sqlite3_exec(s->db, SCHEMA, NULL, NULL, &msg) ||
+        sqlite3_prepare_v2(s->db,
+                           "INSERT INTO records(id, kind, prompt_id, heuristic_id, heuristic_name, seed, json)"
+                           " VALUES(?1, ?2, ?3, ?4, ?5, ?6, json(?7)) ON CONFLICT(id) DO UPDATE SET"
+                           " json = json_patch(records.json, excluded.json),"
+                           " prompt_id = coalesce(excluded.prompt_id, records.prompt_id),"
+                           " heuristic_id = coalesce(excluded.heuristic_id, records.heuristic_id),"
+                           " heuristic_name = coalesce(excluded.heuristic_name, records.heuristic_name),"
+                           " seed = coalesce(excluded.seed, records.seed)",
+                           -1, &s->put, NULL) ||
+        sqlite3_prepare_v2(s->db, "SELECT 1 FROM records WHERE id = ?1", -1, &s->has, NULL) ||
+        sqlite3_prepare_v2(s->db, "SELECT count(*) FROM records WHERE prompt_id = ?1 AND kind = 'candidate'",
+                           -1, &s->count, NULL)) {
+        asn_err_set(e, "%s: %s", path, msg ? msg : sqlite3_errmsg(s->db));
+        sqlite3_free(msg);
+        asn_store_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+void asn_store_close(asn_store *s)
+{
+    if (!s)
+        return;
+    asn_err e;
+    asn_store_flush(s, &e);
+    sqlite3_finalize(s->put);
+    sqlite3_finalize(s->has);
+    sqlite3_finalize(s->count);
+    sqlite3_close(s->db);
+    free(s);
+}
+
+int asn_store_flush(asn_store *s, asn_err *e)
+{
+    if (!s->in_tx)
+        return 0;
+    s->in_tx = 0;
+    s->pending = 0;
+    if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        return sql_err(s, e, "commit");
+    return 0;
+}
+
+static const char *str_field(const json_t *o, const char *k)
+{
+    const json_t *v = json_object_get(o, k);
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+int asn_store_put(asn_store *s, const json_t *rec, asn_err *e)
+{
+    char pair_id[1024];
+    const char *id = str_field(rec, "id");
+    const char *kind = "prompt";
+    const json_t *h = json_object_get(rec, "heuristic");
+    if (json_object_get(rec, "chosen") && json_object_get(rec, "rejected")) {
+        kind = "pair";
+        if (!id) {
+            snprintf(pair_id, sizeof pair_id, "pair/%s/%s", str_field(rec, "chosen_id") ? str_field(rec, "chosen_id") : "?",
+                     str_field(rec, "rejected_id") ? str_field(rec, "rejected_id") : "?");
+            id = pair_id;
+        }
+    } else if (json_is_object(h) || json_object_get(rec, "generation")) {
+        kind = "candidate";
+    }
+    if (!id)
+        return asn_err_set(e, "field \"id\" is missing (a string is required to index a record)");
+    if (!s->in_tx) {
+        if (sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+            return sql_err(s, e, "begin");
+        s->in_tx = 1;
+    }
+    char *js = asn_json_dumps(rec, 0);
+    const json_t *seed = json_object_get(rec, "seed");
+    sqlite3_reset(s->put);
+    sqlite3_bind_text(s->put, 1, id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s->put, 2, kind, -1, SQLITE_STATIC);
+    const char *pid = str_field(rec, "prompt_id");
+    if (pid)
+        sqlite3_bind_text(s->put, 3, pid, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(s->put, 3);
+    const char *hid = json_is_object(h) ? str_field(h, "id") : NULL;
+    const char *hname = json_is_object(h) ? str_field(h, "name") : NULL;
+    if (hid)
+        sqlite3_bind_text(s->put, 4, hid, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(s->put, 4);
+    if (hname)
+        sqlite3_bind_text(s->put, 5, hname, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(s->put, 5);
+    if (json_is_integer(seed))
+        sqlite3_bind_int64(s->put, 6, json_integer_value(seed));
+    else
+        sqlite3_bind_null(s->put, 6);
+    sqlite3_bind_text(s->put, 7, js, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(s->put);
+    free(js);
+    if (rc != SQLITE_DONE)
+        return sql_err(s, e, "insert");
+    if (++s->pending >= BATCH)
+        return asn_store_flush(s, e);
+    return 0;
+}
+
+int asn_store_merge(asn_store *s, const char *other, asn_err *e)
+{
+    if (asn_store_flush(s, e))
+        return -1;
+    sqlite3 *o;
+    if (sqlite3_open_v2(other, &o, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        asn_err_set(e, "%s: %s", other, sqlite3_errmsg(o));
+        sqlite3_close(o);
+        return -1;
+    }
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(o, "SELECT json FROM records ORDER BY rowid", -1, &q, NULL) != SQLITE_OK) {
+        asn_err_set(e, "%s: not an asn index (%s)", other, sqlite3_errmsg(o));
+        sqlite3_close(o);
+        return -1;
+    }
+    int rc = 0;
+    while (!rc && sqlite3_step(q) == SQLITE_ROW) {
+        json_error_t je;
+        json_t *rec = json_loads((const char *)sqlite3_column_text(q, 0), 0, &je);
+        if (!rec)
+            rc = asn_err_set(e, "%s: a stored record is not JSON: %s", other, je.text);
+        else
+            rc = asn_store_put(s, rec, e);
+        json_decref(rec);
+    }
+    sqlite3_finalize(q);
+    sqlite3_close(o);
+    return rc ? -1 : asn_store_flush(s, e);
+}
+
+int asn_store_has(asn_store *s, const char *id)
+{
+    sqlite3_reset(s->has);
+    sqlite3_bind_text(s->has, 1, id, -1, SQLITE_TRANSIENT);
+    return sqlite3_step(s->has) == SQLITE_ROW;
+}
+
+long asn_store_count_prompt(asn_store *s, const char *prompt_id)
+{
+    sqlite3_reset(s->count);
+    sqlite3_bind_text(s->count, 1, prompt_id, -1, SQLITE_TRANSIENT);
+    return sqlite3_step(s->count) == SQLITE_ROW ? (long)sqlite3_column_int64(s->count, 0) : 0;
+}
+
+struct sqlite3 *asn_store_db(asn_store *s) { return s->db; }

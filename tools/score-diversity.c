@@ -1,0 +1,240 @@
+/* score-diversity — self-BLEU, embedding entropy and distinct-n of each
+ * (prompt, heuristic) group of candidates across seeds, written on every
+ * record of the group. */
+#include "asn/bleu.h"
+#include "asn/diversity.h"
+#include "asn/json.h"
+#include "asn/model.h"
+#include "asn/records.h"
+#include "asn/tool.h"
+#include "asn/vocab.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *opt_model;
+static long opt_threads, opt_ctx, opt_batch_tokens = 4096;
+static int opt_skip_invalid, opt_progress;
+
+static const asn_option options[] = {
+    {"embed-model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF model whose pooled hidden states embed the texts (required)"},
+    {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "embed at most the first N tokens of a text (0: the model's context)"},
+    {"batch-tokens", 0, ASN_OPT_INT, &opt_batch_tokens, "N", "tokens per embedding forward pass"},
+    {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
+    {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about bad records, leave them out and go on"},
+    {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
+    {0},
+};
+
+static const asn_tool tool = {
+    "score-diversity", "-m EMBED_MODEL [OPTIONS] [FILE...]",
+    "Label each (prompt, heuristic) group of candidates with its diversity across seeds.",
+    "Input: candidate records, those of a prompt contiguous (as asn writes them).\n"
+    "Read: \"prompt_id\" (else \"prompt\"), \"heuristic\".\"id\" (else the reference's\n"
+    "\"sampler_info\") and \"generation\". A group is a prompt's records of one\n"
+    "heuristic (its seeds). Every record gains\n"
+    "  diversity: {self_bleu, embedding_entropy, sample_count,\n"
+    "              distinct_1, distinct_2, distinct_3, distinct_4}\n"
+    "as the reference's diversity labeller computes them:\n"
+    "  self_bleu          log(max(mean sentence BLEU of each generation against\n"
+    "                     all the others, 1e-9)); BLEU as sacrebleu's sentence_score\n"
+    "                     (effective_order, 13a tokens, 0..100)\n"
+    "  embedding_entropy  log(max(entropy in bits of the normalized eigenvalues\n"
+    "                     (> 1e-9) of the cosine similarity matrix of the\n"
+    "                     embeddings, 1e-9)); 0 when no eigenvalue is kept\n"
+    "  sample_count       records in the group\n"
+    "  distinct_n         distinct n-grams / all n-grams of the group's 13a tokens\n"
+    "                     (null when it has no n-grams of order n)\n"
+    "An embedding is the mean over a generation's tokens of the embedding\n"
+    "model's final normalized hidden state; the text is tokenized alone with\n"
+    "BOS (as the model adds it), no chat template, cut to --ctx tokens.\n"
+    "A group of one record gets diversity: null (the reference drops it);\n"
+    "their number is reported on stderr. Records keep their input order and\n"
+    "every other field.\n",
+    options,
+};
+
+typedef struct labeller {
+    asn_model *m;
+    const asn_vocab *v;
+    asn_engine *en;
+    int dim, max_tokens;
+    long singles, groups;
+} labeller;
+
+/* The distinct-n ratio, or null without n-grams. */
+static json_t *distinct_json(const asn_bleu_group *bg, int order)
+{
+    long d, t;
+    asn_bleu_group_ngrams(bg, order, &d, &t);
+    return t ? json_real((double)d / (double)t) : json_null();
+}
+
+/* Labels the records of one prompt (a JSON array, in place). Invalid
+ * records are an error, or with --skip-invalid removed (*skipped). */
+static int label_prompt(labeller *L, asn_group_reader *gr, json_t *recs, long *skipped, asn_err *e)
+{
+    size_t n = json_array_size(recs);
+    char **key = asn_xcalloc(n + 1, sizeof *key);
+    const char **text = asn_xcalloc(n + 1, sizeof *text);
+    size_t *len = asn_xcalloc(n + 1, sizeof *len);
+    int *sub = asn_xcalloc(n + 1, sizeof *sub), *keep = asn_xcalloc(n + 1, sizeof *keep);
+    int rc = 0;
+    char kbuf[4096];
+    for (size_t i = 0; i < n; i++) {
+        json_t *r = json_array_get(recs, i);
+        const char *k = asn_rec_heuristic_key(r, kbuf, sizeof kbuf), *t = NULL;
+        asn_err fe;
+        int bad = 0;
+        if (!k)
+            bad = asn_err_set(&fe, "field \"heuristic\" is missing (nor the reference's \"sampler_info\")");
+        else if (asn_get_string(r, "generation", 1, &t, &fe))
+            bad = -1;
+        if (bad) {
+            long line;
+            const char *f = asn_group_where(gr, i, &line);
+            if (!opt_skip_invalid) {
+                rc = asn_err_set(e, "%s:%ld: %s", f, line, fe.msg);
+                break;
+            }
+            asn_warn("%s:%ld: %s", f, line, fe.msg);
+            (*skipped)++;
+            continue;
+        }
+        keep[i] = 1;
+        key[i] = asn_xstrdup(k);
+        text[i] = t;
+        len[i] = json_string_length(json_object_get(r, "generation"));
+    }
+    /* groups: records of one heuristic key, numbered by first appearance */
+    int n_sub = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (!keep[i])
+            continue;
+        sub[i] = -1;
+        for (size_t j = 0; j < i && sub[i] < 0; j++)
+            if (keep[j] && !strcmp(key[j], key[i]))
+                sub[i] = sub[j];
+        if (sub[i] < 0)
+            sub[i] = n_sub++;
+    }
+    /* all texts of groups of two or more, embedded together */
+    int *count = asn_xcalloc((size_t)n_sub + 1, sizeof *count);
+    for (size_t i = 0; i < n && !rc; i++)
+        if (keep[i])
+            count[sub[i]]++;
+    const char **etext = asn_xcalloc(n + 1, sizeof *etext);
+    size_t *elen = asn_xcalloc(n + 1, sizeof *elen);
+    int n_emb = 0;
+    for (int s = 0; s < n_sub && !rc; s++)
+        for (size_t i = 0; i < n; i++)
+            if (keep[i] && sub[i] == s && count[s] > 1)
+                etext[n_emb] = text[i], elen[n_emb++] = len[i];
+    float *emb = asn_xmalloc(((size_t)n_emb * (size_t)L->dim + 1) * sizeof *emb);
+    if (!rc && n_emb)
+        rc = asn_embed_texts(L->en, L->v, L->dim, etext, elen, n_emb, L->max_tokens, opt_batch_tokens, emb, e);
+    /* each group: BLEU and distinct-n over its texts, entropy over its rows */
+    int row = 0;
+    for (int s = 0; s < n_sub && !rc; s++) {
+        if (count[s] < 2) {
+            for (size_t i = 0; i < n; i++)
+                if (keep[i] && sub[i] == s)
+                    json_object_set_new(json_array_get(recs, i), "diversity", json_null());
+            L->singles++;
+            continue;
+        }
+        L->groups++;
+        const char **gt = asn_xcalloc((size_t)count[s], sizeof *gt);
+        size_t *gl = asn_xcalloc((size_t)count[s], sizeof *gl);
+        int k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (keep[i] && sub[i] == s)
+                gt[k] = text[i], gl[k++] = len[i];
+        asn_bleu_group *bg = asn_bleu_group_new(gt, gl, k);
+        asn_entropy h;
+        rc = asn_embedding_entropy(emb + (size_t)row * L->dim, k, L->dim, &h, e);
+        row += k;
+        if (!rc) {
+            json_t *d = json_object();
+            json_object_set_new(d, "self_bleu", json_real(asn_log_floor(asn_bleu_group_self_bleu(bg))));
+            json_object_set_new(d, "embedding_entropy", json_real(h.score));
+            json_object_set_new(d, "sample_count", json_integer(k));
+            static const char *names[] = {"distinct_1", "distinct_2", "distinct_3", "distinct_4"};
+            for (int o = 1; o <= ASN_BLEU_MAX_ORDER; o++)
+                json_object_set_new(d, names[o - 1], distinct_json(bg, o));
+            for (size_t i = 0; i < n; i++)
+                if (keep[i] && sub[i] == s)
+                    json_object_set(json_array_get(recs, i), "diversity", d);
+            json_decref(d);
+        }
+        asn_bleu_group_free(bg);
+        free(gt);
+        free(gl);
+    }
+    /* leave out the records skipped as invalid */
+    for (size_t i = n; i-- > 0 && !rc;)
+        if (!keep[i])
+            json_array_remove(recs, i);
+    for (size_t i = 0; i < n; i++)
+        free(key[i]);
+    free(key), free(text), free(len), free(sub), free(keep), free(count), free(etext), free(elen), free(emb);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    int nops = asn_tool_parse(&tool, argc, argv);
+    if (!opt_model)
+        asn_usage_error("--embed-model is required");
+    if (opt_ctx < 0)
+        asn_usage_error("--ctx must be >= 0");
+    if (opt_batch_tokens < 1)
+        asn_usage_error("--batch-tokens must be >= 1");
+    asn_err e;
+    labeller L = {0};
+    if (!(L.m = asn_model_load(opt_model, &e)) || !(L.v = asn_model_vocab(L.m, &e)))
+        asn_fatal("%s", e.msg);
+    const asn_model_config *cfg = asn_model_cfg(L.m);
+    L.dim = cfg->n_embd;
+    L.max_tokens = opt_ctx ? (int)opt_ctx : cfg->n_ctx_train;
+    asn_pool *pool = asn_pool_new((int)opt_threads);
+    if (!(L.en = asn_engine_new(L.m, L.max_tokens, pool, &e)))
+        asn_fatal("%s", e.msg);
+
+    char *def[] = {"-", NULL};
+    asn_group_reader *gr = asn_group_open(nops ? argv + 1 : def, &e);
+    if (!gr)
+        asn_fatal("%s", e.msg);
+    asn_progress *prog = asn_progress_new("records", 0, opt_progress);
+    long skipped = 0;
+    json_t *recs;
+    int r;
+    while ((r = asn_group_next(gr, opt_skip_invalid, &recs, &e)) > 0) {
+        if (label_prompt(&L, gr, recs, &skipped, &e)) {
+            json_decref(recs);
+            asn_fatal("%s", e.msg);
+        }
+        size_t i;
+        json_t *rec;
+        json_array_foreach(recs, i, rec)
+            if (asn_jsonl_write(stdout, rec))
+                asn_fatal("stdout: write error");
+        asn_progress_add(prog, (long)json_array_size(recs));
+        json_decref(recs);
+    }
+    asn_progress_done(prog);
+    if (r < 0)
+        asn_fatal("%s", e.msg);
+    skipped += asn_group_skipped(gr);
+    asn_group_close(gr);
+    if (L.singles)
+        fprintf(stderr, "%s: %ld group%s of one record: diversity null\n", asn_progname(), L.singles,
+                L.singles == 1 ? "" : "s");
+    if (skipped)
+        asn_warn("skipped %ld invalid record%s", skipped, skipped == 1 ? "" : "s");
+    asn_close_out(stdout, "-");
+    asn_engine_free(L.en);
+    asn_pool_free(pool);
+    asn_model_free(L.m);
+    return 0;
+}

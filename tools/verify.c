@@ -1,0 +1,378 @@
+/* verify — integrity of a candidates file: the reference's per-prompt
+ * checks (seeds, duplicates, counts), record structure, token ids, text
+ * against tokens, one model, and replays of random candidates. Writes the
+ * records of the prompts that pass; explains the others on stderr. */
+#include "asn/chat.h"
+#include "asn/gen.h"
+#include "asn/json.h"
+#include "asn/records.h"
+#include "asn/tool.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *opt_heuristics, *opt_model, *opt_report;
+static long opt_expected_seeds = -1, opt_replay, opt_seed, opt_threads;
+
+static const asn_option options[] = {
+    {"expected-seeds", 0, ASN_OPT_INT, &opt_expected_seeds, "N", "every prompt must have N distinct seeds (-1: any)"},
+    {"heuristics", 'H', ASN_OPT_STRING, &opt_heuristics, "FILE", "every prompt must have as many distinct heuristics as FILE has pipelines"},
+    {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "the generating model: check token ids, texts, the digest; needed for --replay"},
+    {"replay", 0, ASN_OPT_INT, &opt_replay, "N", "regenerate N random candidates and require identical tokens"},
+    {"seed", 0, ASN_OPT_INT, &opt_seed, "N", "which candidates --replay picks"},
+    {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads for --replay (0: all cores)"},
+    {"report", 0, ASN_OPT_STRING, &opt_report, "FILE", "write a JSON report of the checks"},
+    {0},
+};
+
+static const asn_tool tool = {
+    "verify", "[OPTIONS] [CANDIDATES.jsonl...]",
+    "Check a candidates file; write the records of the prompts that pass.",
+    "A prompt is discarded when one of its records is malformed (fields and\n"
+    "types of schemas/candidate.schema.json, id = prompt_id/heuristic id/seed,\n"
+    "heuristic id = digest of its name and processors, n_tokens = len(tokens)),\n"
+    "lacks a seed, repeats a (seed, heuristic) pair, lacks one (every heuristic\n"
+    "must have every seed of the prompt), has a number of distinct\n"
+    "seeds other than --expected-seeds or of heuristics other than the pipelines\n"
+    "of --heuristics, was made by another model than the first record's, or,\n"
+    "with --model, has a token id out of range or a generation that differs from\n"
+    "its detokenized tokens (special tokens removed, cut at a stop string).\n"
+    "Lines that are not JSON objects are skipped with a warning. --replay runs\n"
+    "after the records are written: a mismatch makes the exit status 1.\n",
+    options,
+};
+
+typedef struct reasons {
+    json_t *list; /* strings */
+} reasons;
+
+__attribute__((format(printf, 2, 3))) static void why(reasons *r, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    for (size_t i = 0; i < json_array_size(r->list); i++)
+        if (!strcmp(json_string_value(json_array_get(r->list, i)), buf))
+            return;
+    json_array_append_new(r->list, json_string(buf));
+}
+
+/* Structure of one record; a reason when it is wrong. */
+static void check_record(const json_t *c, reasons *r, const char **model_sha)
+{
+    static const char *strs[] = {"id", "prompt_id", "prompt", "generation", "finish"};
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
+        if (!json_is_string(json_object_get(c, strs[i])))
+            return why(r, "a record lacks the string field \"%s\"", strs[i]);
+    const json_t *h = json_object_get(c, "heuristic"), *toks = json_object_get(c, "tokens");
+    const json_t *model = json_object_get(c, "model"), *settings = json_object_get(c, "settings");
+    if (!json_is_object(h) || !json_is_string(json_object_get(h, "name")) ||
+        !json_is_string(json_object_get(h, "id")) || !json_is_array(json_object_get(h, "processors")))
+        return why(r, "a record's \"heuristic\" is not {name, id, processors}");
+    if (!json_is_array(toks) || !json_is_object(model) || !json_is_string(json_object_get(model, "sha256")) ||
+        !json_is_object(settings))
+        return why(r, "a record lacks \"tokens\", \"model\" or \"settings\"");
+    const json_t *seed = json_object_get(c, "seed");
+    if (!json_is_integer(seed) || json_integer_value(seed) < 0)
+        return why(r, "a record has no seed");
+    size_t i;
+    const json_t *t;
+    json_array_foreach(toks, i, t) if (!json_is_integer(t) || json_integer_value(t) < 0) return why(
+        r, "record %s has a token that is not an id", json_string_value(json_object_get(c, "id")));
+    if (!json_is_integer(json_object_get(c, "n_tokens")) ||
+        json_integer_value(json_object_get(c, "n_tokens")) != (json_int_t)json_array_size(toks))
+        why(r, "record %s: n_tokens differs from the length of tokens", json_string_value(json_object_get(c, "id")));
+    const char *fin = json_string_value(json_object_get(c, "finish"));
+    if (strcmp(fin, "eos") && strcmp(fin, "stop") && strcmp(fin, "length"))
+        why(r, "record %s: finish must be eos, stop or length", json_string_value(json_object_get(c, "id")));
+    char id[512];
+    snprintf(id, sizeof id, "%s/%s/%lld", json_string_value(json_object_get(c, "prompt_id")),
+             json_string_value(json_object_get(h, "id")), (long long)json_integer_value(seed));
+    if (strcmp(id, json_string_value(json_object_get(c, "id"))))
+        why(r, "record %s: id is not prompt_id/heuristic id/seed", json_string_value(json_object_get(c, "id")));
+    json_t *canon = json_pack("{s:O,s:O}", "name", json_object_get(h, "name"), "processors",
+                              json_object_get(h, "processors"));
+    char digest[13];
+    asn_json_digest(canon, 12, digest);
+    json_decref(canon);
+    if (strcmp(digest, json_string_value(json_object_get(h, "id"))))
+        why(r, "heuristic \"%s\": id does not match its name and processors",
+            json_string_value(json_object_get(h, "name")));
+    const char *sha = json_string_value(json_object_get(model, "sha256"));
+    if (!*model_sha)
+        *model_sha = sha; /* borrowed from the first group; kept alive below */
+    else if (strcmp(sha, *model_sha))
+        why(r, "made by another model (sha256 %.16s...)", sha);
+}
+
+/* With the model: token ids in range, generation = detokenized tokens. */
+static void check_text(const json_t *c, const asn_vocab *v, reasons *r)
+{
+    const json_t *toks = json_object_get(c, "tokens");
+    size_t n = json_array_size(toks);
+    int32_t *ids = asn_xmalloc((n ? n : 1) * sizeof *ids);
+    int32_t V = asn_vocab_n_tokens(v);
+    for (size_t i = 0; i < n; i++) {
+        json_int_t t = json_integer_value(json_array_get(toks, i));
+        if (t >= V) {
+            why(r, "record %s has a token id out of the vocabulary (%lld)", json_string_value(json_object_get(c, "id")), t);
+            free(ids);
+            return;
+        }
+        ids[i] = (int32_t)t;
+    }
+    char *text;
+    size_t len;
+    asn_err e;
+    if (asn_detokenize(v, ids, n, 1, 0, &text, &len, &e)) {
+        free(ids);
+        return why(r, "record %s: tokens do not detokenize", json_string_value(json_object_get(c, "id")));
+    }
+    const json_t *stops = json_object_get(json_object_get(c, "settings"), "stop");
+    size_t cut = len, k;
+    const json_t *s;
+    json_array_foreach(stops, k, s)
+    {
+        const char *p = json_is_string(s) && json_string_length(s) ? memmem(text, len, json_string_value(s), json_string_length(s)) : NULL;
+        if (p && (size_t)(p - text) < cut)
+            cut = (size_t)(p - text);
+    }
+    json_t *expect = asn_json_text(text, cut);
+    if (!json_equal(expect, json_object_get(c, "generation")))
+        why(r, "record %s: generation differs from its detokenized tokens", json_string_value(json_object_get(c, "id")));
+    json_decref(expect);
+    free(text);
+    free(ids);
+}
+
+/* Per prompt: seeds, duplicates, counts. */
+static void check_group(const json_t *group, reasons *r, int n_heuristics)
+{
+    size_t n = json_array_size(group);
+    json_t *pairs = json_object(), *seeds = json_object(), *hs = json_object();
+    for (size_t i = 0; i < n; i++) {
+        const json_t *c = json_array_get(group, i);
+        long long seed;
+        asn_err e;
+        char hk[4096];
+        if (asn_rec_seed(c, &seed, &e)) {
+            why(r, "a record has no seed");
+            continue;
+        }
+        const char *h = asn_rec_heuristic_key(c, hk, sizeof hk);
+        if (!h) {
+            why(r, "a record has no heuristic");
+            continue;
+        }
+        char key[4200], sk[32];
+        snprintf(key, sizeof key, "%lld\x1f%s", seed, h);
+        snprintf(sk, sizeof sk, "%lld", seed);
+        if (json_object_get(pairs, key))
+            why(r, "heuristic \"%s\" appears twice with seed %lld", asn_rec_heuristic_name(c) ? asn_rec_heuristic_name(c) : h, seed);
+        json_object_set_new(pairs, key, json_true());
+        json_object_set_new(seeds, sk, json_true());
+        json_object_set_new(hs, h, json_true());
+    }
+    if (json_object_size(pairs) != json_object_size(seeds) * json_object_size(hs))
+        why(r, "%zu candidates for %zu seeds x %zu heuristics: some (seed, heuristic) pairs are missing",
+            json_object_size(pairs), json_object_size(seeds), json_object_size(hs));
+    if (opt_expected_seeds >= 0 && (long)json_object_size(seeds) != opt_expected_seeds)
+        why(r, "%lld distinct seeds, %ld expected", (long long)json_object_size(seeds), opt_expected_seeds);
+    if (n_heuristics >= 0 && (int)json_object_size(hs) != n_heuristics)
+        why(r, "%lld distinct heuristics, %d expected", (long long)json_object_size(hs), n_heuristics);
+    json_decref(pairs);
+    json_decref(seeds);
+    json_decref(hs);
+}
+
+/* ---------------------------------------------------------------- replay */
+
+/* Regenerates one candidate as gen-candidates made it; 1 if identical. */
+static int replay(asn_model *m, asn_pool *pool, const json_t *c, char *msg, size_t cap)
+{
+    asn_err e;
+    const json_t *st = json_object_get(c, "settings"), *h = json_object_get(c, "heuristic");
+    asn_heuristic heur;
+    if (asn_heuristic_init(&heur, json_string_value(json_object_get(h, "name")), json_object_get(h, "processors"), &e)) {
+        snprintf(msg, cap, "heuristic: %s", e.msg);
+        return 0;
+    }
+    const json_t *stops = json_object_get(st, "stop");
+    const char **sv = asn_xcalloc(json_array_size(stops) + 1, sizeof *sv);
+    for (size_t i = 0; i < json_array_size(stops); i++)
+        sv[i] = json_string_value(json_array_get(stops, i));
+    asn_gen_settings gs = {(int)json_integer_value(json_object_get(st, "min_new_tokens")),
+                           (int)json_integer_value(json_object_get(st, "max_new_tokens")), sv,
+                           (int)json_array_size(stops)};
+    int tmpl = asn_chat_from_name(json_string_value(json_object_get(st, "chat_template")) ? json_string_value(json_object_get(st, "chat_template")) : "none");
+    const json_t *sys = json_object_get(c, "system");
+    int32_t *ids = NULL;
+    int n, ok = 0;
+    asn_generator *g = NULL;
+    if (tmpl < 0)
+        snprintf(msg, cap, "unknown chat template in settings");
+    else if (asn_gen_prompt_tokens(asn_model_vocab(m, &e), tmpl, json_is_string(sys) ? json_string_value(sys) : NULL,
+                                   json_string_value(json_object_get(c, "prompt")), &ids, &n, &e) ||
+             !(g = asn_generator_new(m, pool, 1, 0, &gs, &e)))
+        snprintf(msg, cap, "%s", e.msg);
+    else {
+        asn_gen_job j = {json_string_value(json_object_get(c, "prompt_id")), ids, n, &heur,
+                         (uint64_t)json_integer_value(json_object_get(c, "seed")), NULL, 0, 0, NULL, 0};
+        if (asn_generate(g, &j, 1, NULL, NULL, &e)) {
+            snprintf(msg, cap, "%s", e.msg);
+        } else {
+            const json_t *toks = json_object_get(c, "tokens");
+            ok = (size_t)j.n_tokens == json_array_size(toks);
+            for (int i = 0; ok && i < j.n_tokens; i++)
+                ok = json_integer_value(json_array_get(toks, (size_t)i)) == j.tokens[i];
+            if (!ok)
+                snprintf(msg, cap, "regenerated tokens differ");
+        }
+        asn_gen_job_clear(&j);
+    }
+    asn_generator_free(g);
+    free(ids);
+    free(sv);
+    asn_heuristic_clear(&heur);
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    int nops = asn_tool_parse(&tool, argc, argv);
+    if (opt_replay < 0)
+        asn_usage_error("--replay must be >= 0");
+    if (opt_replay && !opt_model)
+        asn_usage_error("--replay needs --model");
+    asn_err e;
+    int n_heuristics = -1;
+    if (opt_heuristics) {
+        asn_heuristics *hs = asn_heuristics_load(opt_heuristics, &e);
+        if (!hs)
+            asn_fatal("%s", e.msg);
+        n_heuristics = hs->n;
+        asn_heuristics_free(hs);
+    }
+    asn_model *m = NULL;
+    const asn_vocab *v = NULL;
+    char model_sha[65] = "";
+    if (opt_model) {
+        if (!(m = asn_model_load(opt_model, &e)) || !(v = asn_model_vocab(m, &e)))
+            asn_fatal("%s", e.msg);
+        const char *s = asn_model_sha256(m, &e);
+        if (!s)
+            asn_fatal("%s", e.msg);
+        snprintf(model_sha, sizeof model_sha, "%s", s);
+    }
+    char *def[] = {"-", NULL};
+    asn_group_reader *gr = asn_group_open(nops ? argv + 1 : def, &e);
+    if (!gr)
+        asn_fatal("%s", e.msg);
+    json_t *discarded = json_array(), *group, *picked = json_array();
+    long prompts = 0, kept = 0, written = 0, seen = 0;
+    const char *first_sha = model_sha[0] ? model_sha : NULL;
+    json_t *first_sha_owner = NULL;
+    asn_rng_key key = asn_rng_key_make((uint64_t)opt_seed, "verify", "replay");
+    int r;
+    while ((r = asn_group_next(gr, 1, &group, &e)) > 0) {
+        prompts++;
+        reasons rs = {json_array()};
+        size_t i;
+        json_t *c;
+        json_array_foreach(group, i, c)
+        {
+            check_record(c, &rs, &first_sha);
+            if (!first_sha_owner && !model_sha[0] && first_sha)
+                first_sha_owner = json_incref(c); /* keeps first_sha alive */
+            if (v && !json_array_size(rs.list))
+                check_text(c, v, &rs);
+        }
+        check_group(group, &rs, n_heuristics);
+        const char *pid = asn_rec_prompt_key(json_array_get(group, 0));
+        if (json_array_size(rs.list)) {
+            json_array_append_new(discarded, json_pack("{s:s,s:o}", "prompt_id", pid, "reasons", rs.list));
+            json_decref(group);
+            continue;
+        }
+        json_decref(rs.list);
+        kept++;
+        json_array_foreach(group, i, c)
+        {
+            if (asn_jsonl_write(stdout, c))
+                asn_fatal("stdout: write error");
+            written++;
+            /* reservoir sampling of the records to replay (counter RNG) */
+            if (opt_replay) {
+                seen++;
+                if ((long)json_array_size(picked) < opt_replay)
+                    json_array_append(picked, c);
+                else {
+                    long k = (long)(asn_rng_uniform(key, (uint64_t)seen, 0) * (double)seen);
+                    if (k < opt_replay)
+                        json_array_set(picked, (size_t)k, c);
+                }
+            }
+        }
+        json_decref(group);
+    }
+    if (r < 0)
+        asn_fatal("%s", e.msg);
+    fflush(stdout);
+    long malformed = asn_group_skipped(gr);
+    asn_group_close(gr);
+
+    json_t *mism = json_array();
+    if (opt_replay && json_array_size(picked)) {
+        asn_pool *pool = asn_pool_new((int)opt_threads);
+        size_t i;
+        json_t *c;
+        json_array_foreach(picked, i, c)
+        {
+            char msg[1200];
+            if (!replay(m, pool, c, msg, sizeof msg))
+                json_array_append_new(mism, json_pack("{s:O,s:s}", "id", json_object_get(c, "id"), "reason", msg));
+        }
+        asn_pool_free(pool);
+    }
+    /* summary: stderr, and the report */
+    fprintf(stderr, "verify: %ld prompts read, %zu discarded, %ld written (%ld records)", prompts,
+            json_array_size(discarded), kept, written);
+    if (malformed)
+        fprintf(stderr, "; %ld malformed lines skipped", malformed);
+    if (opt_replay)
+        fprintf(stderr, "; replayed %zu, %zu differ", json_array_size(picked), json_array_size(mism));
+    fputc('\n', stderr);
+    for (size_t i = 0; i < json_array_size(discarded) && i < 10; i++) {
+        json_t *d = json_array_get(discarded, i), *rl = json_object_get(d, "reasons");
+        fprintf(stderr, "verify: discarded prompt %s:", json_string_value(json_object_get(d, "prompt_id")));
+        for (size_t k = 0; k < json_array_size(rl) && k < 3; k++)
+            fprintf(stderr, "%s %s", k ? ";" : "", json_string_value(json_array_get(rl, k)));
+        fputc('\n', stderr);
+    }
+    for (size_t i = 0; i < json_array_size(mism); i++)
+        fprintf(stderr, "verify: replay of %s: %s\n", json_string_value(json_object_get(json_array_get(mism, i), "id")),
+                json_string_value(json_object_get(json_array_get(mism, i), "reason")));
+    if (opt_report) {
+        json_t *rep = json_pack("{s:i,s:i,s:i,s:i,s:i,s:o,s:{s:i,s:o}}", "prompts_read", (int)prompts,
+                                "prompts_discarded", (int)json_array_size(discarded), "prompts_written", (int)kept,
+                                "records_written", (int)written, "malformed_lines", (int)malformed, "discarded",
+                                json_incref(discarded), "replay", "checked", (int)json_array_size(picked),
+                                "mismatches", json_incref(mism));
+        FILE *f = asn_open_out(opt_report);
+        asn_jsonl_write(f, rep);
+        asn_close_out(f, opt_report);
+        json_decref(rep);
+    }
+    int status = json_array_size(mism) ? 1 : 0;
+    json_decref(discarded);
+    json_decref(mism);
+    json_decref(picked);
+    json_decref(first_sha_owner);
+    asn_model_free(m);
+    asn_close_out(stdout, "-");
+    return status;
+}
