@@ -21,85 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-enum { VOCAB = 32000, DIM = 768, LAYERS = 12, HEADS = 12, KV_HEADS = 4, FF = 2048 };
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static uint64_t rs = 0x9E3779B97F4A7C15ULL;
-static float rnd(void)
-{
-    rs ^= rs << 13, rs ^= rs >> 7, rs ^= rs << 17;
-    return (float)((rs >> 40) * 0x1.0p-24 - 0.5) * 0.1f;
-}
-
-/* Writes the model once per type; returns the weight bytes read per token. */
-static double write_model(const char *path, uint32_t type)
-{
-    asn_gguf_writer *w = asn_gguf_writer_new();
-    asn_gguf_set_str(w, "general.architecture", "llama");
-    asn_gguf_set_u32(w, "llama.context_length", 2048);
-    asn_gguf_set_u32(w, "llama.embedding_length", DIM);
-    asn_gguf_set_u32(w, "llama.block_count", LAYERS);
-    asn_gguf_set_u32(w, "llama.feed_forward_length", FF);
-    asn_gguf_set_u32(w, "llama.attention.head_count", HEADS);
-    asn_gguf_set_u32(w, "llama.attention.head_count_kv", KV_HEADS);
-    asn_gguf_set_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
-    asn_gguf_set_u32(w, "llama.vocab_size", VOCAB);
-    double bytes = 0;
-    int hd = DIM / HEADS;
-    struct { const char *name; int cols, rows; } mats[] = {
-        {"attn_q.weight", DIM, HEADS * hd}, {"attn_k.weight", DIM, KV_HEADS * hd},
-        {"attn_v.weight", DIM, KV_HEADS * hd}, {"attn_output.weight", HEADS * hd, DIM},
-        {"ffn_gate.weight", DIM, FF}, {"ffn_up.weight", DIM, FF}, {"ffn_down.weight", FF, DIM},
-    };
-    float *buf = malloc((size_t)VOCAB * DIM * sizeof *buf);
-    void *q = malloc(asn_ttype_row_bytes(type, DIM) * VOCAB + asn_ttype_row_bytes(type, FF) * DIM);
-    float *ones = malloc(DIM * sizeof *ones);
-    for (int i = 0; i < DIM; i++)
-        ones[i] = 1.0f;
-#define MAT(NAME, C, R, COUNT)                                                                 \
-    do {                                                                                       \
-        for (size_t i_ = 0; i_ < (size_t)(C) * (R); i_++)                                      \
-            buf[i_] = rnd();                                                                   \
-        size_t rb_ = asn_ttype_row_bytes(type, C);                                             \
-        for (int r_ = 0; r_ < (R); r_++)                                                       \
-            asn_quantize_row(type, buf + (size_t)r_ * (C), (char *)q + (size_t)r_ * rb_, C);   \
-        int64_t ne_[2] = {C, R};                                                               \
-        asn_gguf_add_tensor(w, NAME, type, 2, ne_, q);                                         \
-        if (COUNT)                                                                             \
-            bytes += (double)rb_ * (R);                                                        \
-    } while (0)
-    MAT("token_embd.weight", DIM, VOCAB, 0);
-    MAT("output.weight", DIM, VOCAB, 1);
-    int64_t ne1[1] = {DIM};
-    asn_gguf_add_tensor(w, "output_norm.weight", ASN_T_F32, 1, ne1, ones);
-    for (int l = 0; l < LAYERS; l++) {
-        char n[64];
-        snprintf(n, sizeof n, "blk.%d.attn_norm.weight", l);
-        asn_gguf_add_tensor(w, n, ASN_T_F32, 1, ne1, ones);
-        snprintf(n, sizeof n, "blk.%d.ffn_norm.weight", l);
-        asn_gguf_add_tensor(w, n, ASN_T_F32, 1, ne1, ones);
-        for (size_t k = 0; k < sizeof mats / sizeof mats[0]; k++) {
-            snprintf(n, sizeof n, "blk.%d.%s", l, mats[k].name);
-            MAT(n, mats[k].cols, mats[k].rows, 1);
-        }
-    }
-    asn_err e;
-    if (asn_gguf_write(w, path, &e)) {
-        fprintf(stderr, "bench_model: %s\n", e.msg);
-        exit(1);
-    }
-    asn_gguf_writer_free(w);
-    free(buf);
-    free(q);
-    free(ones);
-    return bytes;
-}
+#include "bench_util.h"
 
 /* ------------------------------------------------------------ baselines */
 
@@ -244,7 +166,7 @@ int main(int argc, char **argv)
     char p32[4096], p8[4096];
     snprintf(p32, sizeof p32, "%s/model-125m-f32.gguf", dir);
     snprintf(p8, sizeof p8, "%s/model-125m-q8_0.gguf", dir);
-    double b32 = write_model(p32, ASN_T_F32), b8 = write_model(p8, ASN_T_Q8_0);
+    double b32 = write_model(p32, ASN_T_F32, NULL), b8 = write_model(p8, ASN_T_Q8_0, NULL);
     double bw = read_bandwidth(threads);
     double sg[4];
     static const int Ms[] = {1, 8, 32, 128};

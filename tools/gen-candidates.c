@@ -4,6 +4,7 @@
 #include "asn/gen.h"
 #include "asn/json.h"
 #include "asn/records.h"
+#include "asn/store.h"
 #include "asn/tool.h"
 #include "asn/yaml.h"
 
@@ -14,7 +15,7 @@
 #include <unistd.h>
 
 static const char *opt_model, *opt_heuristics, *opt_seeds = "0", *opt_system, *opt_template,
-                  *opt_shard, *opt_out, *opt_sources;
+                  *opt_shard, *opt_out, *opt_sources, *opt_skip_from;
 static long opt_min_new = 50, opt_max_new = 250, opt_threads, opt_batch = 64, opt_ctx;
 static int opt_resume, opt_progress, opt_no_system;
 static asn_strlist opt_stop, opt_only;
@@ -37,6 +38,7 @@ static const asn_option options[] = {
     {"shard", 0, ASN_OPT_STRING, &opt_shard, "K/N", "only the prompts of shard K of N (stable by prompt id)"},
     {"output", 'o', ASN_OPT_STRING, &opt_out, "FILE", "write to FILE instead of stdout"},
     {"resume", 0, ASN_OPT_FLAG, &opt_resume, NULL, "with -o: keep the complete prompts already in FILE, redo the rest"},
+    {"skip-from", 0, ASN_OPT_STRING, &opt_skip_from, "DB", "skip the prompts whose candidates are all in this index"},
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
     {0},
 };
@@ -416,16 +418,20 @@ int main(int argc, char **argv)
     if (opt_out && (fd = open(opt_out, O_WRONLY | O_CREAT | (opt_resume ? O_APPEND : O_TRUNC), 0644)) < 0)
         asn_fatal("%s: %s", opt_out, strerror(errno));
 
-    asn_gen_settings gs = {(int)opt_min_new, (int)opt_max_new, opt_stop.v, opt_stop.n};
+    asn_gen_settings gs = {.min_new_tokens = (int)opt_min_new, .max_new_tokens = (int)opt_max_new,
+                           .stop = opt_stop.v, .n_stop = opt_stop.n};
     asn_pool *pool = asn_pool_new((int)opt_threads);
     asn_generator *gen = asn_generator_new(m, pool, (int)opt_batch, (int)opt_ctx, &gs, &e);
     if (!gen)
         asn_fatal("%s", e.msg);
 
     /* prompts still to do, in chunks of about 8 batches of jobs */
+    asn_store *skip_db = NULL;
+    if (opt_skip_from && !(skip_db = asn_store_open(opt_skip_from, &e)))
+        asn_fatal("%s", e.msg);
     size_t todo = 0;
     for (size_t i = 0; i < ps.n; i++) {
-        int skip = 0;
+        int skip = skip_db && asn_store_count_prompt(skip_db, ps.v[i].id) == (long)r.n_hs * r.n_seeds;
         for (int k = 0; k < n_done && !skip; k++)
             skip = !strcmp(done[k], ps.v[i].id);
         if (!skip)
@@ -433,6 +439,7 @@ int main(int argc, char **argv)
         else
             json_decref(ps.v[i].rec);
     }
+    asn_store_close(skip_db);
     int per_prompt = r.n_hs * r.n_seeds;
     prog pg = {asn_progress_new("candidates", (long)todo * per_prompt, opt_progress), 0};
     size_t chunk = (size_t)(8 * opt_batch / per_prompt + 1);

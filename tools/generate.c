@@ -1,6 +1,7 @@
 /* generate — ad-hoc generation from one prompt with one heuristic,
  * streaming text to stdout as tokens arrive. */
 #include "asn/chat.h"
+#include "asn/gen.h"
 #include "asn/json.h"
 #include "asn/model.h"
 #include "asn/sampling.h"
@@ -126,6 +127,42 @@ static const char *find_stop(const char *text, size_t n)
     return first;
 }
 
+/* Streamed output: pieces as tokens arrive, holding back what could be the
+ * start of a stop string. */
+typedef struct stream {
+    const asn_vocab *v;
+    asn_detok_stream ds;
+    char *piece;
+    size_t cap;
+    char *out;
+    size_t n, out_cap, printed;
+} stream;
+
+static void append(stream *s, const char *p, size_t k)
+{
+    asn_grow((void **)&s->out, &s->out_cap, s->n + k + 1, 1);
+    memcpy(s->out + s->n, p, k);
+    s->n += k;
+}
+
+static void on_token(void *ctx, int job, int32_t tok)
+{
+    stream *s = ctx;
+    (void)job;
+    if (asn_vocab_is_eog(s->v, tok))
+        return;
+    int k = asn_detok_stream_push(&s->ds, tok, s->piece, s->cap);
+    append(s, s->piece, (size_t)(k > 0 ? k : 0));
+    if (find_stop(s->out, s->n))
+        return; /* printed at the end, cut */
+    size_t ready = s->n - held_for_stop(s->out, s->n);
+    if (ready > s->printed) {
+        fwrite(s->out + s->printed, 1, ready - s->printed, stdout);
+        fflush(stdout);
+        s->printed = ready;
+    }
+}
+
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
@@ -189,100 +226,45 @@ int main(int argc, char **argv)
     if (!n_ids)
         asn_fatal("the prompt is empty");
 
-    /* the prompt id of DESIGN.md: SHA-256 of system 0x1F prompt, 16 hex */
-    size_t sl = opt_system ? strlen(opt_system) : 0, pl = strlen(prompt);
-    char *key = asn_xmalloc(sl + pl + 1), pid[65];
-    memcpy(key, opt_system ? opt_system : "", sl);
-    key[sl] = 0x1f;
-    memcpy(key + sl + 1, prompt, pl);
-    asn_sha256_hex(key, sl + pl + 1, pid);
-    pid[16] = 0;
-    free(key);
-
-    const asn_model_config *cfg = asn_model_cfg(m);
+    char pid[17];
+    asn_prompt_id(opt_system, prompt, pid);
     asn_pool *pool = asn_pool_new((int)opt_threads);
-    asn_engine *en = asn_engine_new(m, (int)opt_ctx, pool, &e);
-    if (!en)
+    stream st = {v, {0}, asn_xmalloc(asn_vocab_max_piece(v) + 8), asn_vocab_max_piece(v) + 8, NULL, 0, 0, 0};
+    asn_detok_stream_init(&st.ds, v, 0);
+    asn_gen_settings gs = {.min_new_tokens = (int)opt_min_new, .max_new_tokens = (int)opt_max_new,
+                           .stop = opt_stop.v, .n_stop = opt_stop.n, .on_token = on_token, .token_ctx = &st};
+    asn_generator *gen = asn_generator_new(m, pool, 1, (int)opt_ctx, &gs, &e);
+    if (!gen)
         asn_fatal("%s", e.msg);
-    int V = cfg->n_vocab;
-    float *logits = asn_xmalloc((size_t)V * sizeof *logits);
-    int32_t *hist = asn_xmalloc((n_ids + (size_t)opt_max_new) * sizeof *hist);
-    memcpy(hist, ids, n_ids * sizeof *hist);
-    int seq = asn_seq_new(en);
-    asn_batch_item it = {seq, ids, (int)n_ids, logits, 0, NULL};
+    asn_gen_job job = {pid, ids, (int)n_ids, h, (uint64_t)opt_seed, NULL, 0, 0, NULL, 0};
     double t0 = (double)clock() / CLOCKS_PER_SEC;
-    if (asn_engine_decode(en, &it, 1, &e))
+    if (asn_generate(gen, &job, 1, NULL, NULL, &e))
         asn_fatal("%s", e.msg);
-    asn_workspace *ws = asn_workspace_new();
-    asn_seq_state st;
-    asn_seq_state_init(&st);
-    asn_rng_key rk = asn_rng_key_make((uint64_t)opt_seed, pid, h->id);
-    const int32_t *eog;
-    size_t n_eog = asn_vocab_eog_ids(v, &eog);
-    asn_detok_stream ds;
-    asn_detok_stream_init(&ds, v, 0);
-    size_t cap = asn_vocab_max_piece(v) + 8, out_n = 0, out_cap = 0, printed = 0;
-    char *piece = asn_xmalloc(cap), *out = NULL;
-    long n_new = 0;
-    const char *stop_at = NULL;
-    for (; n_new < opt_max_new; n_new++) {
-        if (n_new < opt_min_new)
-            for (size_t k = 0; k < n_eog; k++)
-                logits[eog[k]] = -INFINITY;
-        asn_seq_ctx ctx = {hist, (int)(n_ids + (size_t)n_new), (int)n_ids, eog, (int)n_eog, rk, (uint64_t)n_new};
-        if (asn_pipeline_apply(h, logits, V, &ctx, &st, ws, &e))
-            asn_fatal("step %ld: %s", n_new, e.msg);
-        int tok = asn_sample_row(logits, V, asn_rng_uniform(rk, (uint64_t)n_new, ASN_STREAM_DRAW));
-        if (tok < 0)
-            asn_fatal("step %ld: the heuristic removed every token", n_new);
-        asn_pipeline_accept(h, logits, V, tok, &st);
-        hist[n_ids + (size_t)n_new] = tok;
-        if (asn_vocab_is_eog(v, tok))
-            break;
-        int k = asn_detok_stream_push(&ds, tok, piece, cap);
-        asn_grow((void **)&out, &out_cap, out_n + (size_t)(k > 0 ? k : 0) + 1, 1);
-        memcpy(out + out_n, piece, (size_t)(k > 0 ? k : 0));
-        out_n += (size_t)(k > 0 ? k : 0);
-        if ((stop_at = find_stop(out, out_n)))
-            break;
-        size_t ready = out_n - held_for_stop(out, out_n);
-        if (ready > printed) {
-            fwrite(out + printed, 1, ready - printed, stdout);
-            fflush(stdout);
-            printed = ready;
-        }
-        if (n_new + 1 < opt_max_new) {
-            it = (asn_batch_item){seq, &hist[n_ids + (size_t)n_new], 1, logits, 0, NULL};
-            if (asn_engine_decode(en, &it, 1, &e))
-                asn_fatal("%s", e.msg);
-        }
+    /* the rest of the streamed text, up to a stop string */
+    if (job.finish != ASN_FINISH_STOP) {
+        int k = asn_detok_stream_flush(&st.ds, st.piece, st.cap);
+        append(&st, st.piece, (size_t)(k > 0 ? k : 0));
     }
-    if (!stop_at) {
-        int k = asn_detok_stream_flush(&ds, piece, cap);
-        asn_grow((void **)&out, &out_cap, out_n + (size_t)k + 1, 1);
-        memcpy(out + out_n, piece, (size_t)k);
-        out_n += (size_t)k;
-    }
-    size_t end = stop_at ? (size_t)(stop_at - out) : out_n;
-    if (end > printed)
-        fwrite(out + printed, 1, end - printed, stdout);
+    const char *stop_at = find_stop(st.out, st.n);
+    size_t end = stop_at ? (size_t)(stop_at - st.out) : st.n;
+    if (end > st.printed)
+        fwrite(st.out + st.printed, 1, end - st.printed, stdout);
     fputc('\n', stdout);
     asn_close_out(stdout, "-");
+    long n_new = job.n_tokens;
     if (opt_verbose) {
         double dt = (double)clock() / CLOCKS_PER_SEC - t0;
         fprintf(stderr, "generate: %zu prompt + %ld new tokens, %.1f tokens/s (CPU time)\n", n_ids,
                 n_new, dt > 0 ? (double)(n_ids + (size_t)n_new) / dt : 0.0);
     }
-    free(out);
-    free(piece);
-    free(hist);
-    free(logits);
+    free(st.out);
+    free(st.piece);
+    asn_gen_job_clear(&job);
+    asn_generator_free(gen);
     free(ids);
     free(text);
     free(prompt);
     free(opt_stop.v);
-    asn_workspace_free(ws);
-    asn_engine_free(en);
     asn_pool_free(pool);
     asn_model_free(m);
     if (hs)

@@ -205,9 +205,9 @@ static int replay(asn_model *m, asn_pool *pool, const json_t *c, char *msg, size
     const char **sv = asn_xcalloc(json_array_size(stops) + 1, sizeof *sv);
     for (size_t i = 0; i < json_array_size(stops); i++)
         sv[i] = json_string_value(json_array_get(stops, i));
-    asn_gen_settings gs = {(int)json_integer_value(json_object_get(st, "min_new_tokens")),
-                           (int)json_integer_value(json_object_get(st, "max_new_tokens")), sv,
-                           (int)json_array_size(stops)};
+    asn_gen_settings gs = {.min_new_tokens = (int)json_integer_value(json_object_get(st, "min_new_tokens")),
+                           .max_new_tokens = (int)json_integer_value(json_object_get(st, "max_new_tokens")),
+                           .stop = sv, .n_stop = (int)json_array_size(stops)};
     int tmpl = asn_chat_from_name(json_string_value(json_object_get(st, "chat_template")) ? json_string_value(json_object_get(st, "chat_template")) : "none");
     const json_t *sys = json_object_get(c, "system");
     int32_t *ids = NULL;

@@ -29,6 +29,10 @@ typedef struct asn_gen_settings {
     int max_new_tokens;
     const char *const *stop; /* stop strings (may be NULL) */
     int n_stop;
+    /* Optional: called after each step, in the calling thread, for every
+     * sampled token (job = index in the jobs array), for streaming. */
+    void (*on_token)(void *ctx, int job, int32_t token);
+    void *token_ctx;
 } asn_gen_settings;
 
 /* One candidate to generate. Inputs are borrowed; outputs are owned by the

@@ -118,6 +118,41 @@ int asn_lm_gguf_read_tensors(const asn_lm *lm, const asn_gguf *g, const char *pr
  * llama.vocab_size alone gives the vocabulary size) and the parameters. */
 int asn_lm_save(const asn_lm *lm, const char *path, const char *name, const asn_gguf *vocab, asn_err *e);
 
+/* ---------------------------------------------------- token corpus
+ * (lib/learn/corpus.c) */
+
+struct asn_vocab;
+
+/* Tokenizes a training text into one stream of ids. With doc_sep (not NULL
+ * or empty) the text is a list of documents separated by that string;
+ * each non-empty document becomes BOS (when the vocab adds one) + its
+ * tokens + EOS (when the vocab has one), so a model learns where documents
+ * start and end. Without, the text is one document (BOS at the start when
+ * the vocab adds one). Documents are tokenized in pieces of about 1 MiB cut
+ * after a newline that a non-space character follows (for the byte-level
+ * BPE pre-tokenizers a piece boundary there, so the ids are those of the
+ * whole text), in parallel on the pool; the result does not depend on the
+ * thread count. Special tokens written in the text are not parsed. *ids is
+ * a new array (caller frees). */
+int asn_lm_tokenize_corpus(const struct asn_vocab *v, const char *text, size_t len, const char *doc_sep,
+                           asn_pool *pool, int32_t **ids, size_t *n, asn_err *e);
+
+/* A token cache file: a header naming what the ids were made from (key: 64
+ * hex digits the caller derives from the text, the vocab and the options),
+ * then the ids as little-endian int32. Load returns 1 with the ids, 0 when
+ * the file is absent, for another key, truncated or holds an id >= n_vocab
+ * (rebuild it), -1 on a read error. Save writes atomically (a temporary
+ * file renamed). */
+int asn_lm_tokens_load(const char *path, const char *key, int32_t n_vocab, int32_t **ids, size_t *n, asn_err *e);
+int asn_lm_tokens_save(const char *path, const char *key, const int32_t *ids, size_t n, asn_err *e);
+
+/* Start of the training window number `index` of len + 1 tokens (inputs
+ * and their next-token targets) in a stream of n tokens (n > len), drawn
+ * uniformly from [0, n - len - 1] by asn_rng_uniform(key, index, 0): a pure
+ * function of (key, index), so a run that resumes at window index i draws
+ * what an uninterrupted run would have. */
+size_t asn_lm_window(asn_rng_key key, uint64_t index, size_t n, int len);
+
 /* ----------------------------------------------------------- layers
  *
  * The layers the model is made of, each forward next to its backward with

@@ -7,7 +7,7 @@
  * eta, repetition_penalty, no_repeat_ngram, min_new_tokens), OpenAI-style
  * presence/frequency penalties, greedy, and llama.cpp's samplers
  * (llama_temp, llama_top_k, llama_top_p, llama_min_p, llama_typical,
- * top_n_sigma, xtc, penalties, dry, mirostat_v2). */
+ * top_n_sigma, xtc, penalties, dry, mirostat_v2), and the json constraint. */
 #ifndef ASN_SAMPLING_H
 #define ASN_SAMPLING_H
 
@@ -41,6 +41,7 @@ typedef enum asn_proc_kind {
     ASN_PROC_DRY,
     ASN_PROC_MIROSTAT_V2,
     ASN_PROC_MIROSTAT_V2_TRUNCATE,
+    ASN_PROC_JSON,
     ASN_PROC_COUNT
 } asn_proc_kind;
 
@@ -106,7 +107,15 @@ typedef struct asn_seq_ctx {
     int n_eos;
     asn_rng_key key;    /* xtc's randomness: stream ASN_STREAM_XTC at `step` */
     uint64_t step;
+    const struct asn_vocab *vocab; /* token texts, for the json constraint (may be NULL) */
 } asn_seq_ctx;
+
+/* For the json constraint: 1 if the generated tokens (ids[n_prompt..])
+ * form a complete JSON value (an object with object_root), so that the end
+ * of generation may come. Needs ctx->vocab. */
+int asn_json_complete(const asn_seq_ctx *ctx, int object_root);
+/* The json processor of a heuristic, or NULL. */
+const asn_proc *asn_heuristic_json_proc(const asn_heuristic *h);
 
 /* Per-sequence state of stateful processors (mirostat_v2's mu). Start a
  * sequence with asn_seq_state_init; asn_pipeline_accept updates it. */

@@ -168,11 +168,14 @@ static int sample_slot(asn_generator *g, asn_gen_job *job, slot *sl, asn_workspa
 {
     const asn_gen_settings *s = &g->s;
     float *row = sl->logits;
-    if (sl->n_gen < s->min_new_tokens)
+    asn_seq_ctx ctx = {sl->hist, job->n_prompt + sl->n_gen, job->n_prompt, g->eog, (int)g->n_eog,
+                       sl->key, (uint64_t)sl->n_gen, g->v};
+    /* min_new_tokens first (HF order); a JSON-constrained heuristic may end
+     * as soon as its value is complete */
+    const asn_proc *jp = asn_heuristic_json_proc(job->heuristic);
+    if (sl->n_gen < s->min_new_tokens && !(jp && asn_json_complete(&ctx, (int)jp->i[0])))
         for (size_t k = 0; k < g->n_eog; k++)
             row[g->eog[k]] = -INFINITY;
-    asn_seq_ctx ctx = {sl->hist, job->n_prompt + sl->n_gen, job->n_prompt, g->eog, (int)g->n_eog,
-                       sl->key, (uint64_t)sl->n_gen};
     if (asn_pipeline_apply(job->heuristic, row, g->V, &ctx, &sl->st, ws, e))
         return asn_err_prefix(e, "heuristic \"%s\", step %d", job->heuristic->name, sl->n_gen);
     int tok = asn_sample_row(row, g->V, asn_rng_uniform(sl->key, (uint64_t)sl->n_gen, ASN_STREAM_DRAW));
@@ -332,6 +335,8 @@ int asn_generate(asn_generator *g, asn_gen_job *jobs, int n, asn_gen_progress pr
                 goto out;
             }
             tokens++;
+            if (g->s.on_token)
+                g->s.on_token(g->s.token_ctx, sl->job, sl->hist[jobs[sl->job].n_prompt + sl->n_gen - 1]);
             if (jobs[sl->job].finish != ASN_FINISH_NONE) {
                 asn_seq_free(g->en, sl->seq);
                 sl->job = -1;

@@ -15,6 +15,7 @@
  * tables, SwiGLU), as lib/model/forward.c, so the exported model's logits
  * match this forward pass. */
 #include "asn/lm.h"
+#include "asn/sampling.h" /* asn_exp_shifted: a vectorized expf */
 
 #include <cblas.h>
 #include <math.h>
@@ -55,6 +56,45 @@ static void par_for(asn_pool *pool, int n, int align, range_fn fn, void *ctx)
 {
     range_task t = {fn, ctx, n, align};
     asn_pool_run(pool, range_run, &t);
+}
+
+/* Sum of n floats in 8 interleaved partial sums (so the loop vectorizes),
+ * combined in a fixed order. */
+static float sum_f32(const float *x, int n)
+{
+    float p[8] = {0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            p[k] += x[i + k];
+    for (; i < n; i++)
+        p[i & 7] += x[i];
+    return ((p[0] + p[4]) + (p[1] + p[5])) + ((p[2] + p[6]) + (p[3] + p[7]));
+}
+
+/* the same with 8 running maxima */
+static float max_f32(const float *x, int n)
+{
+    float p[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            p[k] = x[i + k] > p[k] ? x[i + k] : p[k];
+    for (; i < n; i++)
+        p[i & 7] = x[i] > p[i & 7] ? x[i] : p[i & 7];
+    float m = p[0];
+    for (int k = 1; k < 8; k++)
+        m = p[k] > m ? p[k] : m;
+    return m;
+}
+
+/* x[0..n) = softmax(x[0..n)), in place */
+static void softmax_inplace(float *x, int n)
+{
+    asn_exp_shifted(x, max_f32(x, n), x, n);
+    float inv = 1.0f / sum_f32(x, n);
+    for (int i = 0; i < n; i++)
+        x[i] *= inv;
 }
 
 /* ============================================================ layers */
@@ -306,16 +346,8 @@ static void att_fwd_jobs(void *p, int lo, int hi, int ith)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, r1, hd, scale, Q + (size_t)r0 * qd, qd, K,
                         kvd, 0.0f, S, T);
             for (int i = r0; i < r1; i++) {
-                float *row = P + (size_t)i * T, mx = -INFINITY, sum = 0;
-                for (int j = 0; j <= i; j++)
-                    mx = row[j] > mx ? row[j] : mx;
-                for (int j = 0; j <= i; j++) {
-                    row[j] = expf(row[j] - mx);
-                    sum += row[j];
-                }
-                float inv = 1.0f / sum;
-                for (int j = 0; j <= i; j++)
-                    row[j] *= inv;
+                float *row = P + (size_t)i * T;
+                softmax_inplace(row, i + 1);
                 memset(row + i + 1, 0, (size_t)(T - i - 1) * sizeof *row);
             }
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, hd, r1, 1.0f, S, T, V, kvd, 0.0f,
@@ -396,18 +428,30 @@ void asn_lm_attention_backward(asn_pool *pool, float *dq, float *dk, float *dv, 
 enum { EW_CHUNK = 4096 };
 
 typedef struct swi_args {
+    asn_pool *pool;
     float *out, *dgate, *dup;
     const float *gate, *up, *dout;
     size_t n;
 } swi_args;
 
+/* e[i] = exp(-gate[i]) for a chunk, in per-thread scratch */
+static float *exp_neg(const swi_args *a, size_t i0, size_t n, int ith)
+{
+    float *e = asn_pool_scratch(a->pool, ith, EW_CHUNK * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        e[i] = -a->gate[i0 + i];
+    asn_exp_shifted(e, 0.0f, e, (int)n);
+    return e;
+}
+
 static void swi_fwd(void *p, int lo, int hi, int ith)
 {
     swi_args *a = p;
-    size_t end = (size_t)hi * EW_CHUNK < a->n ? (size_t)hi * EW_CHUNK : a->n;
-    for (size_t i = (size_t)lo * EW_CHUNK; i < end; i++) {
-        float g = a->gate[i];
-        a->out[i] = g / (1.0f + expf(-g)) * a->up[i]; /* as lib/model/forward.c */
+    for (int c = lo; c < hi; c++) {
+        size_t i0 = (size_t)c * EW_CHUNK, n = a->n - i0 < EW_CHUNK ? a->n - i0 : EW_CHUNK;
+        const float *e = exp_neg(a, i0, n, ith);
+        for (size_t i = 0; i < n; i++)
+            a->out[i0 + i] = a->gate[i0 + i] / (1.0f + e[i]) * a->up[i0 + i];
     }
 }
 
@@ -415,24 +459,27 @@ static void swi_fwd(void *p, int lo, int hi, int ith)
 static void swi_bwd(void *p, int lo, int hi, int ith)
 {
     swi_args *a = p;
-    size_t end = (size_t)hi * EW_CHUNK < a->n ? (size_t)hi * EW_CHUNK : a->n;
-    for (size_t i = (size_t)lo * EW_CHUNK; i < end; i++) {
-        float g = a->gate[i], s = 1.0f / (1.0f + expf(-g)), dy = a->dout[i];
-        a->dgate[i] += dy * a->up[i] * (s * (1.0f + g * (1.0f - s)));
-        a->dup[i] += dy * (g * s);
+    for (int c = lo; c < hi; c++) {
+        size_t i0 = (size_t)c * EW_CHUNK, n = a->n - i0 < EW_CHUNK ? a->n - i0 : EW_CHUNK;
+        const float *e = exp_neg(a, i0, n, ith);
+        for (size_t i = 0; i < n; i++) {
+            float g = a->gate[i0 + i], s = 1.0f / (1.0f + e[i]), dy = a->dout[i0 + i];
+            a->dgate[i0 + i] += dy * a->up[i0 + i] * (s * (1.0f + g * (1.0f - s)));
+            a->dup[i0 + i] += dy * (g * s);
+        }
     }
 }
 
 void asn_lm_swiglu_forward(asn_pool *pool, float *out, const float *gate, const float *up, size_t n)
 {
-    swi_args a = {.out = out, .gate = gate, .up = up, .n = n};
+    swi_args a = {.pool = pool, .out = out, .gate = gate, .up = up, .n = n};
     par_for(pool, (int)((n + EW_CHUNK - 1) / EW_CHUNK), 1, swi_fwd, &a);
 }
 
 void asn_lm_swiglu_backward(asn_pool *pool, float *dgate, float *dup, const float *dout, const float *gate,
                             const float *up, size_t n)
 {
-    swi_args a = {.dgate = dgate, .dup = dup, .dout = dout, .gate = gate, .up = up, .n = n};
+    swi_args a = {.pool = pool, .dgate = dgate, .dup = dup, .dout = dout, .gate = gate, .up = up, .n = n};
     par_for(pool, (int)((n + EW_CHUNK - 1) / EW_CHUNK), 1, swi_bwd, &a);
 }
 
@@ -468,19 +515,14 @@ static void xent_fwd_rows(void *p, int lo, int hi, int ith)
     int V = a->V;
     for (int r = lo; r < hi; r++) {
         const float *x = a->logits + (size_t)r * V;
-        float *pr = a->probs + (size_t)r * V, mx = -INFINITY;
+        float *pr = a->probs + (size_t)r * V;
         int t = a->targets[r];
         float xt = t >= 0 ? x[t] : 0; /* before probs (which may be x) overwrite it */
-        for (int i = 0; i < V; i++)
-            mx = x[i] > mx ? x[i] : mx;
-        float sum = 0;
-        for (int i = 0; i < V; i++) {
-            pr[i] = expf(x[i] - mx);
-            sum += pr[i];
-        }
+        float mx = max_f32(x, V);
+        asn_exp_shifted(x, mx, pr, V);
+        float sum = sum_f32(pr, V), inv = 1.0f / sum;
         /* the loss from the logits (log-sum-exp), not from a rounded probability */
         a->losses[r] = t >= 0 ? (float)(log((double)sum) - ((double)xt - mx)) : 0.0f;
-        float inv = 1.0f / sum;
         for (int i = 0; i < V; i++)
             pr[i] *= inv;
     }

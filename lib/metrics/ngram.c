@@ -358,7 +358,7 @@ static int cmp_word(const void *pa, const void *pb)
     return c ? c : (la > lb) - (la < lb);
 }
 
-static int write_all(FILE *f, const void *p, size_t n) { return fwrite(p, 1, n, f) == n ? 0 : -1; }
+static int write_all(FILE *f, const void *p, size_t n) { return n == 0 || fwrite(p, 1, n, f) == n ? 0 : -1; }
 
 static int pad_to(FILE *f, uint64_t off)
 {
@@ -569,16 +569,20 @@ static int64_t key_at(const asn_ngram_index *ix, uint64_t r, uint64_t d)
  * those whose symbol d is x; returns whether any is left. */
 static int narrow(const asn_ngram_index *ix, uint64_t *lo, uint64_t *hi, uint64_t d, uint32_t x)
 {
-    uint64_t a = *lo, b = *hi;
-    while (a < b) { /* first row with key >= x */
+    uint64_t a = *lo, b = *hi, ub = *hi;
+    while (a < b) { /* first row with key >= x; rows seen with key > x bound the second search */
         uint64_t m = a + (b - a) / 2;
-        if (key_at(ix, m, d) < (int64_t)x)
+        int64_t k = key_at(ix, m, d);
+        if (k < (int64_t)x) {
             a = m + 1;
-        else
+        } else {
+            if (k > (int64_t)x)
+                ub = m;
             b = m;
+        }
     }
     uint64_t first = a;
-    b = *hi;
+    b = ub;
     while (a < b) { /* first row with key > x */
         uint64_t m = a + (b - a) / 2;
         if (key_at(ix, m, d) <= (int64_t)x)

@@ -11,7 +11,7 @@
 
 /* ------------------------------------------------------- parameter table */
 
-typedef enum { T_REAL, T_INT, T_INT_TRUNC, T_IDS, T_BREAKERS } ptype;
+typedef enum { T_REAL, T_INT, T_INT_TRUNC, T_IDS, T_BREAKERS, T_BOOL } ptype;
 
 enum { LO_INCL = 1, LO_EXCL = 2, HI_INCL = 4, HI_EXCL = 8 };
 
@@ -76,6 +76,7 @@ static const kspec KINDS[] = {
     {"mirostat_v2", ASN_PROC_MIROSTAT_V2,
      {R("tau", 0, 1, 0, LO_INCL, 0, 0), R("eta", 1, 1, 0, LO_INCL, 0, 0)}},
     {"mirostat_v2_truncate", ASN_PROC_MIROSTAT_V2_TRUNCATE, {R("mu", 0, 1, 0, 0, 0, 0)}},
+    {"json", ASN_PROC_JSON, {{"object", T_BOOL, 0, 0, 0, 0, 0, 0}}},
 };
 #define N_KINDS ((int)(sizeof KINDS / sizeof KINDS[0]))
 
@@ -158,6 +159,12 @@ static int parse_param(asn_proc *p, const pspec *ps, int which, const json_t *v,
     case T_IDS:
         if (parse_int_list(v, &p->ids, &p->n_ids, ps->key, e))
             return -1;
+        break;
+    case T_BOOL:
+        if (!json_is_boolean(v))
+            return asn_err_set(e, "parameter \"%s\" must be true or false, not %s", ps->key,
+                               asn_json_type_name(v));
+        p->i[ps->slot] = json_is_true(v);
         break;
     case T_BREAKERS: {
         if (!json_is_array(v))
@@ -284,6 +291,14 @@ void asn_heuristic_clear(asn_heuristic *h)
     memset(h, 0, sizeof *h);
 }
 
+const asn_proc *asn_heuristic_json_proc(const asn_heuristic *h)
+{
+    for (int i = 0; i < h->n; i++)
+        if (h->procs[i].kind == ASN_PROC_JSON)
+            return &h->procs[i];
+    return NULL;
+}
+
 json_t *asn_heuristic_json(const asn_heuristic *h)
 {
     return json_pack("{s:s,s:s,s:O}", "name", h->name, "id", h->id, "processors", h->processors);
@@ -340,6 +355,8 @@ int asn_proc_apply(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx,
                    asn_seq_state *state, asn_workspace *ws, asn_err *e)
 {
     asn_ws_reserve(ws, V);
+    if (p->kind == ASN_PROC_JSON)
+        return asn_apply_json(p, row, V, ctx, e);
     if (p->kind <= ASN_PROC_GREEDY)
         return asn_apply_hf(p, row, V, ctx, ws, e);
     return asn_apply_llama(p, row, V, ctx, state, ws, e);

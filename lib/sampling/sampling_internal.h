@@ -80,6 +80,7 @@ extern const int asn_n_spans;
 
 int asn_apply_hf(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx,
                  asn_workspace *ws, asn_err *e);
+int asn_apply_json(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx, asn_err *e);
 int asn_apply_llama(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx,
                     asn_seq_state *st, asn_workspace *ws, asn_err *e);
 

@@ -71,6 +71,13 @@ check "killed three times and resumed: byte-identical to one run" cmp "$TMP/base
 G --seeds 0-2 -o "$TMP/res.jsonl" --resume "$P" 2>/dev/null
 check "resuming a finished file changes nothing" cmp "$TMP/base" "$TMP/res.jsonl"
 
+# --skip-from: prompts whose candidates are all indexed are skipped
+head -30 "$TMP/base" | "$BIN/index" --db "$TMP/done.db"
+G --seeds 0-2 --skip-from "$TMP/done.db" "$P" > "$TMP/rest" 2>/dev/null
+check "--skip-from DB generates only the prompts not in the index" $PY -c "
+a = open('$TMP/base').read().splitlines(); b = open('$TMP/rest').read().splitlines()
+assert b == a[30:], (len(a), len(b))"
+
 # inputs
 mkdir -p "$TMP/data"
 printf '{"prompt":"Say hello.","dataset":"gsm8k","ground_truth":"42","id":"q1"}\n' > "$TMP/data/a.jsonl"
@@ -109,3 +116,32 @@ expect_status "prompt longer than the context" 1 G --ctx 8 "$P"
 expect_stderr "the context error names the prompt" "exceed the context of 8"
 printf '' > "$TMP/empty.jsonl"
 expect_status "empty input" 0 G "$TMP/empty.jsonl"
+
+# the json constraint: whatever ends with end-of-generation parses as JSON
+cat > "$TMP/json.yaml" <<'YEOF'
+sampling_pipelines:
+  - name: json object
+    processors:
+      - {name: json, params: {object: true}}
+      - {name: temperature, params: {temperature: 0.8}}
+  - name: json value
+    processors:
+      - {name: json}
+YEOF
+expect_status "a json-constrained heuristic" 0 "$BIN/gen-candidates" -m "$M" -H "$TMP/json.yaml" --seeds 0-9 -n 80 --min-new-tokens 4 "$P"
+check "every generation that ended parses as JSON (objects where asked), and some did" $PY - "$TMP/out" <<'PYEOF'
+import json, sys
+ended = 0
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if r["finish"] != "eos":
+        continue
+    ended += 1
+    v = json.loads(r["generation"])
+    if r["heuristic"]["name"] == "json object":
+        assert isinstance(v, dict), r["generation"]
+assert ended >= 10, ended
+PYEOF
+printf '{"logits":[1,2,3],"processors":[{"name":"json"}]}\n' > "$TMP/jl.jsonl"
+expect_status "the json constraint without a tokenizer is a clear error" 1 "$BIN/process-logits" "$TMP/jl.jsonl"
+expect_stderr "... that says why" "needs the model's tokenizer"
