@@ -45,6 +45,9 @@ int asn_regex_group(const asn_regex *re, const char *s, size_t start, int group,
 /* len(re.findall(...)): non-overlapping matches, empty ones as Python 3.7+
  * counts them. */
 size_t asn_regex_count(const asn_regex *re, const char *s);
+/* The last of those matches (re.findall(...)[-1]): 1 with its byte span,
+ * 0 if there is none. */
+int asn_regex_last(const asn_regex *re, const char *s, size_t *so, size_t *eo);
 /* re.sub(pattern, repl, s) with every match replaced; repl uses PCRE2's
  * syntax ($1, ${2}, $0 for the whole match, $$ for a dollar). */
 char *asn_regex_sub(const asn_regex *re, const char *repl, const char *s);

@@ -189,23 +189,23 @@ char *asn_py_strip(const char *s)
     return xstrndup(s + b, e - b);
 }
 
+/* A case mapping changes a character's UTF-8 length by at most one byte
+ * up (U+0250 -> U+2C6F is 2 -> 3), so twice the input always fits. */
 static char *map_case(const char *s, uint32_t (*f)(uint32_t))
 {
-    size_t n = strlen(s), l;
-    sbuf o = {0};
-    asn_grow((void **)&o.p, &o.cap, n + 8, 1);
-    o.p[0] = 0;
+    size_t n = strlen(s), l, k = 0;
+    char *o = asn_xmalloc(2 * n + 1);
     for (size_t i = 0; i < n; i += l) {
-        char buf[4];
-        uint32_t c = u8dec(s + i, n - i, &l);
-        if (c < 0x80) {
-            char ch = (char)f(c);
-            sb_addn(&o, &ch, 1);
+        unsigned char c0 = (unsigned char)s[i];
+        if (c0 < 0x80) {
+            o[k++] = (char)f(c0);
+            l = 1;
         } else {
-            sb_addn(&o, buf, u8enc(f(c), buf));
+            k += u8enc(f(u8dec(s + i, n - i, &l)), o + k);
         }
     }
-    return sb_done(&o);
+    o[k] = 0;
+    return o;
 }
 char *asn_py_lower(const char *s) { return map_case(s, cp_lower); }
 char *asn_py_upper(const char *s) { return map_case(s, cp_upper); }
@@ -372,6 +372,25 @@ size_t asn_regex_count(const asn_regex *re, const char *s)
     size_t k = 0;
     re_each(re, s, count_cb, &k);
     return k;
+}
+
+typedef struct last_st {
+    size_t so, eo;
+    int found;
+} last_st;
+static void last_cb(size_t so, size_t eo, void *arg)
+{
+    last_st *st = arg;
+    st->so = so, st->eo = eo, st->found = 1;
+}
+
+int asn_regex_last(const asn_regex *re, const char *s, size_t *so, size_t *eo)
+{
+    last_st st = {0, 0, 0};
+    re_each(re, s, last_cb, &st);
+    *so = st.so;
+    *eo = st.eo;
+    return st.found;
 }
 
 char *asn_regex_sub(const asn_regex *re, const char *repl, const char *s)

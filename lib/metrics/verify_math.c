@@ -163,14 +163,8 @@ static const asn_regex *R(int i)
 int asn_gsm8k_check(const char *response, const char *label, char **extracted)
 {
     char *text = asn_regex_sub(R(RE_GSM_COMMA), "$1$2", response);
-    size_t so, eo, at = 0, lso = 0, leo = 0;
-    int found = 0;
-    while (asn_regex_search(R(RE_GSM_NUMBER), text, at, &so, &eo)) {
-        found = 1, lso = so, leo = eo;
-        at = eo > so ? eo : eo + 1;
-        if (at > strlen(text))
-            break;
-    }
+    size_t lso, leo;
+    int found = asn_regex_last(R(RE_GSM_NUMBER), text, &lso, &leo);
     char *ans = found ? xstrndup(text + lso, leo - lso) : asn_xstrdup(text);
     free(text);
     char *a = asn_py_lower(ans), *b = asn_py_lower(label);

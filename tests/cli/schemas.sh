@@ -216,7 +216,7 @@ GRIDS="$DATA/cli/grid_cases.jsonl"
 if [ -x "$GH" ] && [ -f "$S/heuristics-grid.schema.json" ]; then
     valid "the shipped grid is a valid heuristics-grid" heuristics-grid "$ROOT/configs/heuristics/grid.yaml"
     for f in "$ROOT"/configs/heuristics/*.yaml; do
-        [ "$(basename "$f")" = grid.yaml ] && continue
+        case "$(basename "$f")" in grid.yaml|*-grid.yaml) valid "shipped grid $(basename "$f") is a valid heuristics-grid" heuristics-grid "$f"; continue ;; esac
         valid "shipped heuristics $(basename "$f") is a valid heuristics file" heuristics "$f"
     done
     for fam in llama gemma qwen none; do
