@@ -583,18 +583,26 @@ static int check_special(const char *const *sp, size_t n, asn_err *e)
     return 0;
 }
 
-/* Rewrites word w for merge (l, r) -> id and updates the pair counts:
- * every old pair that touches a merged position loses the word's count,
- * every new pair that holds the new token gains it. Pairs that gain are
- * listed in *gained (once per step). */
+/* What one merge step collects: the pairs that gained counts (each once),
+ * and a mark per symbol of the word being rewritten. */
+typedef struct step_scratch {
+    size_t *gained;
+    size_t n_gained, cap_gained;
+    unsigned char *mark;
+    size_t cap_mark;
+} step_scratch;
+
+/* Rewrites word w for merge (l, r) -> id of merge step `step` and updates
+ * the pair counts: every old pair that touches a merged position loses the
+ * word's count, every new pair that holds the new token gains it. */
 static void merge_word(wordset *ws, pairs *ps, uint32_t w, int32_t l, int32_t r, int32_t id, int32_t step,
-                       size_t **gained, size_t *n_gained, size_t *cap_gained, unsigned char **mark, size_t *cap_mark)
+                       step_scratch *sc)
 {
     int32_t *s = ws->sym + ws->off[w];
     uint32_t n = ws->len[w];
     int64_t c = (int64_t)ws->count[w];
-    asn_grow((void **)mark, cap_mark, n, 1);
-    unsigned char *m = *mark;
+    asn_grow((void **)&sc->mark, &sc->cap_mark, n, 1);
+    unsigned char *m = sc->mark;
     memset(m, 0, n);
     int any = 0;
     for (uint32_t i = 0; i + 1 < n;) {
@@ -632,8 +640,8 @@ static void merge_word(wordset *ws, pairs *ps, uint32_t w, int32_t l, int32_t r,
         pair_add_word(p, w);
         if (p->touched != step + 1) {
             p->touched = step + 1;
-            asn_grow((void **)gained, cap_gained, *n_gained + 1, sizeof **gained);
-            (*gained)[(*n_gained)++] = pi;
+            asn_grow((void **)&sc->gained, &sc->cap_gained, sc->n_gained + 1, sizeof *sc->gained);
+            sc->gained[sc->n_gained++] = pi;
         }
     }
 }
@@ -701,8 +709,7 @@ asn_bpe *asn_bpe_train(const asn_bpe_words *w, const asn_bpe_opts *o, asn_err *e
     for (size_t i = 0; i < ps.n; i++)
         heap_push(&h, (hent){ps.v[i].count, ps.v[i].l, ps.v[i].r});
 
-    size_t *gained = NULL, n_gained = 0, cap_gained = 0, cap_mark = 0;
-    unsigned char *mark = NULL;
+    step_scratch sc = {0};
     while (b->n_learned < want && h.n) {
         hent top = heap_pop(&h);
         size_t pi = pairs_get(&ps, top.l, top.r);
@@ -735,17 +742,17 @@ asn_bpe *asn_bpe_train(const asn_bpe_words *w, const asn_bpe_opts *o, asn_err *e
         uint32_t *where = ps.v[pi].where, n_where = ps.v[pi].n_where;
         ps.v[pi].where = NULL;
         ps.v[pi].n_where = ps.v[pi].cap_where = 0;
-        n_gained = 0;
+        sc.n_gained = 0;
         for (uint32_t k = 0; k < n_where; k++) {
             uint32_t wi = where[k];
             if (ws.seen[wi] == step + 1)
                 continue;
             ws.seen[wi] = step + 1;
-            merge_word(&ws, &ps, wi, l, r, id, step, &gained, &n_gained, &cap_gained, &mark, &cap_mark);
+            merge_word(&ws, &ps, wi, l, r, id, step, &sc);
         }
         free(where);
-        for (size_t k = 0; k < n_gained; k++) {
-            const pair *q = &ps.v[gained[k]];
+        for (size_t k = 0; k < sc.n_gained; k++) {
+            const pair *q = &ps.v[sc.gained[k]];
             heap_push(&h, (hent){q->count, q->l, q->r});
         }
         if (o->progress)
@@ -763,8 +770,8 @@ asn_bpe *asn_bpe_train(const asn_bpe_words *w, const asn_bpe_opts *o, asn_err *e
             b->pad = id;
     }
     free(all);
-    free(gained);
-    free(mark);
+    free(sc.gained);
+    free(sc.mark);
     for (size_t i = 0; i < ps.n; i++)
         free(ps.v[i].where);
     free(ps.v);

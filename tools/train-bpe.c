@@ -1,0 +1,244 @@
+/* train-bpe — train a byte-level BPE vocabulary on text and write it as a
+ * vocab-only GGUF that asn's tokenizer and llama.cpp load as "gpt2". */
+#include "asn/bpe.h"
+#include "asn/gguf.h"
+#include "asn/tool.h"
+#include "asn/vocab.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *opt_output, *opt_pre = ASN_BPE_PRE, *opt_bos = ASN_BPE_BOS, *opt_eos = ASN_BPE_EOS, *opt_pad;
+static long opt_vocab = ASN_BPE_VOCAB_SIZE, opt_min_count = ASN_BPE_MIN_COUNT;
+static asn_strlist opt_special;
+static int opt_check, opt_verbose, opt_progress;
+
+static const asn_option options[] = {
+    {"output", 'o', ASN_OPT_STRING, &opt_output, "FILE", "vocab GGUF to write (required)"},
+    {"vocab-size", 'n', ASN_OPT_INT, &opt_vocab, "N", "tokens in all: the 256 bytes, the learned ones and the special ones"},
+    {"pre", 0, ASN_OPT_STRING, &opt_pre, "NAME", "pre-tokenizer (tokenizer.ggml.pre): smollm (the GPT-2 regex, digits one by one, text restored exactly), or gpt-2 (whose detokenizer drops the space before , . ! ? 's ...)"},
+    {"bos", 0, ASN_OPT_STRING, &opt_bos, "TEXT", "BOS token, added before every text (\"\": none)"},
+    {"eos", 0, ASN_OPT_STRING, &opt_eos, "TEXT", "EOS token, the end of generation (\"\": none)"},
+    {"pad", 0, ASN_OPT_STRING, &opt_pad, "TEXT", "padding token (default: none)"},
+    {"special", 0, ASN_OPT_LIST, &opt_special, "TEXT", "another control token"},
+    {"min-count", 0, ASN_OPT_INT, &opt_min_count, "N", "never merge a pair seen fewer than N times"},
+    {"check", 0, ASN_OPT_FLAG, &opt_check, NULL, "load the written vocab and check it on the input (see below)"},
+    {"verbose", 'v', ASN_OPT_FLAG, &opt_verbose, NULL, "corpus and training statistics on stderr"},
+    {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
+    {0},
+};
+
+static const asn_tool tool = {
+    "train-bpe", "-o VOCAB.gguf [OPTIONS] [FILE...]",
+    "Train a byte-level BPE vocabulary on UTF-8 text and write it as a vocab-only GGUF.",
+    "Input: FILEs (- or none: stdin), UTF-8 text; a file that is not is an error\n"
+    "naming its line. Each file is split with the pre-tokenizer's regex (no piece\n"
+    "spans two files), the distinct pieces are counted, and the most frequent pair\n"
+    "of adjacent tokens is merged into a new token until the vocabulary is full.\n"
+    "Ties go to the pair whose texts come first in byte order, so the same input\n"
+    "gives the same file, byte for byte. Merging stops early (a smaller\n"
+    "vocabulary, with a warning) when no pair occurs --min-count times.\n"
+    "\nIds: 0-255 the bytes (id = byte value), then the learned tokens in the order\n"
+    "they were learned, then BOS, EOS, the padding token and the --special ones.\n"
+    "The GGUF holds tokenizer.ggml.model \"gpt2\", .pre, .tokens (GPT-2's\n"
+    "byte-to-unicode alphabet), .token_type, .merges, .bos/eos/padding_token_id\n"
+    "and .add_bos_token true.\n"
+    "\n--check reads the written file back with asn's tokenizer and fails (exit 1)\n"
+    "unless every input tokenizes into pieces that give its bytes back, into as\n"
+    "many tokens as training predicted, and every learned token tokenizes to\n"
+    "itself (or, when its bytes cannot stand alone, as part of a UTF-8 character\n"
+    "or of a longer piece, to its two halves). It prints bytes per token.\n",
+    options,
+};
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = asn_open_in(path);
+    char *buf = NULL;
+    size_t n = 0, cap = 0, k;
+    do {
+        asn_grow((void **)&buf, &cap, n + (1 << 20), 1);
+        k = fread(buf + n, 1, cap - n, f);
+        n += k;
+    } while (k > 0);
+    if (ferror(f))
+        asn_fatal("%s: read error", path);
+    if (f != stdin)
+        fclose(f);
+    *len = n;
+    return buf;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void on_merge(void *ctx, int32_t done, int32_t wanted)
+{
+    asn_progress **bar = ctx;
+    if (!*bar)
+        *bar = asn_progress_new("merges", wanted, opt_progress);
+    asn_progress_add(*bar, 1);
+}
+
+/* --check: the written file, read back by the library's tokenizer. */
+static void check(const asn_bpe *b, char **texts, const size_t *lens, const char *const *paths, int n)
+{
+    asn_err e;
+    asn_gguf *g = asn_gguf_open(opt_output, &e);
+    asn_vocab *v = g ? asn_vocab_load(g, &e) : NULL;
+    if (!v)
+        asn_fatal("check: %s", e.msg);
+    asn_gguf_close(g);
+    if (asn_vocab_n_tokens(v) != asn_bpe_n_tokens(b))
+        asn_fatal("check: the vocab has %d tokens, training made %d", (int)asn_vocab_n_tokens(v),
+                  (int)asn_bpe_n_tokens(b));
+    uint64_t tokens = 0, bytes = 0;
+    char *back = NULL;
+    size_t cap = 0;
+    for (int i = 0; i < n; i++) {
+        int32_t *ids;
+        size_t nid;
+        if (asn_tokenize(v, texts[i], lens[i], 0, 0, &ids, &nid, &e))
+            asn_fatal("check: %s: %s", paths[i], e.msg);
+        size_t k = 0;
+        for (size_t j = 0; j < nid; j++) {
+            size_t pl;
+            const char *p = asn_vocab_piece(v, ids[j], 0, &pl);
+            asn_grow((void **)&back, &cap, k + pl + 1, 1);
+            if (pl)
+                memcpy(back + k, p, pl);
+            k += pl;
+        }
+        if (k != lens[i] || memcmp(back, texts[i], k))
+            asn_fatal("check: %s: the tokens do not give the text back", paths[i]);
+        tokens += nid;
+        bytes += lens[i];
+        free(ids);
+    }
+    free(back);
+    if (tokens != asn_bpe_text_tokens(b))
+        asn_fatal("check: the tokenizer splits the input into %llu tokens, training predicted %llu",
+                  (unsigned long long)tokens, (unsigned long long)asn_bpe_text_tokens(b));
+    /* learned tokens: tokenized alone, each must come back as itself,
+     * unless its bytes cannot stand alone (a part of a UTF-8 character, as
+     * " \xC3" of " \xC3\xA9", or of a longer pre-tokenizer piece): then
+     * they split exactly between its two halves */
+    int32_t split = 0, bad = 0, first_bad = -1;
+    for (int32_t r = 0; r < asn_bpe_n_merges(b); r++) {
+        int32_t id = 256 + r;
+        size_t len;
+        const char *s = asn_bpe_token(b, id, &len);
+        int32_t *ids;
+        size_t nid;
+        if (asn_tokenize(v, s, len, 0, 0, &ids, &nid, &e))
+            asn_fatal("check: token %d: %s", (int)id, e.msg);
+        if (nid != 1 || ids[0] != id) {
+            int32_t l, rr;
+            asn_bpe_merge(b, r, &l, &rr);
+            size_t nl, nr;
+            const char *ls = asn_bpe_token(b, l, &nl), *rs = asn_bpe_token(b, rr, &nr);
+            int32_t *a1, *a2;
+            size_t n1, n2;
+            if (asn_tokenize(v, ls, nl, 0, 0, &a1, &n1, &e) || asn_tokenize(v, rs, nr, 0, 0, &a2, &n2, &e))
+                asn_fatal("check: token %d: %s", (int)id, e.msg);
+            int cut = n1 + n2 == nid && !memcmp(ids, a1, n1 * sizeof *ids) && !memcmp(ids + n1, a2, n2 * sizeof *ids);
+            if (cut)
+                split++;
+            else if (bad++ == 0)
+                first_bad = id;
+            free(a1);
+            free(a2);
+        }
+        free(ids);
+    }
+    if (bad)
+        asn_fatal("check: %d learned tokens do not tokenize to themselves (the first: %d)", (int)bad, (int)first_bad);
+    fprintf(stderr,
+            "%s: check: %llu bytes -> %llu tokens (%.3f bytes/token), as training predicted; text restored; "
+            "%d learned tokens tokenize to themselves, %d occur only inside longer text\n",
+            asn_progname(), (unsigned long long)bytes, (unsigned long long)tokens,
+            tokens ? (double)bytes / (double)tokens : 0.0, (int)(asn_bpe_n_merges(b) - split), (int)split);
+    asn_vocab_free(v);
+}
+
+int main(int argc, char **argv)
+{
+    int nops = asn_tool_parse(&tool, argc, argv);
+    if (!opt_output)
+        asn_usage_error("--output is required");
+    if (opt_vocab < 256 || opt_vocab > INT32_MAX)
+        asn_usage_error("--vocab-size must be at least 256");
+    if (opt_min_count < 1)
+        asn_usage_error("--min-count must be at least 1");
+    long n_sp = (*opt_bos != 0) + (*opt_eos != 0) + (opt_pad != NULL) + opt_special.n;
+    if (opt_vocab < 256 + n_sp)
+        asn_usage_error("--vocab-size %ld leaves no room for the 256 bytes and %ld special tokens", opt_vocab, n_sp);
+
+    asn_err e;
+    asn_bpe_words *w = asn_bpe_words_new(opt_pre, &e);
+    if (!w)
+        asn_usage_error("--pre: %s", e.msg);
+    static const char *stdin_only[] = {"-"};
+    const char *const *paths = nops ? (const char *const *)argv + 1 : stdin_only;
+    int n = nops ? nops : 1;
+    char **texts = asn_xcalloc((size_t)n, sizeof *texts);
+    size_t *lens = asn_xcalloc((size_t)n, sizeof *lens);
+    double t0 = now();
+    for (int i = 0; i < n; i++) {
+        texts[i] = slurp(paths[i], &lens[i]);
+        if (asn_bpe_words_add(w, texts[i], lens[i], &e))
+            asn_fatal("%s: %s", strcmp(paths[i], "-") ? paths[i] : "stdin", e.msg);
+        if (!opt_check) {
+            free(texts[i]);
+            texts[i] = NULL;
+        }
+    }
+    double t1 = now();
+
+    asn_bpe_opts o;
+    asn_bpe_opts_init(&o);
+    o.vocab_size = (int32_t)opt_vocab;
+    o.min_count = opt_min_count;
+    o.bos = *opt_bos ? opt_bos : NULL;
+    o.eos = *opt_eos ? opt_eos : NULL;
+    o.pad = opt_pad;
+    o.special = opt_special.v;
+    o.n_special = (size_t)opt_special.n;
+    asn_progress *bar = NULL;
+    o.progress = on_merge;
+    o.progress_ctx = &bar;
+    asn_bpe *b = asn_bpe_train(w, &o, &e);
+    asn_progress_done(bar);
+    if (!b)
+        asn_fatal("%s", e.msg);
+    double t2 = now();
+    if (asn_bpe_write(b, opt_output, &e))
+        asn_fatal("%s", e.msg);
+
+    if (asn_bpe_n_tokens(b) < opt_vocab)
+        asn_warn("only %d merges reach --min-count %ld: %d tokens instead of %ld", (int)asn_bpe_n_merges(b),
+                 opt_min_count, (int)asn_bpe_n_tokens(b), opt_vocab);
+    if (opt_verbose) {
+        uint64_t bytes = asn_bpe_words_bytes(w), toks = asn_bpe_text_tokens(b);
+        fprintf(stderr,
+                "%s: %llu bytes, %llu pieces, %zu distinct (%.2f s); %d merges (%.2f s); %d tokens "
+                "(256 bytes, %d learned, %d special); %.3f bytes/token on the input\n",
+                asn_progname(), (unsigned long long)bytes, (unsigned long long)asn_bpe_words_pieces(w),
+                asn_bpe_words_distinct(w), t1 - t0, (int)asn_bpe_n_merges(b), t2 - t1, (int)asn_bpe_n_tokens(b),
+                (int)asn_bpe_n_merges(b), (int)n_sp, toks ? (double)bytes / (double)toks : 0.0);
+    }
+    if (opt_check)
+        check(b, texts, lens, paths, n);
+    for (int i = 0; i < n; i++)
+        free(texts[i]);
+    free(texts);
+    free(lens);
+    asn_bpe_free(b);
+    asn_bpe_words_free(w);
+    return 0;
+}
