@@ -5,6 +5,8 @@
 #   make test-san     the tests again under AddressSanitizer + UBSan
 #   make bench        benchmarks (ratios against baselines measured in the same run)
 #   make install PREFIX=/usr/local
+#   make demo         the whole pipeline on the shipped demo models
+#   make demo-models  rebuild the demo models (corpus, tokenizer, training)
 #
 # O= puts objects and binaries under another folder (the sanitizer build uses
 # O=build/san), so several configurations can live side by side.
@@ -45,7 +47,7 @@ BENCHES  := $(BENCH_SRC:bench/%.c=$(O)/build/bench/%)
 DEPS_OK  := build/.deps-ok
 
 .SECONDARY:
-.PHONY: all deps test test-unit test-san bench fuzz install clean
+.PHONY: all deps test test-unit test-san bench fuzz install clean demo demo-models demo-check
 all: $(TOOLS) $(TESTS) $(REPLAYS) $(BENCHES)
 
 # Missing Debian packages are installed (as root) or named with the exact
@@ -116,6 +118,26 @@ fuzz: | $(DEPS_OK)
 	  build/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1 \
 	    build/fuzz/corpus-$$n tests/fuzz/seeds/$$n 2>&1 | tail -4 || exit 1; \
 	done
+
+# The whole pipeline on the shipped demo models (pipelines/demo.mk).
+DEMO_OUT ?= out/demo
+demo: all
+	@$(MAKE) --no-print-directory -f pipelines/demo.mk OUT=$(DEMO_OUT)
+	@echo; echo "demo: report at $(DEMO_OUT)/report/report.html"; \
+	  cat $(DEMO_OUT)/report/summary.txt 2>/dev/null | head -20
+
+# Rebuilds the demo models from the corpus (about 90 minutes each on 2 cores).
+demo-models: all
+	@$(MAKE) --no-print-directory -f pipelines/models.mk
+
+# Runs the demo twice (serial and -j2) and requires byte-identical datasets.
+demo-check: all
+	@rm -rf build/demo-a build/demo-b
+	@$(MAKE) --no-print-directory -f pipelines/demo.mk OUT=build/demo-a >/dev/null
+	@$(MAKE) --no-print-directory -j2 -f pipelines/demo.mk OUT=build/demo-b >/dev/null
+	@for f in candidates verified ranked diverse ngram scored filtered pairs; do \
+	  cmp build/demo-a/$$f.jsonl build/demo-b/$$f.jsonl || exit 1; done
+	@echo "demo-check: two runs (serial and -j2) gave byte-identical datasets"
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/asn

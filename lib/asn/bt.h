@@ -135,6 +135,8 @@ extern const char asn_judge_default_template[];
  * for an unknown placeholder, a missing or repeated one, or an unmatched
  * brace. */
 asn_judge_tmpl *asn_judge_tmpl_parse(const char *text, const char *name, asn_err *e);
+/* The same from a file (UTF-8 text, used byte for byte). */
+asn_judge_tmpl *asn_judge_tmpl_load(const char *path, asn_err *e);
 void asn_judge_tmpl_free(asn_judge_tmpl *t);
 /* The filled-in text (caller frees). */
 char *asn_judge_tmpl_format(const asn_judge_tmpl *t, const char *input, const char *a, const char *b);

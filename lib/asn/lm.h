@@ -22,6 +22,7 @@
 
 #include "asn/core.h"
 #include "asn/gguf.h"
+#include "asn/optim.h"
 #include "asn/pool.h"
 
 /* Defaults where a config leaves them 0: llama's rope base and the RMSNorm
@@ -98,6 +99,18 @@ void asn_lm_zero_grad(asn_lm *lm);
  * the gradient of their mean loss. */
 int asn_lm_backward(asn_lm *lm, float scale, asn_err *e);
 
+/* Mean cross-entropy over a token stream cut into consecutive windows of
+ * T tokens (every position after the first predicted once, at most
+ * max_preds predictions; 0: all), B windows per forward pass. n >= 2. */
+int asn_lm_eval(asn_lm *lm, const int32_t *ids, size_t n, size_t max_preds, int B, int T, double *loss,
+                asn_err *e);
+
+/* One AdamW update (asn/optim.h) of every tensor with the gradients, step
+ * number t (>= 1), weight decay on matrices only; m and v are flat arrays
+ * in the parameter layout. Split across the pool (elementwise: the split
+ * changes no bit). */
+void asn_lm_adamw_step(asn_lm *lm, const asn_adamw *h, long t, float lr, float weight_decay, float *m, float *v);
+
 /* ------------------------------------------------------------- GGUF */
 
 /* Adds general.architecture "llama", general.name, general.file_type and
@@ -118,6 +131,26 @@ int asn_lm_gguf_read_tensors(const asn_lm *lm, const asn_gguf *g, const char *pr
  * llama.vocab_size alone gives the vocabulary size) and the parameters. */
 int asn_lm_save(const asn_lm *lm, const char *path, const char *name, const asn_gguf *vocab, asn_err *e);
 
+/* What a checkpoint holds besides the parameters. */
+typedef struct asn_lm_state {
+    long step;        /* optimizer steps done */
+    uint64_t tokens;  /* tokens trained on */
+    uint64_t windows; /* the RNG position: training windows drawn */
+    double elapsed;   /* seconds of training */
+    float *m, *v;     /* AdamW moments, n_params each (the caller's) */
+} asn_lm_state;
+
+/* A checkpoint: the model file of asn_lm_save, the moments as tensors
+ * adam.m.NAME and adam.v.NAME, the state as asn.train.* keys, and the
+ * caller's string keys (extra: key, value, key, value, ..., NULL; may be
+ * NULL). A checkpoint loads as a model too. */
+int asn_lm_checkpoint_save(const asn_lm *lm, const char *path, const char *name, const asn_gguf *vocab,
+                           const asn_lm_state *st, const char *const *extra, asn_err *e);
+/* Reads a checkpoint into lm's parameters and st (step, tokens, windows,
+ * elapsed, moments). Its model must have lm's config: the error names the
+ * first difference. */
+int asn_lm_checkpoint_load(asn_lm *lm, const asn_gguf *g, asn_lm_state *st, asn_err *e);
+
 /* ---------------------------------------------------- token corpus
  * (lib/learn/corpus.c) */
 
@@ -137,14 +170,24 @@ struct asn_vocab;
 int asn_lm_tokenize_corpus(const struct asn_vocab *v, const char *text, size_t len, const char *doc_sep,
                            asn_pool *pool, int32_t **ids, size_t *n, asn_err *e);
 
-/* A token cache file: a header naming what the ids were made from (key: 64
- * hex digits the caller derives from the text, the vocab and the options),
- * then the ids as little-endian int32. Load returns 1 with the ids, 0 when
- * the file is absent, for another key, truncated or holds an id >= n_vocab
- * (rebuild it), -1 on a read error. Save writes atomically (a temporary
- * file renamed). */
-int asn_lm_tokens_load(const char *path, const char *key, int32_t n_vocab, int32_t **ids, size_t *n, asn_err *e);
-int asn_lm_tokens_save(const char *path, const char *key, const int32_t *ids, size_t n, asn_err *e);
+/* What asn_lm_corpus_load did, for the caller to report. */
+typedef struct asn_lm_corpus_info {
+    size_t bytes;       /* of the text */
+    int from_cache;     /* 1: the ids were read from the cache */
+    double seconds;     /* spent tokenizing (0 from the cache) */
+    char warning[1024]; /* not empty: the cache could not be written (the ids are fine) */
+} asn_lm_corpus_info;
+
+/* The token stream of a text file (asn_lm_tokenize_corpus), through a
+ * cache file when cache is not NULL: the cache holds the ids (little-endian
+ * int32) after a header with a key, the SHA-256 of the text's SHA-256,
+ * vocab_id (something that names the vocab, e.g. its file's SHA-256) and
+ * doc_sep; a cache with another key, truncated, or with ids out of range is
+ * rebuilt, and written atomically (a temporary file renamed). *ids is a new
+ * array. Errors name the file. */
+int asn_lm_corpus_load(const char *path, const struct asn_vocab *v, const char *vocab_id, const char *doc_sep,
+                       const char *cache, asn_pool *pool, int32_t **ids, size_t *n, asn_lm_corpus_info *info,
+                       asn_err *e);
 
 /* Start of the training window number `index` of len + 1 tokens (inputs
  * and their next-token targets) in a stream of n tokens (n > len), drawn
@@ -204,8 +247,8 @@ void asn_lm_swiglu_backward(asn_pool *pool, float *dgate, float *dup, const floa
                             const float *up, size_t n);
 
 /* out = a + b */
-void asn_lm_residual_forward(float *out, const float *a, const float *b, size_t n);
-void asn_lm_residual_backward(float *da, float *db, const float *dout, size_t n);
+void asn_lm_residual_forward(asn_pool *pool, float *out, const float *a, const float *b, size_t n);
+void asn_lm_residual_backward(asn_pool *pool, float *da, float *db, const float *dout, size_t n);
 
 /* Softmax and cross-entropy per row: probs = softmax(logits) (probs may be
  * logits: in place), losses[i] = -log probs[i][targets[i]] (0 where the

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Pieces of about this many bytes are tokenized independently (and in
@@ -124,7 +125,9 @@ int asn_lm_tokenize_corpus(const asn_vocab *v, const char *text, size_t len, con
 
 /* --------------------------------------------------------------- cache */
 
-int asn_lm_tokens_load(const char *path, const char *key, int32_t n_vocab, int32_t **ids, size_t *n, asn_err *e)
+/* 1 with the ids, 0 when the file is absent or not for this key / vocab
+ * size (rebuild it), -1 on a read error. */
+static int tokens_load(const char *path, const char *key, int32_t n_vocab, int32_t **ids, size_t *n, asn_err *e)
 {
     *ids = NULL;
     *n = 0;
@@ -157,7 +160,7 @@ int asn_lm_tokens_load(const char *path, const char *key, int32_t n_vocab, int32
     return 1;
 }
 
-int asn_lm_tokens_save(const char *path, const char *key, const int32_t *ids, size_t n, asn_err *e)
+static int tokens_save(const char *path, const char *key, const int32_t *ids, size_t n, asn_err *e)
 {
     size_t pl = strlen(path);
     char *tmp = asn_xmalloc(pl + 32);
@@ -183,6 +186,78 @@ int asn_lm_tokens_save(const char *path, const char *key, const int32_t *ids, si
     }
     free(tmp);
     return 0;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static char *read_file(const char *path, size_t *len, asn_err *e)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        asn_err_set(e, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t n = 0, cap = 0, k;
+    do {
+        asn_grow((void **)&buf, &cap, n + (1 << 20), 1);
+        k = fread(buf + n, 1, cap - n, f);
+        n += k;
+    } while (k > 0);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        asn_err_set(e, "%s: read error", path);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+int asn_lm_corpus_load(const char *path, const asn_vocab *v, const char *vocab_id, const char *doc_sep,
+                       const char *cache, asn_pool *pool, int32_t **ids, size_t *n, asn_lm_corpus_info *info,
+                       asn_err *e)
+{
+    memset(info, 0, sizeof *info);
+    *ids = NULL;
+    *n = 0;
+    size_t len;
+    char *text = read_file(path, &len, e);
+    if (!text)
+        return -1;
+    info->bytes = len;
+    /* the key: everything the ids depend on, the stream's format included */
+    char text_sha[65], key[65];
+    asn_sha256_hex(text, len, text_sha);
+    size_t vl = strlen(vocab_id), sl = doc_sep ? strlen(doc_sep) : 0, kl = 32 + 65 + vl + 1 + sl;
+    char *kb = asn_xmalloc(kl);
+    int hl = snprintf(kb, kl, "asn-lm-tokens-v1%c%s%c%s%c", 0x1f, text_sha, 0x1f, vocab_id, 0x1f);
+    if (sl)
+        memcpy(kb + hl, doc_sep, sl);
+    asn_sha256_hex(kb, (size_t)hl + sl, key);
+    free(kb);
+    int r = cache ? tokens_load(cache, key, asn_vocab_n_tokens(v), ids, n, e) : 0;
+    if (r == 0) {
+        double t0 = now();
+        r = asn_lm_tokenize_corpus(v, text, len, doc_sep, pool, ids, n, e) ? -1 : 0;
+        if (r)
+            asn_err_prefix(e, "%s", path);
+        info->seconds = now() - t0;
+        asn_err we;
+        if (!r && cache && tokens_save(cache, key, *ids, *n, &we))
+            snprintf(info->warning, sizeof info->warning, "%s", we.msg);
+    } else if (r == 1) {
+        info->from_cache = 1;
+        r = 0;
+    }
+    free(text);
+    return r;
 }
 
 /* ------------------------------------------------------------- windows */

@@ -11,9 +11,10 @@
  *   logits = (rmsnorm(x) * w_out_norm) Wembd^T            (tied output)
  *   loss = mean cross-entropy(logits, targets)
  *
- * The same math, in the same f32 order where it matters (RMSNorm, rope
- * tables, SwiGLU), as lib/model/forward.c, so the exported model's logits
- * match this forward pass. */
+ * The same math as lib/model/forward.c, in the same f32 arithmetic where
+ * it is cheap to (RMSNorm, rope tables), so the exported model's logits
+ * match this forward pass (within 1e-4, tests/unit/test_lm.c). Exponentials
+ * use the library's vectorized expf (asn/sampling.h, within 2 ulp). */
 #include "asn/lm.h"
 #include "asn/sampling.h" /* asn_exp_shifted: a vectorized expf */
 
@@ -33,7 +34,7 @@ enum { ATT_BLOCK = 64 };
 
 /* ------------------------------------------------------------ threading */
 
-/* Runs fn(ctx, lo, hi) over [0, n) split across the pool in blocks of
+/* Runs fn(ctx, lo, hi, ith) over [0, n) split across the pool in blocks of
  * `align` items; which thread gets which rows depends only on n and the
  * thread count. */
 typedef void (*range_fn)(void *ctx, int lo, int hi, int ith);
@@ -485,18 +486,60 @@ void asn_lm_swiglu_backward(asn_pool *pool, float *dgate, float *dup, const floa
 
 /* ----------------------------------------------------------- residual */
 
-void asn_lm_residual_forward(float *out, const float *a, const float *b, size_t n)
+typedef struct res_args {
+    float *out, *da, *db;
+    const float *a, *b, *dout;
+    size_t n;
+} res_args;
+
+static void res_fwd(void *p, int lo, int hi, int ith)
 {
-    for (size_t i = 0; i < n; i++)
-        out[i] = a[i] + b[i];
+    res_args *r = p;
+    size_t end = (size_t)hi * EW_CHUNK < r->n ? (size_t)hi * EW_CHUNK : r->n;
+    for (size_t i = (size_t)lo * EW_CHUNK; i < end; i++)
+        r->out[i] = r->a[i] + r->b[i];
 }
 
-void asn_lm_residual_backward(float *da, float *db, const float *dout, size_t n)
+static void res_bwd(void *p, int lo, int hi, int ith)
 {
-    for (size_t i = 0; i < n; i++) {
-        da[i] += dout[i];
-        db[i] += dout[i];
+    res_args *r = p;
+    size_t end = (size_t)hi * EW_CHUNK < r->n ? (size_t)hi * EW_CHUNK : r->n;
+    for (size_t i = (size_t)lo * EW_CHUNK; i < end; i++) {
+        r->da[i] += r->dout[i];
+        r->db[i] += r->dout[i];
     }
+}
+
+void asn_lm_residual_forward(asn_pool *pool, float *out, const float *a, const float *b, size_t n)
+{
+    res_args r = {.out = out, .a = a, .b = b, .n = n};
+    par_for(pool, (int)((n + EW_CHUNK - 1) / EW_CHUNK), 1, res_fwd, &r);
+}
+
+void asn_lm_residual_backward(asn_pool *pool, float *da, float *db, const float *dout, size_t n)
+{
+    res_args r = {.da = da, .db = db, .dout = dout, .n = n};
+    par_for(pool, (int)((n + EW_CHUNK - 1) / EW_CHUNK), 1, res_bwd, &r);
+}
+
+/* Zeroes n floats, split across the pool (the backward pass clears a few
+ * activation-sized buffers per layer). */
+typedef struct zero_args {
+    float *p;
+    size_t n;
+} zero_args;
+
+static void zero_run(void *p, int lo, int hi, int ith)
+{
+    zero_args *z = p;
+    size_t end = (size_t)hi * EW_CHUNK < z->n ? (size_t)hi * EW_CHUNK : z->n;
+    memset(z->p + (size_t)lo * EW_CHUNK, 0, (end - (size_t)lo * EW_CHUNK) * sizeof(float));
+}
+
+static void zero(asn_pool *pool, float *p, size_t n)
+{
+    zero_args z = {p, n};
+    par_for(pool, (int)((n + EW_CHUNK - 1) / EW_CHUNK), 1, zero_run, &z);
 }
 
 /* ------------------------------------------------------ cross-entropy */
@@ -860,13 +903,13 @@ int asn_lm_forward(asn_lm *lm, const int32_t *tokens, const int32_t *targets, in
         asn_lm_rope_forward(pool, A->k, lm->rope_cos, lm->rope_sin, N, T, c->n_head_kv, hd);
         asn_lm_attention_forward(pool, A->atty, A->att, A->q, A->k, A->v, B, T, c->n_head, c->n_head_kv, hd);
         asn_lm_matmul_forward(pool, lm->proj, A->atty, L.wo, N, qd, d);
-        asn_lm_residual_forward(A->res_mid, A->res_in, lm->proj, (size_t)N * d);
+        asn_lm_residual_forward(pool, A->res_mid, A->res_in, lm->proj, (size_t)N * d);
         asn_lm_rmsnorm_forward(pool, A->ln2, A->rstd2, A->res_mid, L.ffn_norm, N, d, c->rms_eps);
         asn_lm_matmul_forward(pool, A->g, A->ln2, L.gate, N, d, F);
         asn_lm_matmul_forward(pool, A->u, A->ln2, L.up, N, d, F);
         asn_lm_swiglu_forward(pool, A->sw, A->g, A->u, (size_t)N * F);
         asn_lm_matmul_forward(pool, lm->proj, A->sw, L.down, N, F, d);
-        asn_lm_residual_forward(res_next, A->res_mid, lm->proj, (size_t)N * d);
+        asn_lm_residual_forward(pool, res_next, A->res_mid, lm->proj, (size_t)N * d);
     }
     asn_lm_rmsnorm_forward(pool, lm->lnf, lm->rstdf, lm->res_out, out_norm, N, d, c->rms_eps);
     asn_lm_matmul_forward(pool, lm->logits, lm->lnf, tok_embd, N, d, V);
@@ -895,7 +938,7 @@ int asn_lm_forward(asn_lm *lm, const int32_t *tokens, const int32_t *targets, in
 
 const float *asn_lm_logits(const asn_lm *lm) { return lm->have_logits ? lm->logits : NULL; }
 
-void asn_lm_zero_grad(asn_lm *lm) { memset(lm->grads, 0, lm->n_params * sizeof(float)); }
+void asn_lm_zero_grad(asn_lm *lm) { zero(lm->pool, lm->grads, lm->n_params); }
 
 int asn_lm_backward(asn_lm *lm, float scale, asn_err *e)
 {
@@ -915,12 +958,12 @@ int asn_lm_backward(asn_lm *lm, float scale, asn_err *e)
 
     float *dlogits = lm->logits; /* in place over the probabilities */
     asn_lm_crossentropy_backward(pool, dlogits, scale / (float)lm->n_valid, lm->logits, lm->targets, N, V);
-    memset(lm->d_ln, 0, Nd * sizeof(float));
+    zero(pool, lm->d_ln, Nd);
     asn_lm_matmul_backward(pool, lm->d_ln, g_tok_embd, dlogits, lm->lnf, tok_embd, N, d, V);
     /* d_res: gradient of the residual stream between layers; d_res2: of
      * the stream between a layer's attention and its feed-forward half */
     float *d_out = lm->d_res, *d_mid = lm->d_res2;
-    memset(d_out, 0, Nd * sizeof(float));
+    zero(pool, d_out, Nd);
     asn_lm_rmsnorm_backward(pool, d_out, g_out_norm, lm->d_ln, lm->res_out, out_norm, lm->rstdf, N, d);
 
     for (int l = c->n_layer - 1; l >= 0; l--) {
@@ -929,33 +972,33 @@ int asn_lm_backward(asn_lm *lm, float scale, asn_err *e)
         layer_views(lm, lm->grads, &G, l, &g_tok_embd, &g_out_norm);
         layer_a *A = &lm->la[l];
         /* x_out = x_mid + ffn(x_mid) */
-        memset(d_mid, 0, Nd * sizeof(float));
-        memset(lm->d_proj, 0, Nd * sizeof(float));
-        asn_lm_residual_backward(d_mid, lm->d_proj, d_out, Nd);
-        memset(lm->d_sw, 0, (size_t)N * F * sizeof(float));
+        zero(pool, d_mid, Nd);
+        zero(pool, lm->d_proj, Nd);
+        asn_lm_residual_backward(pool, d_mid, lm->d_proj, d_out, Nd);
+        zero(pool, lm->d_sw, (size_t)N * F);
         asn_lm_matmul_backward(pool, lm->d_sw, G.down, lm->d_proj, A->sw, L.down, N, F, d);
-        memset(lm->d_g, 0, (size_t)N * F * sizeof(float));
-        memset(lm->d_u, 0, (size_t)N * F * sizeof(float));
+        zero(pool, lm->d_g, (size_t)N * F);
+        zero(pool, lm->d_u, (size_t)N * F);
         asn_lm_swiglu_backward(pool, lm->d_g, lm->d_u, lm->d_sw, A->g, A->u, (size_t)N * F);
-        memset(lm->d_ln, 0, Nd * sizeof(float));
+        zero(pool, lm->d_ln, Nd);
         asn_lm_matmul_backward(pool, lm->d_ln, G.gate, lm->d_g, A->ln2, L.gate, N, d, F);
         asn_lm_matmul_backward(pool, lm->d_ln, G.up, lm->d_u, A->ln2, L.up, N, d, F);
         asn_lm_rmsnorm_backward(pool, d_mid, G.ffn_norm, lm->d_ln, A->res_mid, L.ffn_norm, A->rstd2, N, d);
         /* x_mid = x_in + attention(x_in); d_out's buffer now takes d(x_in) */
         float *d_in = d_out;
-        memset(d_in, 0, Nd * sizeof(float));
-        memset(lm->d_proj, 0, Nd * sizeof(float));
-        asn_lm_residual_backward(d_in, lm->d_proj, d_mid, Nd);
-        memset(lm->d_atty, 0, (size_t)N * qd * sizeof(float));
+        zero(pool, d_in, Nd);
+        zero(pool, lm->d_proj, Nd);
+        asn_lm_residual_backward(pool, d_in, lm->d_proj, d_mid, Nd);
+        zero(pool, lm->d_atty, (size_t)N * qd);
         asn_lm_matmul_backward(pool, lm->d_atty, G.wo, lm->d_proj, A->atty, L.wo, N, qd, d);
-        memset(lm->d_q, 0, (size_t)N * qd * sizeof(float));
-        memset(lm->d_k, 0, (size_t)N * kvd * sizeof(float));
-        memset(lm->d_v, 0, (size_t)N * kvd * sizeof(float));
+        zero(pool, lm->d_q, (size_t)N * qd);
+        zero(pool, lm->d_k, (size_t)N * kvd);
+        zero(pool, lm->d_v, (size_t)N * kvd);
         asn_lm_attention_backward(pool, lm->d_q, lm->d_k, lm->d_v, lm->d_atty, A->att, A->q, A->k, A->v, B, T,
                                   c->n_head, c->n_head_kv, hd);
         asn_lm_rope_backward(pool, lm->d_q, lm->rope_cos, lm->rope_sin, N, T, c->n_head, hd);
         asn_lm_rope_backward(pool, lm->d_k, lm->rope_cos, lm->rope_sin, N, T, c->n_head_kv, hd);
-        memset(lm->d_ln, 0, Nd * sizeof(float));
+        zero(pool, lm->d_ln, Nd);
         asn_lm_matmul_backward(pool, lm->d_ln, G.wq, lm->d_q, A->ln1, L.wq, N, d, qd);
         asn_lm_matmul_backward(pool, lm->d_ln, G.wk, lm->d_k, A->ln1, L.wk, N, d, kvd);
         asn_lm_matmul_backward(pool, lm->d_ln, G.wv, lm->d_v, A->ln1, L.wv, N, d, kvd);
@@ -963,6 +1006,69 @@ int asn_lm_backward(asn_lm *lm, float scale, asn_err *e)
     }
     asn_lm_embedding_backward(pool, g_tok_embd, d_out, lm->tokens, N, d);
     return 0;
+}
+
+int asn_lm_eval(asn_lm *lm, const int32_t *ids, size_t n, size_t max_preds, int B, int T, double *loss,
+                asn_err *e)
+{
+    size_t preds = n > 0 ? n - 1 : 0;
+    if (max_preds && max_preds < preds)
+        preds = max_preds;
+    if (!preds || B <= 0 || T <= 0)
+        return asn_err_set(e, "nothing to evaluate (%zu tokens)", n);
+    int32_t *inp = asn_xmalloc((size_t)B * T * sizeof *inp), *tgt = asn_xmalloc((size_t)B * T * sizeof *tgt);
+    double sum = 0;
+    size_t count = 0, pos = 0;
+    int rc = 0;
+    while (pos < preds && !rc) {
+        /* full windows B at a time; a shorter last one alone */
+        int len = preds - pos >= (size_t)T ? T : (int)(preds - pos), b = 0;
+        while (b < B && pos + (size_t)len <= preds && (len == T || b == 0)) {
+            memcpy(inp + (size_t)b * len, ids + pos, (size_t)len * sizeof *ids);
+            memcpy(tgt + (size_t)b * len, ids + pos + 1, (size_t)len * sizeof *ids);
+            pos += (size_t)len;
+            b++;
+            if (len < T)
+                break;
+        }
+        double l;
+        rc = asn_lm_forward(lm, inp, tgt, b, len, &l, e);
+        sum += l * (double)b * len;
+        count += (size_t)b * len;
+    }
+    free(inp);
+    free(tgt);
+    if (!rc)
+        *loss = sum / (double)count;
+    return rc;
+}
+
+typedef struct adamw_task {
+    asn_lm *lm;
+    const asn_adamw *h;
+    long t;
+    float lr, wd;
+    float *m, *v;
+} adamw_task;
+
+static void adamw_run(void *arg, int ith, int nth)
+{
+    adamw_task *u = arg;
+    for (size_t i = 0; i < u->lm->n_tensors; i++) {
+        const asn_lm_tensor *t = &u->lm->tensors[i];
+        int lo, hi;
+        asn_split((int)t->size, ith, nth, 64, &lo, &hi);
+        size_t o = t->offset + (size_t)lo;
+        if (lo < hi)
+            asn_adamw_step(u->h, u->t, u->lr, t->decay ? u->wd : 0.0f, u->lm->params + o, u->lm->grads + o,
+                           u->m + o, u->v + o, (size_t)(hi - lo));
+    }
+}
+
+void asn_lm_adamw_step(asn_lm *lm, const asn_adamw *h, long t, float lr, float weight_decay, float *m, float *v)
+{
+    adamw_task u = {lm, h, t, lr, weight_decay, m, v};
+    asn_pool_run(lm->pool, adamw_run, &u);
 }
 
 /* ============================================================== GGUF */
@@ -1144,14 +1250,69 @@ int asn_lm_config_from_gguf(const asn_gguf *g, asn_lm_config *c, asn_err *e)
 
 int asn_lm_save(const asn_lm *lm, const char *path, const char *name, const asn_gguf *vocab, asn_err *e)
 {
+    return asn_lm_checkpoint_save(lm, path, name, vocab, NULL, NULL, e);
+}
+
+/* ------------------------------------------------------- checkpoints */
+
+int asn_lm_checkpoint_save(const asn_lm *lm, const char *path, const char *name, const asn_gguf *vocab,
+                           const asn_lm_state *st, const char *const *extra, asn_err *e)
+{
     asn_gguf_writer *w = asn_gguf_writer_new();
     asn_lm_gguf_meta(lm, w, name);
     if (vocab && asn_lm_gguf_copy_tokenizer(w, vocab, e)) {
         asn_gguf_writer_free(w);
         return -1;
     }
+    if (st) {
+        char el[64]; /* as text: an f32 would lose seconds on long runs */
+        snprintf(el, sizeof el, "%.3f", st->elapsed);
+        asn_gguf_set_u64(w, "asn.train.step", (uint64_t)st->step);
+        asn_gguf_set_u64(w, "asn.train.tokens", st->tokens);
+        asn_gguf_set_u64(w, "asn.train.windows", st->windows);
+        asn_gguf_set_str(w, "asn.train.elapsed", el);
+    }
+    for (int i = 0; extra && extra[i] && extra[i + 1]; i += 2)
+        asn_gguf_set_str(w, extra[i], extra[i + 1]);
     asn_lm_gguf_tensors(lm, w, "", lm->params);
+    if (st) {
+        asn_lm_gguf_tensors(lm, w, "adam.m.", st->m);
+        asn_lm_gguf_tensors(lm, w, "adam.v.", st->v);
+    }
     int rc = asn_gguf_write(w, path, e);
     asn_gguf_writer_free(w);
     return rc;
+}
+
+int asn_lm_checkpoint_load(asn_lm *lm, const asn_gguf *g, asn_lm_state *st, asn_err *e)
+{
+    asn_lm_config c;
+    if (asn_lm_config_from_gguf(g, &c, e))
+        return -1;
+    const asn_lm_config *m = &lm->cfg;
+    struct {
+        const char *what;
+        double have, want;
+    } cmp[] = {{"vocab size", c.n_vocab, m->n_vocab}, {"dim", c.dim, m->dim},
+               {"layers", c.n_layer, m->n_layer},     {"heads", c.n_head, m->n_head},
+               {"kv-heads", c.n_head_kv, m->n_head_kv}, {"ffn", c.ffn, m->ffn},
+               {"ctx", c.ctx, m->ctx},                {"rope-base", c.rope_base, m->rope_base},
+               {"rms-eps", c.rms_eps, m->rms_eps}};
+    for (size_t i = 0; i < sizeof cmp / sizeof cmp[0]; i++)
+        if (cmp[i].have != cmp[i].want)
+            return asn_err_set(e, "%s: the checkpoint has %s %g, the model %g", asn_gguf_path(g), cmp[i].what,
+                               cmp[i].have, cmp[i].want);
+    int64_t step = 0, tokens = 0, windows = 0;
+    char *el = NULL;
+    if (asn_lm_gguf_read_tensors(lm, g, "", lm->params, e) || asn_lm_gguf_read_tensors(lm, g, "adam.m.", st->m, e) ||
+        asn_lm_gguf_read_tensors(lm, g, "adam.v.", st->v, e) ||
+        asn_gguf_get_i64(g, "asn.train.step", 1, &step, e) || asn_gguf_get_i64(g, "asn.train.tokens", 1, &tokens, e) ||
+        asn_gguf_get_i64(g, "asn.train.windows", 1, &windows, e) || asn_gguf_get_str(g, "asn.train.elapsed", 1, &el, e))
+        return -1;
+    st->step = (long)step;
+    st->tokens = (uint64_t)tokens;
+    st->windows = (uint64_t)windows;
+    st->elapsed = strtod(el, NULL);
+    free(el);
+    return 0;
 }

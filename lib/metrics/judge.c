@@ -7,7 +7,9 @@
 #include "asn/sampling.h"
 #include "asn/vocab.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,6 +128,33 @@ fail:
     return NULL;
 }
 
+asn_judge_tmpl *asn_judge_tmpl_load(const char *path, asn_err *e)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        asn_err_set(e, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *text = NULL;
+    size_t n = 0, cap = 0, k;
+    do {
+        asn_grow((void **)&text, &cap, n + 4096, 1);
+        n += k = fread(text + n, 1, cap - n - 1, f);
+    } while (k > 0);
+    int bad = ferror(f);
+    fclose(f);
+    text[n] = 0;
+    asn_judge_tmpl *t = NULL;
+    if (bad)
+        asn_err_set(e, "%s: read error", path);
+    else if (strlen(text) != n)
+        asn_err_set(e, "%s: the template holds a NUL byte", path);
+    else
+        t = asn_judge_tmpl_parse(text, path, e);
+    free(text);
+    return t;
+}
+
 void asn_judge_tmpl_free(asn_judge_tmpl *t)
 {
     if (!t)
@@ -191,9 +220,7 @@ static int decode_rows(asn_engine *en, int V, const int *seq, const int32_t *con
             int m = n[k] - done[k] < chunk ? n[k] - done[k] : chunk;
             int want = all ? m : done[k] + m == n[k];
             items[ni] = (asn_batch_item){seq[k], tok[k] + done[k], m, NULL, all, NULL};
-            if (want) {
-                rows += (size_t)want;
-            }
+            rows += (size_t)want;
             idx[ni++] = k;
         }
         if (rows * (size_t)V > *cap) {
@@ -227,8 +254,8 @@ static int decode_rows(asn_engine *en, int V, const int *seq, const int32_t *con
 /* Log-softmax of a row at the given ids: expf(x - max) (the sampling
  * library's vectorized exp, within 2 ulp of expf) summed in double, as the
  * sampling library computes a softmax; it agrees with a double-precision
- * log-softmax (perplexity's) to about 1e-7. A row without a finite maximum
- * gives NaN. scratch holds V floats. */
+ * log-softmax (perplexity's) to about 1e-7. A row with a NaN, or without
+ * a finite maximum, gives NaN. scratch holds V floats. */
 static void row_logprobs(const float *row, int V, float *scratch, const int32_t *ids, int nids, double *out)
 {
     float mx = -INFINITY;

@@ -1,0 +1,169 @@
+/* asn/sampler_net.h — learned samplers: the three network architectures of
+ * the reference project (LocalProbabilityTransform,
+ * SimpleDistributionAwareTransform, SamplingNetwork) with their forward and
+ * hand-written backward passes, the loss they are trained with
+ * (TruncatedLogitsLoss), and sampler files (GGUF).
+ *
+ * A network maps one row of V logits to V log-probabilities. Tokens whose
+ * logit is -inf (removed by an earlier processor) stay -inf and are not seen
+ * by the network at all: its log_softmax, its statistics (max, entropy) and
+ * every sum or mean over the vocabulary run over the finite tokens only.
+ * Everything is f32; products of V x d matrices go through OpenBLAS.
+ *
+ * Work is split into fixed blocks of tokens and every sum over the
+ * vocabulary adds per-block partial sums in block order, so a forward pass
+ * gives the same bits whatever the number of threads. Gradients are
+ * summed per thread, then over threads in thread order: deterministic for a
+ * given thread count.
+ *
+ * Sampler files are GGUF: general.architecture = "asn-sampler",
+ * asn-sampler.type = the reference class name, one key per reference
+ * hyper-parameter (asn-sampler.hidden_dims, .use_dynamic_truncation,
+ * .d_model, .d_ff, .n_blocks, .n_heads, .scale) and one tensor per entry of
+ * the reference's PyTorch state_dict, under the same name (no "_orig_mod."
+ * prefix), dimensions in GGUF order (ne[0] = PyTorch's last dimension);
+ * scalar parameters are one-element tensors. */
+#ifndef ASN_SAMPLER_NET_H
+#define ASN_SAMPLER_NET_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "asn/core.h"
+#include "asn/gguf.h"
+#include "asn/pool.h"
+
+/* ------------------------------------------------------------ configuration */
+
+typedef enum asn_sampler_arch {
+    ASN_SAMPLER_LOCAL = 0,   /* LocalProbabilityTransform */
+    ASN_SAMPLER_DIST = 1,    /* SimpleDistributionAwareTransform */
+    ASN_SAMPLER_NETWORK = 2, /* SamplingNetwork */
+} asn_sampler_arch;
+
+/* The reference constructors' keyword arguments (their config YAML files
+ * hold exactly these keys). */
+typedef struct asn_sampler_config {
+    asn_sampler_arch arch;
+    int hidden_dims;            /* LOCAL, DIST */
+    int use_dynamic_truncation; /* DIST: truncation from a Linear(2, 2) of the statistics */
+    int d_model, d_ff, n_blocks, n_heads; /* NETWORK */
+    int scale;                  /* NETWORK: learned scaling head (reference default: false) */
+} asn_sampler_config;
+
+/* "LocalProbabilityTransform", ... */
+const char *asn_sampler_arch_name(asn_sampler_arch arch);
+/* The class name (exact) to the enum; -1 with an error listing the names. */
+int asn_sampler_arch_parse(const char *name, asn_sampler_arch *out, asn_err *e);
+
+/* Sizes the reference accepts: every size >= 1 and every SwiGLU layer with
+ * an inner size int(2 * hidden / 3) >= 1 (so hidden_dims >= 2, d_model >=
+ * 4), d_model a multiple of n_heads. */
+int asn_sampler_config_check(const asn_sampler_config *cfg, asn_err *e);
+/* A config from a JSON object (a reference config YAML loaded with
+ * asn_yaml): the keys are the constructor's arguments for that class,
+ * required unless the reference has a default (only `scale`); unknown keys
+ * are an error, as they are for the reference (a TypeError there). Sizes
+ * must be integers, flags booleans (or 0 / 1). */
+int asn_sampler_config_from_json(asn_sampler_arch arch, const json_t *obj, asn_sampler_config *cfg,
+                                 asn_err *e);
+/* The same from a YAML file; errors name the file (and line when known). */
+int asn_sampler_config_load(asn_sampler_arch arch, const char *path, asn_sampler_config *cfg, asn_err *e);
+
+/* ---------------------------------------------------------------- samplers */
+
+/* One parameter tensor: its state_dict key, PyTorch shape (n_dims 0 for a
+ * scalar) and place in the flat parameter / gradient arrays. */
+typedef struct asn_sampler_tensor {
+    const char *name;
+    int n_dims;
+    int64_t shape[2];
+    size_t offset, numel;
+} asn_sampler_tensor;
+
+typedef struct asn_sampler asn_sampler;
+
+/* A sampler with parameters initialized as the reference's constructors do
+ * (PyTorch defaults: Linear weights and biases uniform in +-1/sqrt(fan_in),
+ * LayerNorm weight 1 and bias 0; truncation scale 1.0 and threshold 10.0;
+ * static truncation parameters [0.5413, 10.0]), drawn from Philox with
+ * `seed`; gradients zero. NULL with an error for a bad config. */
+asn_sampler *asn_sampler_new(const asn_sampler_config *cfg, uint64_t seed, asn_err *e);
+void asn_sampler_free(asn_sampler *s);
+/* Draws the initial parameters again (as asn_sampler_new). */
+void asn_sampler_init(asn_sampler *s, uint64_t seed);
+
+const asn_sampler_config *asn_sampler_get_config(const asn_sampler *s);
+/* All parameters in one array (tensors in state_dict order, each row-major
+ * in PyTorch's layout) and the gradients in the same layout. */
+size_t asn_sampler_n_params(const asn_sampler *s);
+float *asn_sampler_params(asn_sampler *s);
+const float *asn_sampler_params_const(const asn_sampler *s);
+float *asn_sampler_grads(asn_sampler *s);
+void asn_sampler_zero_grad(asn_sampler *s);
+int asn_sampler_n_tensors(const asn_sampler *s);
+const asn_sampler_tensor *asn_sampler_tensor_at(const asn_sampler *s, int i);
+const asn_sampler_tensor *asn_sampler_find_tensor(const asn_sampler *s, const char *name);
+
+/* Sampler files. Saving writes F32 tensors. Loading checks the
+ * architecture, the type and hyper-parameters (asn_sampler_config_check),
+ * and that the tensors are exactly the expected ones (names and shapes; F32,
+ * F16 or BF16 data, finite values); errors name the file and what is wrong
+ * (a PyTorch checkpoint gets a pointer to scripts/convert-torch-sampler.py). */
+int asn_sampler_save(const asn_sampler *s, const char *path, asn_err *e);
+asn_sampler *asn_sampler_load(const char *path, asn_err *e);
+asn_sampler *asn_sampler_from_gguf(const asn_gguf *g, asn_err *e);
+
+/* ------------------------------------------------------ forward / backward */
+
+/* Working memory of forward and backward passes, for one sampler (or
+ * others of the same configuration) and one row at a time, grown on
+ * demand. `train` keeps what the backward pass needs: for a SamplingNetwork
+ * (n_blocks + 6) * d_model + 4 floats per token of the vocabulary (each
+ * block's input; the rest of a block is recomputed), for the other two 4.
+ * Without it a forward pass keeps 3 * d_model + 3 floats per token
+ * (SamplingNetwork) or 3, plus a few MiB per thread. */
+typedef struct asn_sampler_ws asn_sampler_ws;
+asn_sampler_ws *asn_sampler_ws_new(const asn_sampler *s, int train);
+void asn_sampler_ws_free(asn_sampler_ws *ws);
+
+/* out = network(logits) for one row of V logits (out may be logits).
+ * -inf logits give -inf; NaN or +inf logits are an error (out untouched).
+ * A row with no finite logit comes back all -inf. pool may be NULL (the
+ * calling thread alone). With a pool of several threads, OpenBLAS is called
+ * from each of them: set it to one thread (openblas_set_num_threads(1)) to
+ * avoid oversubscription. */
+int asn_sampler_forward(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, const float *logits,
+                        int V, float *out, asn_err *e);
+/* After a forward pass with a `train` workspace: adds d(loss)/d(parameters)
+ * to the sampler's gradients, given dout = d(loss)/d(out) (V entries, read
+ * at the finite tokens only). dlogits (may be NULL) receives d(loss)/d(logits)
+ * (0 at -inf logits). The forward pass's logits need not be kept. */
+int asn_sampler_backward(asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, const float *dout,
+                         float *dlogits, asn_err *e);
+
+/* -------------------------------------------------------------------- loss */
+
+/* TruncatedLogitsLoss (reference, "mean" reduction) for B rows of V:
+ *   kl      = mean over rows of sum over tokens the target keeps (finite) of
+ *             p_t (log p_t - log p_pred), p = softmax;
+ *   penalty = mean over rows of the predicted probability of the tokens the
+ *             target removed (-inf);
+ *   total   = kl + gamma * penalty.
+ * dpred (may be NULL) receives d(total)/d(pred), 0 where pred is -inf.
+ * Errors (out untouched; dpred may be partly written): gamma < 0, a NaN or +inf logit, a row whose
+ * prediction or target is all -inf, a token the target keeps and the
+ * prediction removed (KL would be infinite). */
+typedef struct asn_sampler_loss {
+    double total, kl, penalty;
+} asn_sampler_loss;
+
+int asn_truncated_logits_loss(const float *pred, const float *target, int B, int V, float gamma,
+                              asn_sampler_loss *out, float *dpred, asn_err *e);
+/* One row, its gradient multiplied by grad_scale (1/B for a mean over B rows
+ * processed one at a time). */
+int asn_truncated_logits_loss_row(const float *pred, const float *target, int V, float gamma,
+                                  float grad_scale, asn_sampler_loss *out, float *dpred, asn_err *e);
+
+#endif

@@ -1,0 +1,1645 @@
+/* sampler_net.c — the learned samplers: configuration, parameters (state_dict
+ * layout and PyTorch's initialization), sampler files, and the forward and
+ * backward passes of LocalProbabilityTransform, SimpleDistributionAwareTransform
+ * and SamplingNetwork built from the layers of layers.c.
+ *
+ * A pass over the vocabulary is a sequence of token-local steps run on
+ * blocks of CHUNK tokens (threads take whole blocks), separated by the
+ * reductions the architecture needs (log-sum-exp, the linear attention's
+ * sums, the mean), which add per-block partial sums in block order. The
+ * SamplingNetwork keeps each block's input for the backward pass and
+ * recomputes the rest of the block, a block of tokens at a time. */
+#include "asn/sampler_net.h"
+#include "asn/yaml.h"
+#include "learn/layers.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Tokens per block of work. Fixed (not derived from the thread count), so
+ * that sums over the vocabulary do not depend on how many threads ran. */
+#define CHUNK 512
+/* Logits per block of the first pass (maximum, log-sum-exp, finite count). */
+#define SCAN_BLK 4096
+
+/* ========================================================= configuration */
+
+static const char *const ARCH_NAMES[] = {"LocalProbabilityTransform", "SimpleDistributionAwareTransform",
+                                         "SamplingNetwork"};
+
+const char *asn_sampler_arch_name(asn_sampler_arch arch)
+{
+    return (unsigned)arch < 3 ? ARCH_NAMES[arch] : "unknown";
+}
+
+int asn_sampler_arch_parse(const char *name, asn_sampler_arch *out, asn_err *e)
+{
+    for (int i = 0; i < 3; i++)
+        if (name && !strcmp(name, ARCH_NAMES[i])) {
+            *out = (asn_sampler_arch)i;
+            return 0;
+        }
+    return asn_err_set(e, "unknown sampler architecture \"%s\" (expected LocalProbabilityTransform, "
+                          "SimpleDistributionAwareTransform or SamplingNetwork)",
+                       name ? name : "");
+}
+
+/* The SwiGLU layers' inner sizes must be >= 1 (a zero-width layer is
+ * meaningless), and the network's sizes must stay far from int overflow. */
+#define MAX_DIM 65536
+#define MAX_BLOCKS 1024
+
+int asn_sampler_config_check(const asn_sampler_config *c, asn_err *e)
+{
+    switch (c->arch) {
+    case ASN_SAMPLER_LOCAL:
+    case ASN_SAMPLER_DIST:
+        if (c->hidden_dims < 2 || c->hidden_dims > MAX_DIM)
+            return asn_err_set(e, "%s: hidden_dims must be 2..%d (inner size int(2 * hidden_dims / 3) >= 1), got %d",
+                               asn_sampler_arch_name(c->arch), MAX_DIM, c->hidden_dims);
+        return 0;
+    case ASN_SAMPLER_NETWORK:
+        if (c->d_model < 4 || c->d_model > MAX_DIM)
+            return asn_err_set(e, "SamplingNetwork: d_model must be 4..%d, got %d", MAX_DIM, c->d_model);
+        if (c->d_ff < 2 || c->d_ff > MAX_DIM)
+            return asn_err_set(e, "SamplingNetwork: d_ff must be 2..%d, got %d", MAX_DIM, c->d_ff);
+        if (c->n_blocks < 0 || c->n_blocks > MAX_BLOCKS)
+            return asn_err_set(e, "SamplingNetwork: n_blocks must be 0..%d, got %d", MAX_BLOCKS, c->n_blocks);
+        if (c->n_heads < 1 || c->d_model % c->n_heads)
+            return asn_err_set(e, "SamplingNetwork: d_model = %d is not divisible by n_heads = %d", c->d_model,
+                               c->n_heads);
+        return 0;
+    }
+    return asn_err_set(e, "unknown sampler architecture %d", (int)c->arch);
+}
+
+typedef struct cfg_key {
+    const char *name;
+    int is_bool, required;
+    size_t off;
+} cfg_key;
+
+#define CK(f, b, r) {#f, b, r, offsetof(asn_sampler_config, f)}
+static const cfg_key KEYS_LOCAL[] = {CK(hidden_dims, 0, 1), {NULL, 0, 0, 0}};
+static const cfg_key KEYS_DIST[] = {CK(hidden_dims, 0, 1), CK(use_dynamic_truncation, 1, 1), {NULL, 0, 0, 0}};
+static const cfg_key KEYS_NET[] = {CK(d_model, 0, 1), CK(d_ff, 0, 1), CK(n_blocks, 0, 1), CK(n_heads, 0, 1),
+                                   CK(scale, 1, 0), {NULL, 0, 0, 0}};
+static const cfg_key *const ARCH_KEYS[] = {KEYS_LOCAL, KEYS_DIST, KEYS_NET};
+
+static int config_from_json(asn_sampler_arch arch, const json_t *obj, asn_sampler_config *cfg, const asn_yaml *y,
+                            asn_err *e)
+{
+    char where[512];
+    const char *cls = asn_sampler_arch_name(arch);
+    if ((unsigned)arch > 2)
+        return asn_err_set(e, "unknown sampler architecture %d", (int)arch);
+    if (!json_is_object(obj))
+        return asn_err_set(e, "%s: a sampler config must be a mapping of %s's arguments",
+                           y ? asn_yaml_path(y) : "config", cls);
+    asn_sampler_config c;
+    memset(&c, 0, sizeof c);
+    c.arch = arch;
+    const cfg_key *keys = ARCH_KEYS[arch];
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)obj, k, v)
+    {
+        const cfg_key *ck = NULL;
+        for (const cfg_key *q = keys; q->name; q++)
+            if (!strcmp(q->name, k))
+                ck = q;
+        const char *at = y ? asn_yaml_where(y, v, where, sizeof where) : "config";
+        if (!ck) {
+            char list[256] = "";
+            for (const cfg_key *q = keys; q->name; q++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", q == keys ? "" : ", ", q->name);
+            return asn_err_set(e, "%s: unknown key \"%s\" for %s (its arguments: %s)", at, k, cls, list);
+        }
+        int *dst = (int *)((char *)&c + ck->off);
+        if (ck->is_bool) {
+            if (json_is_boolean(v))
+                *dst = json_is_true(v);
+            else if (json_is_integer(v) && (json_integer_value(v) == 0 || json_integer_value(v) == 1))
+                *dst = (int)json_integer_value(v);
+            else
+                return asn_err_set(e, "%s: %s must be true or false", at, k);
+        } else {
+            if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > MAX_DIM)
+                return asn_err_set(e, "%s: %s must be an integer 0..%d", at, k, MAX_DIM);
+            *dst = (int)json_integer_value(v);
+        }
+    }
+    for (const cfg_key *q = keys; q->name; q++)
+        if (q->required && !json_object_get(obj, q->name))
+            return asn_err_set(e, "%s: %s needs \"%s\"", y ? asn_yaml_path(y) : "config", cls, q->name);
+    if (asn_sampler_config_check(&c, e) < 0)
+        return y ? asn_err_prefix(e, "%s", asn_yaml_path(y)) : -1;
+    *cfg = c;
+    return 0;
+}
+
+int asn_sampler_config_from_json(asn_sampler_arch arch, const json_t *obj, asn_sampler_config *cfg, asn_err *e)
+{
+    return config_from_json(arch, obj, cfg, NULL, e);
+}
+
+int asn_sampler_config_load(asn_sampler_arch arch, const char *path, asn_sampler_config *cfg, asn_err *e)
+{
+    asn_yaml *y = asn_yaml_load(path, e);
+    if (!y)
+        return -1;
+    int rc = config_from_json(arch, asn_yaml_root(y), cfg, y, e);
+    asn_yaml_free(y);
+    return rc;
+}
+
+/* ============================================================ parameters */
+
+typedef struct mlp_off {
+    size_t wg, bg, wu, bu, wd, bd;
+    int in, inner, out;
+} mlp_off;
+
+typedef struct blk_off {
+    size_t qkv_w, qkv_b, o_w, o_b, n1_w, n1_b, n2_w, n2_b;
+    mlp_off ffn;
+} blk_off;
+
+enum { INIT_UNIFORM, INIT_CONST };
+typedef struct tinit {
+    int kind;
+    float bound;   /* INIT_UNIFORM: +-bound */
+    float v[2];    /* INIT_CONST: element i gets v[min(i, 1)] */
+} tinit;
+
+struct asn_sampler {
+    asn_sampler_config cfg;
+    int nt, cap_t;
+    asn_sampler_tensor *t;
+    tinit *init;
+    size_t np;
+    float *p, *g;
+    /* LOCAL: mlp; DIST: global_mlp; NETWORK: encoder.mlp */
+    mlp_off mlp;
+    size_t tr_scale, tr_thr;  /* LOCAL truncation_scale, truncation_threshold */
+    size_t loc_w, loc_b;      /* DIST local_mlp.0 */
+    size_t tr_params;         /* DIST, static truncation */
+    size_t th_w, th_b;        /* DIST, dynamic truncation_head */
+    blk_off *blk;             /* NETWORK */
+    mlp_off thead, trhead, shead;
+};
+
+static size_t add_tensor(asn_sampler *s, const char *name, int n_dims, int64_t d0, int64_t d1, tinit init)
+{
+    if (s->nt == s->cap_t) {
+        s->cap_t = s->cap_t ? 2 * s->cap_t : 16;
+        s->t = asn_xrealloc(s->t, (size_t)s->cap_t * sizeof *s->t);
+        s->init = asn_xrealloc(s->init, (size_t)s->cap_t * sizeof *s->init);
+    }
+    asn_sampler_tensor *t = &s->t[s->nt];
+    t->name = asn_xstrdup(name);
+    t->n_dims = n_dims;
+    t->shape[0] = n_dims >= 1 ? d0 : 1;
+    t->shape[1] = n_dims >= 2 ? d1 : 1;
+    t->numel = (size_t)t->shape[0] * (size_t)t->shape[1];
+    t->offset = s->np;
+    s->init[s->nt] = init;
+    s->np += t->numel;
+    s->nt++;
+    return t->offset;
+}
+
+static tinit uniform_init(int fan_in)
+{
+    tinit t = {INIT_UNIFORM, 1.0f / sqrtf((float)fan_in), {0, 0}};
+    return t;
+}
+static tinit const_init(float a, float b)
+{
+    tinit t = {INIT_CONST, 0, {a, b}};
+    return t;
+}
+
+/* nn.Linear(in, out): weight [out, in], bias [out], both U(+-1/sqrt(in)). */
+static void add_linear(asn_sampler *s, const char *prefix, int in, int out, size_t *w, size_t *b)
+{
+    char name[256];
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    *w = add_tensor(s, name, 2, out, in, uniform_init(in));
+    snprintf(name, sizeof name, "%s.bias", prefix);
+    *b = add_tensor(s, name, 1, out, 0, uniform_init(in));
+}
+
+static mlp_off add_mlp(asn_sampler *s, const char *prefix, int in, int hidden, int out)
+{
+    mlp_off m;
+    char name[256];
+    m.in = in;
+    m.inner = asn_nn_mlp_inner(hidden);
+    m.out = out;
+    snprintf(name, sizeof name, "%s.gate_proj", prefix);
+    add_linear(s, name, in, m.inner, &m.wg, &m.bg);
+    snprintf(name, sizeof name, "%s.up_proj", prefix);
+    add_linear(s, name, in, m.inner, &m.wu, &m.bu);
+    snprintf(name, sizeof name, "%s.down_proj", prefix);
+    add_linear(s, name, m.inner, out, &m.wd, &m.bd);
+    return m;
+}
+
+/* The tensors in the order of the reference's state_dict (a module's own
+ * parameters first, then its children in the order they were assigned). */
+static void build_table(asn_sampler *s)
+{
+    const asn_sampler_config *c = &s->cfg;
+    char name[256];
+    switch (c->arch) {
+    case ASN_SAMPLER_LOCAL:
+        s->tr_scale = add_tensor(s, "truncation_scale", 0, 0, 0, const_init(1.0f, 1.0f));
+        s->tr_thr = add_tensor(s, "truncation_threshold", 0, 0, 0, const_init(10.0f, 10.0f));
+        s->mlp = add_mlp(s, "mlp", 1, c->hidden_dims, 1);
+        break;
+    case ASN_SAMPLER_DIST:
+        if (!c->use_dynamic_truncation) /* softplus^-1(1) ~ 0.5413, softplus^-1(10) ~ 10 */
+            s->tr_params = add_tensor(s, "truncation_params", 1, 2, 0, const_init(0.5413f, 10.0f));
+        add_linear(s, "local_mlp.0", 1, c->hidden_dims, &s->loc_w, &s->loc_b);
+        s->mlp = add_mlp(s, "global_mlp", c->hidden_dims + 2, c->hidden_dims, 1);
+        if (c->use_dynamic_truncation)
+            add_linear(s, "truncation_head", 2, 2, &s->th_w, &s->th_b);
+        break;
+    case ASN_SAMPLER_NETWORK: {
+        int d = c->d_model;
+        s->mlp = add_mlp(s, "encoder.mlp", 1, d, d);
+        s->blk = asn_xcalloc((size_t)(c->n_blocks ? c->n_blocks : 1), sizeof *s->blk);
+        for (int b = 0; b < c->n_blocks; b++) {
+            blk_off *k = &s->blk[b];
+            snprintf(name, sizeof name, "blocks.%d.qkv_proj", b);
+            add_linear(s, name, d, 3 * d, &k->qkv_w, &k->qkv_b);
+            snprintf(name, sizeof name, "blocks.%d.attention.o_proj", b);
+            add_linear(s, name, d, d, &k->o_w, &k->o_b);
+            snprintf(name, sizeof name, "blocks.%d.ffn", b);
+            k->ffn = add_mlp(s, name, d, c->d_ff, d);
+            snprintf(name, sizeof name, "blocks.%d.norm1.weight", b);
+            k->n1_w = add_tensor(s, name, 1, d, 0, const_init(1.0f, 1.0f));
+            snprintf(name, sizeof name, "blocks.%d.norm1.bias", b);
+            k->n1_b = add_tensor(s, name, 1, d, 0, const_init(0.0f, 0.0f));
+            snprintf(name, sizeof name, "blocks.%d.norm2.weight", b);
+            k->n2_w = add_tensor(s, name, 1, d, 0, const_init(1.0f, 1.0f));
+            snprintf(name, sizeof name, "blocks.%d.norm2.bias", b);
+            k->n2_b = add_tensor(s, name, 1, d, 0, const_init(0.0f, 0.0f));
+        }
+        s->thead = add_mlp(s, "transformation_head", 2 * d, d, 1);
+        s->trhead = add_mlp(s, "truncation_head", d, d / 2, 2);
+        if (c->scale)
+            s->shead = add_mlp(s, "scaling_head", d, d / 2, 1);
+        break;
+    }
+    }
+}
+
+void asn_sampler_init(asn_sampler *s, uint64_t seed)
+{
+    /* Philox key: the seed and "sampler"; counter: (tensor, element / 4). */
+    const uint64_t key[2] = {seed, 0x73616d706c6572ULL};
+    for (int ti = 0; ti < s->nt; ti++) {
+        const asn_sampler_tensor *t = &s->t[ti];
+        const tinit *in = &s->init[ti];
+        float *p = s->p + t->offset;
+        if (in->kind == INIT_CONST) {
+            for (size_t i = 0; i < t->numel; i++)
+                p[i] = in->v[i < 1 ? 0 : 1];
+            continue;
+        }
+        for (size_t i = 0; i < t->numel; i += 4) {
+            uint64_t ctr[4] = {(uint64_t)ti, i / 4, 0, 0}, r[4];
+            asn_philox4x64(ctr, key, r);
+            for (size_t j = 0; j < 4 && i + j < t->numel; j++) {
+                double u = (double)(r[j] >> 11) * 0x1.0p-53; /* [0, 1) */
+                p[i + j] = (float)((2.0 * u - 1.0) * in->bound);
+            }
+        }
+    }
+}
+
+asn_sampler *asn_sampler_new(const asn_sampler_config *cfg, uint64_t seed, asn_err *e)
+{
+    if (asn_sampler_config_check(cfg, e) < 0)
+        return NULL;
+    asn_sampler *s = asn_xcalloc(1, sizeof *s);
+    s->cfg = *cfg;
+    if (s->cfg.arch != ASN_SAMPLER_DIST)
+        s->cfg.use_dynamic_truncation = 0;
+    if (s->cfg.arch != ASN_SAMPLER_NETWORK)
+        s->cfg.d_model = s->cfg.d_ff = s->cfg.n_blocks = s->cfg.n_heads = s->cfg.scale = 0;
+    else
+        s->cfg.hidden_dims = 0;
+    build_table(s);
+    s->p = asn_xcalloc(s->np, sizeof(float));
+    s->g = asn_xcalloc(s->np, sizeof(float));
+    asn_sampler_init(s, seed);
+    return s;
+}
+
+void asn_sampler_free(asn_sampler *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->nt; i++)
+        free((char *)s->t[i].name);
+    free(s->t);
+    free(s->init);
+    free(s->p);
+    free(s->g);
+    free(s->blk);
+    free(s);
+}
+
+const asn_sampler_config *asn_sampler_get_config(const asn_sampler *s) { return &s->cfg; }
+size_t asn_sampler_n_params(const asn_sampler *s) { return s->np; }
+float *asn_sampler_params(asn_sampler *s) { return s->p; }
+const float *asn_sampler_params_const(const asn_sampler *s) { return s->p; }
+float *asn_sampler_grads(asn_sampler *s) { return s->g; }
+void asn_sampler_zero_grad(asn_sampler *s) { memset(s->g, 0, s->np * sizeof(float)); }
+int asn_sampler_n_tensors(const asn_sampler *s) { return s->nt; }
+const asn_sampler_tensor *asn_sampler_tensor_at(const asn_sampler *s, int i)
+{
+    return i >= 0 && i < s->nt ? &s->t[i] : NULL;
+}
+const asn_sampler_tensor *asn_sampler_find_tensor(const asn_sampler *s, const char *name)
+{
+    for (int i = 0; i < s->nt; i++)
+        if (!strcmp(s->t[i].name, name))
+            return &s->t[i];
+    return NULL;
+}
+
+/* A view of an MLP's parameters (or gradients) in the flat array `base`. */
+static asn_nn_mlp mlp_view(const mlp_off *o, const float *base)
+{
+    float *b = (float *)base;
+    asn_nn_mlp m = {o->in, o->inner, o->out, b + o->wg, b + o->bg, b + o->wu, b + o->bu, b + o->wd, b + o->bd};
+    return m;
+}
+
+/* ========================================================== sampler files */
+
+#define GGUF_ARCH "asn-sampler"
+
+int asn_sampler_save(const asn_sampler *s, const char *path, asn_err *e)
+{
+    const asn_sampler_config *c = &s->cfg;
+    asn_gguf_writer *w = asn_gguf_writer_new();
+    asn_gguf_set_str(w, "general.architecture", GGUF_ARCH);
+    asn_gguf_set_str(w, GGUF_ARCH ".type", asn_sampler_arch_name(c->arch));
+    switch (c->arch) {
+    case ASN_SAMPLER_LOCAL:
+        asn_gguf_set_u32(w, GGUF_ARCH ".hidden_dims", (uint32_t)c->hidden_dims);
+        break;
+    case ASN_SAMPLER_DIST:
+        asn_gguf_set_u32(w, GGUF_ARCH ".hidden_dims", (uint32_t)c->hidden_dims);
+        asn_gguf_set_bool(w, GGUF_ARCH ".use_dynamic_truncation", c->use_dynamic_truncation);
+        break;
+    case ASN_SAMPLER_NETWORK:
+        asn_gguf_set_u32(w, GGUF_ARCH ".d_model", (uint32_t)c->d_model);
+        asn_gguf_set_u32(w, GGUF_ARCH ".d_ff", (uint32_t)c->d_ff);
+        asn_gguf_set_u32(w, GGUF_ARCH ".n_blocks", (uint32_t)c->n_blocks);
+        asn_gguf_set_u32(w, GGUF_ARCH ".n_heads", (uint32_t)c->n_heads);
+        asn_gguf_set_bool(w, GGUF_ARCH ".scale", c->scale);
+        break;
+    }
+    for (int i = 0; i < s->nt; i++) {
+        const asn_sampler_tensor *t = &s->t[i];
+        int64_t ne[2] = {t->n_dims == 2 ? t->shape[1] : t->shape[0], t->shape[0]};
+        asn_gguf_add_tensor(w, t->name, ASN_T_F32, t->n_dims == 2 ? 2 : 1, ne, s->p + t->offset);
+    }
+    int rc = asn_gguf_write(w, path, e);
+    asn_gguf_writer_free(w);
+    return rc;
+}
+
+static int get_size(const asn_gguf *g, const char *key, int *out, asn_err *e)
+{
+    uint32_t v = 0;
+    if (asn_gguf_get_u32(g, key, 1, &v, e) < 0)
+        return -1;
+    if (v > MAX_DIM)
+        return asn_err_set(e, "%s: %s = %u is too large", asn_gguf_path(g), key, v);
+    *out = (int)v;
+    return 0;
+}
+
+asn_sampler *asn_sampler_from_gguf(const asn_gguf *g, asn_err *e)
+{
+    const char *path = asn_gguf_path(g);
+    char *arch = NULL, *type = NULL;
+    asn_sampler_config c;
+    memset(&c, 0, sizeof c);
+    if (asn_gguf_get_str(g, "general.architecture", 1, &arch, e) < 0)
+        return NULL;
+    if (strcmp(arch, GGUF_ARCH)) {
+        asn_err_set(e, "%s: general.architecture is \"%s\", not \"" GGUF_ARCH "\" (not a sampler file)", path,
+                    arch);
+        free(arch);
+        return NULL;
+    }
+    free(arch);
+    if (asn_gguf_get_str(g, GGUF_ARCH ".type", 1, &type, e) < 0)
+        return NULL;
+    int rc = asn_sampler_arch_parse(type, &c.arch, e);
+    free(type);
+    if (rc < 0) {
+        asn_err_prefix(e, "%s", path);
+        return NULL;
+    }
+    switch (c.arch) {
+    case ASN_SAMPLER_LOCAL:
+        rc = get_size(g, GGUF_ARCH ".hidden_dims", &c.hidden_dims, e);
+        break;
+    case ASN_SAMPLER_DIST:
+        rc = get_size(g, GGUF_ARCH ".hidden_dims", &c.hidden_dims, e);
+        if (!rc)
+            rc = asn_gguf_get_bool(g, GGUF_ARCH ".use_dynamic_truncation", 1, &c.use_dynamic_truncation, e);
+        break;
+    case ASN_SAMPLER_NETWORK:
+        rc = get_size(g, GGUF_ARCH ".d_model", &c.d_model, e);
+        if (!rc)
+            rc = get_size(g, GGUF_ARCH ".d_ff", &c.d_ff, e);
+        if (!rc)
+            rc = get_size(g, GGUF_ARCH ".n_blocks", &c.n_blocks, e);
+        if (!rc)
+            rc = get_size(g, GGUF_ARCH ".n_heads", &c.n_heads, e);
+        if (!rc)
+            rc = asn_gguf_get_bool(g, GGUF_ARCH ".scale", 0, &c.scale, e);
+        break;
+    }
+    if (rc < 0)
+        return NULL;
+    asn_sampler *s = asn_sampler_new(&c, 0, e);
+    if (!s) {
+        asn_err_prefix(e, "%s", path);
+        return NULL;
+    }
+    for (int i = 0; i < s->nt; i++) {
+        const asn_sampler_tensor *t = &s->t[i];
+        const asn_gguf_tensor *gt = asn_gguf_find_tensor(g, t->name);
+        int nd = t->n_dims == 2 ? 2 : 1;
+        int64_t ne0 = t->n_dims == 2 ? t->shape[1] : t->shape[0], ne1 = nd == 2 ? t->shape[0] : 1;
+        if (!gt) {
+            asn_err_set(e, "%s: tensor %s is missing (a %s needs it)", path, t->name,
+                        asn_sampler_arch_name(c.arch));
+            goto fail;
+        }
+        if ((int)gt->n_dims != nd || gt->ne[0] != ne0 || gt->ne[1] != ne1) {
+            asn_err_set(e, "%s: tensor %s has shape [%lld, %lld] (GGUF order), expected [%lld, %lld]", path,
+                        t->name, (long long)gt->ne[0], (long long)gt->ne[1], (long long)ne0, (long long)ne1);
+            goto fail;
+        }
+        if (gt->type != ASN_T_F32 && gt->type != ASN_T_F16 && gt->type != ASN_T_BF16) {
+            asn_err_set(e, "%s: tensor %s is %s (F32, F16 or BF16 expected)", path, t->name,
+                        asn_ttype_name(gt->type));
+            goto fail;
+        }
+        float *dst = s->p + t->offset;
+        if (asn_dequantize_row(gt->type, gt->data, dst, (int64_t)t->numel) < 0) {
+            asn_err_set(e, "%s: tensor %s: cannot read its data", path, t->name);
+            goto fail;
+        }
+        for (size_t j = 0; j < t->numel; j++)
+            if (!isfinite(dst[j])) {
+                asn_err_set(e, "%s: tensor %s holds a non-finite value at %zu", path, t->name, j);
+                goto fail;
+            }
+    }
+    for (size_t i = 0; i < asn_gguf_n_tensors(g); i++) {
+        const asn_gguf_tensor *gt = asn_gguf_tensor_at(g, i);
+        char name[256];
+        size_t n = gt->name.n < sizeof name - 1 ? gt->name.n : sizeof name - 1;
+        memcpy(name, gt->name.p, n);
+        name[n] = 0;
+        if (!asn_sampler_find_tensor(s, name)) {
+            asn_err_set(e, "%s: unexpected tensor %s for a %s with these hyper-parameters", path, name,
+                        asn_sampler_arch_name(c.arch));
+            goto fail;
+        }
+    }
+    return s;
+fail:
+    asn_sampler_free(s);
+    return NULL;
+}
+
+asn_sampler *asn_sampler_load(const char *path, asn_err *e)
+{
+    asn_gguf *g = asn_gguf_open(path, e);
+    if (!g) {
+        /* torch.save writes a zip archive (or, before PyTorch 1.6, a pickle) */
+        unsigned char head[4] = {0};
+        FILE *f = fopen(path, "rb");
+        size_t n = f ? fread(head, 1, sizeof head, f) : 0;
+        if (f)
+            fclose(f);
+        if ((n == 4 && !memcmp(head, "PK\x03\x04", 4)) || (n >= 2 && head[0] == 0x80 && head[1] <= 5))
+            asn_err_set(e, "%s: a PyTorch checkpoint, not an asn sampler file (GGUF); convert it with "
+                           "scripts/convert-torch-sampler.py --config CONFIG.yaml %s sampler.gguf",
+                        path, path);
+        return NULL;
+    }
+    asn_sampler *s = asn_sampler_from_gguf(g, e);
+    asn_gguf_close(g);
+    return s;
+}
+
+/* ============================================================ workspace */
+
+typedef struct arena {
+    float *base;
+    size_t used, cap;
+} arena;
+
+/* n floats from a thread's arena, 64-byte aligned; the arena is sized for
+ * the largest step (arena_floats). */
+static float *arena_get(arena *a, size_t n)
+{
+    size_t at = (a->used + 15) & ~(size_t)15;
+    assert(at + n <= a->cap);
+    a->used = at + n;
+    return a->base + at;
+}
+
+struct asn_sampler_ws {
+    asn_sampler_config cfg;
+    size_t np;
+    int train;
+    /* the current row */
+    int ready;               /* a forward pass on a train workspace completed */
+    int V, n;                /* vocabulary, finite tokens */
+    const float *x;          /* the finite logits (the caller's row when all are finite) */
+    double lse;              /* log-sum-exp of the finite logits */
+    float stats[2];          /* DIST: max log-probability, entropy */
+    float scale, thr;        /* truncation scale and threshold of the row */
+    float mult;              /* NETWORK: multiplier */
+    /* per token (capacity cap_v) */
+    int cap_v;
+    float *xbuf;             /* the finite logits when some are -inf */
+    int32_t *idx;            /* their positions (NULL use: all finite) */
+    int compact;
+    float *lp, *dlp;
+    float *xs;               /* NETWORK: block inputs, slots of n x d */
+    float *qf;               /* NETWORK: phi(q) of the current block */
+    float *kv;               /* NETWORK backward: phi(k) | v of the current block */
+    float *dq, *dh;          /* NETWORK backward */
+    /* per block of tokens */
+    int cap_chunks;
+    size_t part_w;
+    double *part;            /* partial sums, part_w per block of tokens */
+    double *part_dlp;        /* sum of d loss / d lp per block of tokens */
+    int cap_scan;
+    asn_nn_lse *scan;
+    int64_t *scan_count;
+    int *scan_bad;
+    /* NETWORK: per layer and head state */
+    float *M;                /* n_blocks x d x (d + H) */
+    float *dkv, *dks;        /* d x d, d */
+    float *c;                /* pooled context, d */
+    float *tb_g, *tb_u;      /* tail biases (transformation head; DIST global_mlp) */
+    float *hc;               /* head caches on c: truncation g,u,a,out; scaling g,u,a,out */
+    /* per thread */
+    int cap_threads;
+    size_t arena_cap;
+    arena *arenas;
+    float *tgrad;            /* cap_threads x np */
+};
+
+/* Floats per token and fixed floats a thread's arena must hold. */
+static size_t arena_floats(const asn_sampler_config *c)
+{
+    size_t per, fixed = 64;
+    if (c->arch == ASN_SAMPLER_NETWORK) {
+        size_t d = (size_t)c->d_model, H = (size_t)c->n_heads;
+        size_t I = (size_t)asn_nn_mlp_inner(c->d_ff), E = (size_t)asn_nn_mlp_inner(d);
+        if (E > I)
+            I = E;
+        per = 24 * d + 4 * H + 6 * I + 32;
+        fixed += 2 * d * (d + H) + 64;
+    } else {
+        size_t H = (size_t)c->hidden_dims, I = (size_t)asn_nn_mlp_inner(c->hidden_dims);
+        per = 4 * H + 6 * I + 32;
+    }
+    return per * CHUNK + fixed + 64 * 16; /* alignment slack */
+}
+
+asn_sampler_ws *asn_sampler_ws_new(const asn_sampler *s, int train)
+{
+    asn_sampler_ws *ws = asn_xcalloc(1, sizeof *ws);
+    ws->cfg = s->cfg;
+    ws->np = s->np;
+    ws->train = train;
+    ws->arena_cap = arena_floats(&s->cfg);
+    const asn_sampler_config *c = &s->cfg;
+    size_t d = (size_t)c->d_model, H = (size_t)c->n_heads;
+    size_t I = (size_t)asn_nn_mlp_inner(c->arch == ASN_SAMPLER_NETWORK ? c->d_model : c->hidden_dims);
+    ws->part_w = 4 * I + 8;
+    if (c->arch == ASN_SAMPLER_NETWORK) {
+        size_t w = d * (d + H) > d * (d + 1) ? d * (d + H) : d * (d + 1);
+        if (w > ws->part_w)
+            ws->part_w = w;
+        ws->M = asn_xcalloc((size_t)(c->n_blocks ? c->n_blocks : 1) * d * (d + H), sizeof(float));
+        ws->dkv = asn_xcalloc(d * d, sizeof(float));
+        ws->dks = asn_xcalloc(d, sizeof(float));
+        ws->c = asn_xcalloc(d, sizeof(float));
+        ws->hc = asn_xcalloc(16 * d + 16, sizeof(float));
+    }
+    ws->tb_g = asn_xcalloc(I + 1, sizeof(float));
+    ws->tb_u = asn_xcalloc(I + 1, sizeof(float));
+    return ws;
+}
+
+void asn_sampler_ws_free(asn_sampler_ws *ws)
+{
+    if (!ws)
+        return;
+    free(ws->xbuf);
+    free(ws->idx);
+    free(ws->lp);
+    free(ws->dlp);
+    free(ws->xs);
+    free(ws->qf);
+    free(ws->kv);
+    free(ws->dq);
+    free(ws->dh);
+    free(ws->part);
+    free(ws->part_dlp);
+    free(ws->scan);
+    free(ws->scan_count);
+    free(ws->scan_bad);
+    free(ws->M);
+    free(ws->dkv);
+    free(ws->dks);
+    free(ws->c);
+    free(ws->tb_g);
+    free(ws->tb_u);
+    free(ws->hc);
+    for (int i = 0; i < ws->cap_threads; i++)
+        free(ws->arenas[i].base);
+    free(ws->arenas);
+    free(ws->tgrad);
+    free(ws);
+}
+
+static void ws_reserve(asn_sampler_ws *ws, int V, int nth)
+{
+    const asn_sampler_config *c = &ws->cfg;
+    if (V > ws->cap_v) {
+        size_t v = (size_t)V, d = (size_t)c->d_model;
+        free(ws->xbuf), free(ws->idx), free(ws->lp), free(ws->dlp);
+        ws->xbuf = asn_xmalloc(v * sizeof(float));
+        ws->idx = asn_xmalloc(v * sizeof(int32_t));
+        ws->lp = asn_xmalloc(v * sizeof(float));
+        ws->dlp = ws->train ? asn_xmalloc(v * sizeof(float)) : NULL;
+        if (c->arch == ASN_SAMPLER_NETWORK) {
+            size_t slots = ws->train ? (size_t)c->n_blocks + 1 : 2;
+            free(ws->xs), free(ws->qf), free(ws->kv), free(ws->dq), free(ws->dh);
+            ws->xs = asn_xmalloc(slots * v * d * sizeof(float));
+            ws->qf = asn_xmalloc(v * d * sizeof(float));
+            ws->kv = ws->train ? asn_xmalloc(2 * v * d * sizeof(float)) : NULL;
+            ws->dq = ws->train ? asn_xmalloc(v * d * sizeof(float)) : NULL;
+            ws->dh = ws->train ? asn_xmalloc(v * d * sizeof(float)) : NULL;
+        }
+        ws->cap_v = V;
+    }
+    int nch = (V + CHUNK - 1) / CHUNK + 1;
+    if (nch > ws->cap_chunks) {
+        free(ws->part), free(ws->part_dlp);
+        ws->part = asn_xmalloc((size_t)nch * ws->part_w * sizeof(double));
+        ws->part_dlp = asn_xmalloc((size_t)nch * sizeof(double));
+        ws->cap_chunks = nch;
+    }
+    int nscan = (V + SCAN_BLK - 1) / SCAN_BLK + 1;
+    if (nscan > ws->cap_scan) {
+        free(ws->scan), free(ws->scan_count), free(ws->scan_bad);
+        ws->scan = asn_xmalloc((size_t)nscan * sizeof *ws->scan);
+        ws->scan_count = asn_xmalloc((size_t)nscan * sizeof *ws->scan_count);
+        ws->scan_bad = asn_xmalloc((size_t)nscan * sizeof *ws->scan_bad);
+        ws->cap_scan = nscan;
+    }
+    if (nth > ws->cap_threads) {
+        ws->arenas = asn_xrealloc(ws->arenas, (size_t)nth * sizeof *ws->arenas);
+        for (int i = ws->cap_threads; i < nth; i++) {
+            ws->arenas[i].base = asn_xmalloc(ws->arena_cap * sizeof(float));
+            ws->arenas[i].cap = ws->arena_cap;
+            ws->arenas[i].used = 0;
+        }
+        if (ws->train) {
+            free(ws->tgrad);
+            ws->tgrad = asn_xmalloc((size_t)nth * ws->np * sizeof(float));
+        }
+        ws->cap_threads = nth;
+    }
+}
+
+/* ====================================================== passes over tokens */
+
+typedef struct pass pass;
+typedef void (*chunk_fn)(pass *p, int c, int lo, int hi, arena *a, float *tg);
+struct pass {
+    const asn_sampler *s;
+    asn_sampler_ws *ws;
+    chunk_fn fn;
+    int b;                /* NETWORK: block */
+    float *out;           /* forward: the output row */
+    const float *dout;    /* backward: d loss / d out */
+    int want_dlogits;
+    double sum_dlp;       /* backward: sum of d loss / d lp over the row */
+};
+
+static void pass_thread(void *ctx, int ith, int nth)
+{
+    pass *p = ctx;
+    asn_sampler_ws *ws = p->ws;
+    int nch = (ws->n + CHUNK - 1) / CHUNK, c0, c1;
+    asn_split(nch, ith, nth, 1, &c0, &c1);
+    float *tg = ws->train && ws->tgrad ? ws->tgrad + (size_t)ith * ws->np : NULL;
+    for (int c = c0; c < c1; c++) {
+        int lo = c * CHUNK, hi = lo + CHUNK < ws->n ? lo + CHUNK : ws->n;
+        ws->arenas[ith].used = 0;
+        p->fn(p, c, lo, hi, &ws->arenas[ith], tg);
+    }
+}
+
+static void run_pass(pass *p, asn_pool *pool, chunk_fn fn)
+{
+    p->fn = fn;
+    asn_pool_run(pool, pass_thread, p);
+}
+
+static int n_chunks(const asn_sampler_ws *ws) { return (ws->n + CHUNK - 1) / CHUNK; }
+
+/* Sums the per-block partial sums (w doubles each) in block order. */
+static void sum_parts(double *dst, const double *part, size_t stride, int nch, size_t w)
+{
+    memset(dst, 0, w * sizeof(double));
+    for (int c = 0; c < nch; c++)
+        for (size_t j = 0; j < w; j++)
+            dst[j] += part[(size_t)c * stride + j];
+}
+
+/* The output rows of a block of tokens: straight into the caller's row
+ * when every logit is finite, else through the arena and scattered. */
+static float *out_rows(pass *p, int lo, int cn, arena *a)
+{
+    return p->ws->compact ? arena_get(a, (size_t)cn) : p->out + lo;
+}
+static void out_scatter(pass *p, int lo, int cn, const float *o)
+{
+    if (p->ws->compact)
+        for (int j = 0; j < cn; j++)
+            p->out[p->ws->idx[lo + j]] = o[j];
+}
+/* The last step of every architecture: out = l + logsigmoid(l * scale +
+ * threshold) for rows lo.., into the caller's row. */
+static void out_truncate(pass *p, int lo, int cn, const float *l, arena *a)
+{
+    float *o = out_rows(p, lo, cn, a);
+    asn_nn_trunc_forward(o, l, p->ws->scale, p->ws->thr, cn);
+    out_scatter(p, lo, cn, o);
+}
+static const float *dout_rows(pass *p, int lo, int cn, arena *a)
+{
+    if (!p->ws->compact)
+        return p->dout + lo;
+    float *d = arena_get(a, (size_t)cn);
+    for (int j = 0; j < cn; j++)
+        d[j] = p->dout[p->ws->idx[lo + j]];
+    return d;
+}
+
+/* ------------------------------------------------ scan: lse and -inf tokens */
+
+typedef struct scan_ctx {
+    asn_sampler_ws *ws;
+    const float *logits;
+    float *out;
+    int V, nblk;
+    const int64_t *start; /* compaction: first finite index of each block */
+} scan_ctx;
+
+static void scan_thread(void *ctx, int ith, int nth)
+{
+    scan_ctx *sc = ctx;
+    int b0, b1;
+    asn_split(sc->nblk, ith, nth, 1, &b0, &b1);
+    for (int b = b0; b < b1; b++) {
+        int lo = b * SCAN_BLK, hi = lo + SCAN_BLK < sc->V ? lo + SCAN_BLK : sc->V;
+        int bad = 0;
+        sc->ws->scan[b] = asn_nn_lse_block(sc->logits + lo, hi - lo, &bad);
+        int64_t cnt = 0;
+        for (int i = lo; i < hi; i++)
+            cnt += sc->logits[i] > -INFINITY;
+        sc->ws->scan_count[b] = cnt;
+        sc->ws->scan_bad[b] = bad;
+    }
+}
+
+static void compact_thread(void *ctx, int ith, int nth)
+{
+    scan_ctx *sc = ctx;
+    asn_sampler_ws *ws = sc->ws;
+    int b0, b1;
+    asn_split(sc->nblk, ith, nth, 1, &b0, &b1);
+    for (int b = b0; b < b1; b++) {
+        int lo = b * SCAN_BLK, hi = lo + SCAN_BLK < sc->V ? lo + SCAN_BLK : sc->V;
+        int64_t pos = sc->start[b];
+        for (int i = lo; i < hi; i++) {
+            float x = sc->logits[i];
+            if (x > -INFINITY) {
+                ws->xbuf[pos] = x;
+                ws->idx[pos++] = i;
+            } else {
+                sc->out[i] = -INFINITY;
+            }
+        }
+    }
+}
+
+/* The row's log-sum-exp and entropy over its finite logits, and the finite
+ * logits themselves (ws->x, ws->n). Returns -1 (out untouched) on NaN or
+ * +inf; n = 0 (out all -inf) when nothing is finite. */
+static int scan_row(asn_sampler_ws *ws, asn_pool *pool, const float *logits, int V, float *out, asn_err *e)
+{
+    scan_ctx sc = {ws, logits, out, V, (V + SCAN_BLK - 1) / SCAN_BLK, NULL};
+    asn_pool_run(pool, scan_thread, &sc);
+    asn_nn_lse tot = {-INFINITY, 0, 0};
+    int64_t n = 0;
+    for (int b = 0; b < sc.nblk; b++) {
+        if (ws->scan_bad[b]) {
+            for (int i = b * SCAN_BLK; i < V; i++)
+                if (!(logits[i] <= INFINITY) || logits[i] == INFINITY)
+                    return asn_err_set(e, "sampler input: logit %d is %s", i, isnan(logits[i]) ? "NaN" : "+inf");
+        }
+        tot = asn_nn_lse_merge(tot, ws->scan[b]);
+        n += ws->scan_count[b];
+    }
+    ws->V = V;
+    ws->n = (int)n;
+    ws->compact = n < V;
+    ws->x = logits;
+    if (n == 0) {
+        for (int i = 0; i < V; i++)
+            out[i] = -INFINITY;
+        return 0;
+    }
+    ws->lse = asn_nn_lse_value(tot);
+    ws->stats[0] = (float)((double)tot.max - ws->lse);
+    ws->stats[1] = (float)asn_nn_lse_entropy(tot);
+    if (ws->compact) {
+        int64_t *start = asn_xmalloc((size_t)sc.nblk * sizeof *start), pos = 0;
+        for (int b = 0; b < sc.nblk; b++) {
+            start[b] = pos;
+            pos += ws->scan_count[b];
+        }
+        sc.start = start;
+        asn_pool_run(pool, compact_thread, &sc);
+        free(start);
+        ws->x = ws->xbuf;
+    }
+    return 0;
+}
+
+/* Through the input log_softmax: dlogits = dlp - p * (sum of dlp), 0 at
+ * -inf logits; the backward passes left dlp in ws->dlp and each block of
+ * tokens' sum in ws->part_dlp. */
+static void lsm_back_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
+{
+    asn_sampler_ws *ws = p->ws;
+    int cn = hi - lo;
+    float *dx = ws->compact ? arena_get(a, (size_t)cn) : p->out + lo;
+    asn_nn_logsoftmax_backward(dx, ws->dlp + lo, ws->lp + lo, p->sum_dlp, cn);
+    out_scatter(p, lo, cn, dx);
+}
+
+static void dlogits_pass(pass *p, asn_pool *pool, float *dlogits)
+{
+    asn_sampler_ws *ws = p->ws;
+    sum_parts(&p->sum_dlp, ws->part_dlp, 1, n_chunks(ws), 1);
+    if (ws->compact)
+        for (int i = 0; i < ws->V; i++)
+            dlogits[i] = 0.0f;
+    p->out = dlogits;
+    run_pass(p, pool, lsm_back_chunk);
+}
+
+/* Per-thread gradients: zeroed before a backward pass, added to the
+ * sampler's in thread order after it. */
+static void tgrad_begin(asn_sampler_ws *ws, int nth)
+{
+    memset(ws->tgrad, 0, (size_t)nth * ws->np * sizeof(float));
+}
+static void tgrad_end(asn_sampler *s, asn_sampler_ws *ws, int nth)
+{
+    for (int t = 0; t < nth; t++) {
+        const float *g = ws->tgrad + (size_t)t * ws->np;
+        for (size_t i = 0; i < ws->np; i++)
+            s->g[i] += g[i];
+    }
+}
+
+/* ================================================ LocalProbabilityTransform */
+
+/* The log-probabilities of a block of tokens (kept in ws->lp for the
+ * backward pass when training). */
+static const float *local_lp(pass *p, int lo, int cn, arena *a)
+{
+    asn_sampler_ws *ws = p->ws;
+    float *lp = ws->train ? ws->lp + lo : arena_get(a, (size_t)cn);
+    asn_nn_logsoftmax_forward(lp, ws->x + lo, ws->lse, cn);
+    return lp;
+}
+
+static void local_fwd_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
+{
+    const asn_sampler *s = p->s;
+    int cn = hi - lo;
+    const float *lp = local_lp(p, lo, cn, a);
+    asn_nn_mlp m = mlp_view(&s->mlp, s->p);
+    float *l = arena_get(a, (size_t)cn);
+    asn_nn_mlp1_forward(l, lp, &m, cn);
+    for (int j = 0; j < cn; j++)
+        l[j] += lp[j];
+    out_truncate(p, lo, cn, l, a);
+}
+
+static void local_bwd_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
+{
+    const asn_sampler *s = p->s;
+    asn_sampler_ws *ws = p->ws;
+    int cn = hi - lo;
+    const float *lp = ws->lp + lo;
+    asn_nn_mlp m = mlp_view(&s->mlp, s->p), dm = mlp_view(&s->mlp, tg);
+    float *l = arena_get(a, (size_t)cn), *dl = arena_get(a, (size_t)cn);
+    asn_nn_mlp1_forward(l, lp, &m, cn);
+    for (int j = 0; j < cn; j++)
+        l[j] += lp[j];
+    const float *dout = dout_rows(p, lo, cn, a);
+    double *part = ws->part + (size_t)c * ws->part_w;
+    part[0] = part[1] = 0;
+    asn_nn_trunc_backward(dl, &part[0], &part[1], dout, l, ws->scale, ws->thr, cn);
+    /* l = lp + mlp(lp) */
+    float *dlp = NULL;
+    if (p->want_dlogits) {
+        dlp = ws->dlp + lo;
+        memcpy(dlp, dl, (size_t)cn * sizeof(float));
+    }
+    asn_nn_mlp1_backward(dlp, &dm, dl, lp, &m, cn);
+    if (dlp)
+        ws->part_dlp[c] = asn_nn_sum(dlp, cn);
+}
+
+/* ========================================= SimpleDistributionAwareTransform */
+
+/* The row's truncation parameters from the statistics (dynamic) or the
+ * learned pair (static), before softplus. */
+static void dist_trunc_raw(const asn_sampler *s, const asn_sampler_ws *ws, float raw[2])
+{
+    if (s->cfg.use_dynamic_truncation) {
+        const float *w = s->p + s->th_w, *b = s->p + s->th_b;
+        for (int r = 0; r < 2; r++)
+            raw[r] = (float)((double)w[2 * r] * ws->stats[0] + (double)w[2 * r + 1] * ws->stats[1] + b[r]);
+    } else {
+        raw[0] = s->p[s->tr_params];
+        raw[1] = s->p[s->tr_params + 1];
+    }
+}
+
+/* Forward of a block of tokens up to l = lp + mlp([silu(local(lp)), stats]),
+ * keeping the activations in the arena. */
+typedef struct dist_acts {
+    float *pre, *loc, *g, *u, *a, *l;
+} dist_acts;
+
+static void dist_forward_rows(pass *p, const float *lp, int cn, arena *a, dist_acts *z)
+{
+    const asn_sampler *s = p->s;
+    asn_sampler_ws *ws = p->ws;
+    int H = s->cfg.hidden_dims, NI = s->mlp.inner;
+    asn_nn_mlp m = mlp_view(&s->mlp, s->p);
+    z->pre = arena_get(a, (size_t)cn * H);
+    z->loc = arena_get(a, (size_t)cn * H);
+    z->g = arena_get(a, (size_t)cn * NI);
+    z->u = arena_get(a, (size_t)cn * NI);
+    z->a = arena_get(a, (size_t)cn * NI);
+    z->l = arena_get(a, (size_t)cn);
+    asn_nn_linear_forward(z->pre, H, lp, 1, s->p + s->loc_w, 1, s->p + s->loc_b, cn, 1, H);
+    asn_nn_silu_forward(z->loc, z->pre, (size_t)cn * H);
+    asn_nn_mlp_forward(z->l, 1, z->g, z->u, z->a, z->loc, H, H, ws->tb_g, ws->tb_u, &m, cn);
+    for (int j = 0; j < cn; j++)
+        z->l[j] += lp[j];
+}
+
+static void dist_fwd_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
+{
+    const asn_sampler *s = p->s;
+    int cn = hi - lo, H = s->cfg.hidden_dims;
+    const float *lp = local_lp(p, lo, cn, a), *l;
+    if (H <= ASN_NN_DIST_MAXH) { /* fused: the same function, kept in registers */
+        asn_nn_mlp m = mlp_view(&s->mlp, s->p);
+        float *lv = arena_get(a, (size_t)cn);
+        asn_nn_dist_forward(lv, lp, s->p + s->loc_w, s->p + s->loc_b, H, p->ws->tb_g, p->ws->tb_u, &m, cn);
+        for (int j = 0; j < cn; j++)
+            lv[j] += lp[j];
+        l = lv;
+    } else {
+        dist_acts z;
+        dist_forward_rows(p, lp, cn, a, &z);
+        l = z.l;
+    }
+    out_truncate(p, lo, cn, l, a);
+}
+
+static void dist_bwd_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
+{
+    const asn_sampler *s = p->s;
+    asn_sampler_ws *ws = p->ws;
+    int cn = hi - lo, H = s->cfg.hidden_dims, NI = s->mlp.inner;
+    const float *lp = ws->lp + lo;
+    dist_acts z;
+    dist_forward_rows(p, lp, cn, a, &z);
+    const float *dout = dout_rows(p, lo, cn, a);
+    double *part = ws->part + (size_t)c * ws->part_w;
+    memset(part, 0, (2 + 2 * (size_t)NI) * sizeof(double));
+    float *dl = arena_get(a, (size_t)cn);
+    asn_nn_trunc_backward(dl, &part[0], &part[1], dout, z.l, ws->scale, ws->thr, cn);
+    /* l = lp + global_mlp([loc, stats]); the statistics carry no gradient */
+    asn_nn_mlp m = mlp_view(&s->mlp, s->p), dm = mlp_view(&s->mlp, tg);
+    float *dloc = arena_get(a, (size_t)cn * H), *dpre = arena_get(a, (size_t)cn * H);
+    float *scratch = arena_get(a, 3 * (size_t)cn * NI);
+    memset(dloc, 0, (size_t)cn * H * sizeof(float));
+    asn_nn_mlp_backward(dloc, H, &dm, part + 2, part + 2 + NI, dl, 1, z.g, z.u, z.a, z.loc, H, H, &m, cn, scratch);
+    asn_nn_silu_backward(dpre, dloc, z.pre, (size_t)cn * H);
+    float *dlp = NULL;
+    if (p->want_dlogits) {
+        dlp = ws->dlp + lo;
+        memcpy(dlp, dl, (size_t)cn * sizeof(float));
+    }
+    asn_nn_linear_backward(dlp, 1, tg + s->loc_w, 1, tg + s->loc_b, dpre, H, lp, 1, s->p + s->loc_w, 1, cn, 1, H);
+    if (dlp)
+        ws->part_dlp[c] = asn_nn_sum(dlp, cn);
+}
+
+/* ========================================================= SamplingNetwork */
+
+/* Where block b's input rows live: one slot per block when training (the
+ * backward pass needs them all), else two used in turn. */
+static float *net_x(const asn_sampler_ws *ws, int b, int lo)
+{
+    size_t slot = ws->train ? (size_t)b : (size_t)(b & 1);
+    return ws->xs + (slot * (size_t)ws->cap_v + (size_t)lo) * (size_t)ws->cfg.d_model;
+}
+static float *net_M(const asn_sampler_ws *ws, int b)
+{
+    size_t d = (size_t)ws->cfg.d_model, H = (size_t)ws->cfg.n_heads;
+    return ws->M + (size_t)b * d * (d + H);
+}
+
+/* Encoder: h0 = mlp(lp), for rows lo..hi; keeps g, u, a in the arena. */
+typedef struct enc_acts {
+    float *g, *u, *a;
+} enc_acts;
+static void net_encode(pass *p, const float *lp, float *x0, int cn, arena *a, enc_acts *z)
+{
+    const asn_sampler *s = p->s;
+    int d = s->cfg.d_model, NI = s->mlp.inner;
+    asn_nn_mlp m = mlp_view(&s->mlp, s->p);
+    z->g = arena_get(a, (size_t)cn * NI);
+    z->u = arena_get(a, (size_t)cn * NI);
+    z->a = arena_get(a, (size_t)cn * NI);
+    asn_nn_mlp_forward(x0, d, z->g, z->u, z->a, lp, 1, 1, NULL, NULL, &m, cn);
+}
+
+/* First half of block b for a block of tokens: qkv, phi(q) (kept in
+ * ws->qf for the second half), and this block's partial attention sums.
+ * Returns qkv (in the arena); kf receives phi(k) when not NULL. */
+static float *net_qkv(pass *p, int b, const float *x, int lo, int cn, arena *a, float **kf_out)
+{
+    const asn_sampler *s = p->s;
+    asn_sampler_ws *ws = p->ws;
+    int d = s->cfg.d_model;
+    const blk_off *k = &s->blk[b];
+    float *qkv = arena_get(a, (size_t)cn * 3 * d), *kf = arena_get(a, (size_t)cn * d);
+    asn_nn_linear_forward(qkv, 3 * d, x, d, s->p + k->qkv_w, d, s->p + k->qkv_b, cn, d, 3 * d);
+    float *qf = ws->qf + (size_t)lo * d;
+    asn_nn_elu1_forward(qf, d, qkv, 3 * d, cn, d);
+    asn_nn_elu1_forward(kf, d, qkv + d, 3 * d, cn, d);
+    if (kf_out)
+        *kf_out = kf;
+    return qkv;
+}
+
+static void net_stats_part(pass *p, int c, const float *qkv, const float *kf, int cn, arena *a)
+{
+    asn_sampler_ws *ws = p->ws;
+    int d = ws->cfg.d_model;
+    size_t w = (size_t)d * (d + 1);
+    float *P = arena_get(a, w);
+    memset(P, 0, w * sizeof(float));
+    asn_nn_linattn_stats_forward(P, kf, d, qkv + 2 * d, 3 * d, cn, d);
+    double *part = ws->part + (size_t)c * ws->part_w;
+    for (size_t j = 0; j < w; j++)
+        part[j] = P[j];
+}
+
+/* Second half of block b: attention output, residual + LayerNorm, SwiGLU,
+ * residual + LayerNorm, into xo (the next block's input rows). */
+typedef struct blk_acts {
+    float *att, *den, *r1, *m1, *s1, *h1, *g, *u, *a, *r2, *m2, *s2;
+} blk_acts;
+
+static void net_block_rest(pass *p, int b, const float *x, const float *qf, int ldq, float *xo, int cn, arena *a,
+                           blk_acts *z)
+{
+    const asn_sampler *s = p->s;
+    asn_sampler_ws *ws = p->ws;
+    int d = s->cfg.d_model, H = s->cfg.n_heads;
+    const blk_off *k = &s->blk[b];
+    int NI = k->ffn.inner;
+    size_t cd = (size_t)cn * d;
+    z->att = arena_get(a, cd);
+    z->den = arena_get(a, (size_t)cn * H);
+    z->r1 = arena_get(a, cd);
+    z->m1 = arena_get(a, (size_t)cn);
+    z->s1 = arena_get(a, (size_t)cn);
+    z->h1 = arena_get(a, cd);
+    z->g = arena_get(a, (size_t)cn * NI);
+    z->u = arena_get(a, (size_t)cn * NI);
+    z->a = arena_get(a, (size_t)cn * NI);
+    z->r2 = arena_get(a, cd);
+    z->m2 = arena_get(a, (size_t)cn);
+    z->s2 = arena_get(a, (size_t)cn);
+    float *nd = arena_get(a, (size_t)cn * (d + H));
+    asn_nn_linattn_forward(z->att, z->den, qf, ldq, net_M(ws, b), cn, d, H, nd);
+    asn_nn_linear_forward(z->r1, d, z->att, d, s->p + k->o_w, d, s->p + k->o_b, cn, d, d);
+    for (size_t j = 0; j < cd; j++)
+        z->r1[j] += x[j];
+    asn_nn_layernorm_forward(z->h1, z->m1, z->s1, z->r1, s->p + k->n1_w, s->p + k->n1_b, cn, d);
+    asn_nn_mlp m = mlp_view(&k->ffn, s->p);
+    asn_nn_mlp_forward(z->r2, d, z->g, z->u, z->a, z->h1, d, d, NULL, NULL, &m, cn);
+    for (size_t j = 0; j < cd; j++)
+        z->r2[j] += z->h1[j];
+    asn_nn_layernorm_forward(xo, z->m2, z->s2, z->r2, s->p + k->n2_w, s->p + k->n2_b, cn, d);
+}
+
+static void net_fwd_encode_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
+{
+    asn_sampler_ws *ws = p->ws;
+    int cn = hi - lo, d = ws->cfg.d_model;
+    float *lp = ws->lp + lo;
+    asn_nn_logsoftmax_forward(lp, ws->x + lo, ws->lse, cn);
+    enc_acts ez;
+    float *x0 = net_x(ws, 0, lo);
+    net_encode(p, lp, x0, cn, a, &ez);
+    if (ws->cfg.n_blocks > 0) {
+        float *kf;
+        float *qkv = net_qkv(p, 0, x0, lo, cn, a, &kf);
+        net_stats_part(p, c, qkv, kf, cn, a);
+    } else {
+        double *part = ws->part + (size_t)c * ws->part_w;
+        memset(part, 0, (size_t)d * sizeof(double));
+        asn_nn_colsum(part, x0, d, cn, d);
+    }
+}
+
+static void net_fwd_block_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
+{
+    asn_sampler_ws *ws = p->ws;
+    int cn = hi - lo, d = ws->cfg.d_model, b = p->b;
+    blk_acts z;
+    float *xo = net_x(ws, b + 1, lo);
+    net_block_rest(p, b, net_x(ws, b, lo), ws->qf + (size_t)lo * d, d, xo, cn, a, &z);
+    a->used = 0;
+    if (b + 1 < ws->cfg.n_blocks) {
+        float *kf;
+        float *qkv = net_qkv(p, b + 1, xo, lo, cn, a, &kf);
+        net_stats_part(p, c, qkv, kf, cn, a);
+    } else {
+        double *part = ws->part + (size_t)c * ws->part_w;
+        memset(part, 0, (size_t)d * sizeof(double));
+        asn_nn_colsum(part, xo, d, cn, d);
+    }
+}
+
+/* The attention sums of block b from the blocks' partials. */
+static void net_reduce_stats(asn_sampler_ws *ws, int b)
+{
+    int d = ws->cfg.d_model, H = ws->cfg.n_heads;
+    size_t w = (size_t)d * (d + 1);
+    double *tot = asn_xmalloc(w * sizeof(double));
+    float *P = asn_xmalloc(w * sizeof(float));
+    sum_parts(tot, ws->part, ws->part_w, n_chunks(ws), w);
+    for (size_t j = 0; j < w; j++)
+        P[j] = (float)tot[j];
+    asn_nn_linattn_build(net_M(ws, b), P, d, H);
+    free(tot);
+    free(P);
+}
+
+/* Head caches on c (ws->hc): truncation head g, u, a, out(2); scaling head
+ * g, u, a, out(1). */
+typedef struct head_cache {
+    float *tg, *tu, *ta, *tout, *sg, *su, *sa, *sout;
+} head_cache;
+static head_cache net_hc(const asn_sampler_ws *ws)
+{
+    size_t d = (size_t)ws->cfg.d_model;
+    head_cache h = {ws->hc, ws->hc + d, ws->hc + 2 * d, ws->hc + 3 * d, ws->hc + 4 * d, ws->hc + 5 * d,
+                    ws->hc + 6 * d, ws->hc + 7 * d};
+    return h;
+}
+
+/* The pooled context and everything computed from it alone. */
+static void net_heads_on_c(const asn_sampler *s, asn_sampler_ws *ws)
+{
+    int d = s->cfg.d_model;
+    double *tot = asn_xmalloc((size_t)d * sizeof(double));
+    sum_parts(tot, ws->part, ws->part_w, n_chunks(ws), (size_t)d);
+    for (int j = 0; j < d; j++)
+        ws->c[j] = (float)(tot[j] / ws->n);
+    free(tot);
+    asn_nn_mlp th = mlp_view(&s->thead, s->p), tr = mlp_view(&s->trhead, s->p);
+    asn_nn_mlp_tail_bias(ws->tb_g, ws->tb_u, &th, d, ws->c);
+    head_cache h = net_hc(ws);
+    asn_nn_mlp_forward(h.tout, 2, h.tg, h.tu, h.ta, ws->c, d, d, NULL, NULL, &tr, 1);
+    ws->scale = asn_nn_softplusf(h.tout[0]);
+    ws->thr = asn_nn_softplusf(h.tout[1]);
+    if (s->cfg.scale) {
+        asn_nn_mlp sh = mlp_view(&s->shead, s->p);
+        asn_nn_mlp_forward(h.sout, 1, h.sg, h.su, h.sa, ws->c, d, d, NULL, NULL, &sh, 1);
+        ws->mult = asn_nn_softplusf(h.sout[0]);
+    } else {
+        /* the reference's identity head returns the constant 1.0, so the
+         * multiplier is softplus(1) (kept for checkpoint compatibility) */
+        ws->mult = asn_nn_softplusf(1.0f);
+    }
+}
+
+/* Transformation head for a block of tokens: l' and l = mult * (lp + l'). */
+typedef struct head_acts {
+    float *g, *u, *a, *lmod, *l;
+} head_acts;
+static void net_head_rows(pass *p, const float *h, const float *lp, int cn, arena *a, head_acts *z)
+{
+    const asn_sampler *s = p->s;
+    asn_sampler_ws *ws = p->ws;
+    int d = s->cfg.d_model, NI = s->thead.inner;
+    asn_nn_mlp th = mlp_view(&s->thead, s->p);
+    z->g = arena_get(a, (size_t)cn * NI);
+    z->u = arena_get(a, (size_t)cn * NI);
+    z->a = arena_get(a, (size_t)cn * NI);
+    z->lmod = arena_get(a, (size_t)cn);
+    z->l = arena_get(a, (size_t)cn);
+    asn_nn_mlp_forward(z->lmod, 1, z->g, z->u, z->a, h, d, d, ws->tb_g, ws->tb_u, &th, cn);
+    for (int j = 0; j < cn; j++)
+        z->l[j] = ws->mult * (lp[j] + z->lmod[j]);
+}
+
+static void net_fwd_head_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
+{
+    asn_sampler_ws *ws = p->ws;
+    int cn = hi - lo;
+    head_acts z;
+    net_head_rows(p, net_x(ws, ws->cfg.n_blocks, lo), ws->lp + lo, cn, a, &z);
+    out_truncate(p, lo, cn, z.l, a);
+}
+
+static void net_forward(pass *p, asn_pool *pool)
+{
+    asn_sampler_ws *ws = p->ws;
+    const asn_sampler *s = p->s;
+    run_pass(p, pool, net_fwd_encode_chunk);
+    for (int b = 0; b < s->cfg.n_blocks; b++) {
+        net_reduce_stats(ws, b);
+        p->b = b;
+        run_pass(p, pool, net_fwd_block_chunk);
+    }
+    net_heads_on_c(s, ws);
+    run_pass(p, pool, net_fwd_head_chunk);
+}
+
+/* ------------------------------------------------- SamplingNetwork backward */
+
+/* Head: from dout to dh (ws->dh) of the last block's output, with the
+ * partial sums the context's gradient needs: part = [dscale, dthr, dmult,
+ * sum dgate (NI), sum dup (NI)]. */
+static void net_bwd_head_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
+{
+    const asn_sampler *s = p->s;
+    asn_sampler_ws *ws = p->ws;
+    int cn = hi - lo, d = s->cfg.d_model, NI = s->thead.inner;
+    const float *lp = ws->lp + lo, *h = net_x(ws, s->cfg.n_blocks, lo);
+    head_acts z;
+    net_head_rows(p, h, lp, cn, a, &z);
+    const float *dout = dout_rows(p, lo, cn, a);
+    double *part = ws->part + (size_t)c * ws->part_w;
+    memset(part, 0, (3 + 2 * (size_t)NI) * sizeof(double));
+    float *dl = arena_get(a, (size_t)cn), *dlmod = arena_get(a, (size_t)cn);
+    asn_nn_trunc_backward(dl, &part[0], &part[1], dout, z.l, ws->scale, ws->thr, cn);
+    /* l = mult * (lp + l') */
+    double dmult = 0;
+    for (int j = 0; j < cn; j++) {
+        dmult += (double)dl[j] * (lp[j] + z.lmod[j]);
+        dlmod[j] = dl[j] * ws->mult;
+    }
+    part[2] = dmult;
+    if (p->want_dlogits)
+        memcpy(ws->dlp + lo, dlmod, (size_t)cn * sizeof(float));
+    asn_nn_mlp th = mlp_view(&s->thead, s->p), dth = mlp_view(&s->thead, tg);
+    float *dh = ws->dh + (size_t)lo * d, *scratch = arena_get(a, 3 * (size_t)cn * NI);
+    memset(dh, 0, (size_t)cn * d * sizeof(float));
+    asn_nn_mlp_backward(dh, d, &dth, part + 3, part + 3 + NI, dlmod, 1, z.g, z.u, z.a, h, d, d, &th, cn, scratch);
+}
+
+/* The context's gradient (ws->c's slot in hc is reused: dc in ws->dks). */
+static void net_bwd_heads_on_c(asn_sampler *s, asn_sampler_ws *ws)
+{
+    int d = s->cfg.d_model, NI = s->thead.inner;
+    size_t w = 3 + 2 * (size_t)NI;
+    double *tot = asn_xmalloc(w * sizeof(double));
+    sum_parts(tot, ws->part, ws->part_w, n_chunks(ws), w);
+    float *dc = ws->dks;
+    memset(dc, 0, (size_t)d * sizeof(float));
+    /* transformation head: the context part of its gate and up inputs */
+    asn_nn_mlp th = mlp_view(&s->thead, s->p), dth = mlp_view(&s->thead, s->g);
+    asn_nn_mlp_tail_backward(dc, &dth, tot + 3, tot + 3 + NI, &th, d, ws->c);
+    /* truncation head: (scale, thr) = softplus(mlp(c)) */
+    head_cache h = net_hc(ws);
+    float dt2[2] = {(float)tot[0] * asn_nn_softplus_gradf(h.tout[0]), (float)tot[1] * asn_nn_softplus_gradf(h.tout[1])};
+    asn_nn_mlp tr = mlp_view(&s->trhead, s->p), dtr = mlp_view(&s->trhead, s->g);
+    float scratch[3 * 64];
+    float *big = NULL, *sc = scratch;
+    if (3 * (size_t)tr.inner > 3 * 64 || (s->cfg.scale && 3 * (size_t)s->shead.inner > 3 * 64))
+        sc = big = asn_xmalloc(3 * (size_t)(tr.inner > s->shead.inner ? tr.inner : s->shead.inner) * sizeof(float));
+    asn_nn_mlp_backward(dc, d, &dtr, NULL, NULL, dt2, 2, h.tg, h.tu, h.ta, ws->c, d, d, &tr, 1, sc);
+    if (s->cfg.scale) {
+        float dsc = (float)tot[2] * asn_nn_softplus_gradf(h.sout[0]);
+        asn_nn_mlp sh = mlp_view(&s->shead, s->p), dsh = mlp_view(&s->shead, s->g);
+        asn_nn_mlp_backward(dc, d, &dsh, NULL, NULL, &dsc, 1, h.sg, h.su, h.sa, ws->c, d, d, &sh, 1, sc);
+    }
+    free(big);
+    free(tot);
+}
+
+/* Block b, first half of its backward pass for a block of tokens: ws->dh
+ * holds d(loss)/d(block output); recomputes the block, back through
+ * LayerNorm 2, the SwiGLU, LayerNorm 1 and o_proj into the attention; leaves
+ * d(block input) through the residual in ws->dh, d(q) in ws->dq, phi(k) | v
+ * in ws->kv, and this block of tokens' part of d(M). */
+static void net_bwd_block_a(pass *p, int b, int c, int lo, int cn, arena *a, float *tg)
+{
+    const asn_sampler *s = p->s;
+    asn_sampler_ws *ws = p->ws;
+    int d = s->cfg.d_model, H = s->cfg.n_heads;
+    const blk_off *k = &s->blk[b];
+    int NI = k->ffn.inner;
+    size_t cd = (size_t)cn * d;
+    float *dh = ws->dh + (size_t)lo * d;
+    if (b == s->cfg.n_blocks - 1) /* the mean over the vocabulary */
+        asn_nn_mean_backward(dh, d, ws->dks, ws->n, cn, d);
+    /* recompute */
+    const float *x = net_x(ws, b, lo);
+    float *kf;
+    float *qkv = net_qkv(p, b, x, lo, cn, a, &kf);
+    float *qf = ws->qf + (size_t)lo * d, *kv = ws->kv + (size_t)lo * 2 * d;
+    for (int i = 0; i < cn; i++) {
+        memcpy(kv + (size_t)i * 2 * d, kf + (size_t)i * d, (size_t)d * sizeof(float));
+        memcpy(kv + (size_t)i * 2 * d + d, qkv + (size_t)i * 3 * d + 2 * d, (size_t)d * sizeof(float));
+    }
+    blk_acts z;
+    float *xo = arena_get(a, cd);
+    net_block_rest(p, b, x, qf, d, xo, cn, a, &z);
+    /* LayerNorm 2, residual, SwiGLU */
+    float *dr2 = arena_get(a, cd), *dh1 = arena_get(a, cd), *scratch = arena_get(a, 3 * (size_t)cn * NI);
+    memset(dr2, 0, cd * sizeof(float));
+    asn_nn_layernorm_backward(dr2, tg + k->n2_w, tg + k->n2_b, dh, z.r2, s->p + k->n2_w, z.m2, z.s2, cn, d);
+    memcpy(dh1, dr2, cd * sizeof(float));
+    asn_nn_mlp m = mlp_view(&k->ffn, s->p), dm = mlp_view(&k->ffn, tg);
+    asn_nn_mlp_backward(dh1, d, &dm, NULL, NULL, dr2, d, z.g, z.u, z.a, z.h1, d, d, &m, cn, scratch);
+    /* LayerNorm 1; the residual's part of d(x) goes to ws->dh */
+    memset(dh, 0, cd * sizeof(float));
+    asn_nn_layernorm_backward(dh, tg + k->n1_w, tg + k->n1_b, dh1, z.r1, s->p + k->n1_w, z.m1, z.s1, cn, d);
+    /* o_proj, then the attention over phi(q) */
+    float *datt = arena_get(a, cd), *dqf = arena_get(a, cd), *nd = arena_get(a, (size_t)cn * (d + H));
+    size_t wm = (size_t)d * (d + H);
+    float *dMp = arena_get(a, wm);
+    memset(datt, 0, cd * sizeof(float));
+    memset(dMp, 0, wm * sizeof(float));
+    asn_nn_linear_backward(datt, d, tg + k->o_w, d, tg + k->o_b, dh, d, z.att, d, s->p + k->o_w, d, cn, d, d);
+    asn_nn_linattn_backward(dqf, d, dMp, datt, z.att, z.den, qf, d, net_M(ws, b), cn, d, H, nd);
+    asn_nn_elu1_backward(ws->dq + (size_t)lo * d, d, dqf, d, qkv, 3 * d, cn, d);
+    double *part = ws->part + (size_t)c * ws->part_w;
+    for (size_t j = 0; j < wm; j++)
+        part[j] = dMp[j];
+}
+
+/* Block b, second half: through the attention sums into phi(k) and v, then
+ * qkv_proj into ws->dh (d(block input)). */
+static void net_bwd_block_b(pass *p, int b, int lo, int cn, arena *a, float *tg)
+{
+    const asn_sampler *s = p->s;
+    asn_sampler_ws *ws = p->ws;
+    int d = s->cfg.d_model;
+    const blk_off *k = &s->blk[b];
+    size_t cd = (size_t)cn * d;
+    const float *kv = ws->kv + (size_t)lo * 2 * d;
+    float *dkf = arena_get(a, cd), *dv = arena_get(a, cd), *dqkv = arena_get(a, 3 * cd);
+    asn_nn_linattn_stats_backward(dkf, d, dv, d, ws->dkv, ws->dks, kv, 2 * d, kv + d, 2 * d, cn, d);
+    const float *dq = ws->dq + (size_t)lo * d;
+    for (int i = 0; i < cn; i++) {
+        float *r = dqkv + (size_t)i * 3 * d;
+        const float *kfi = kv + (size_t)i * 2 * d, *dkfi = dkf + (size_t)i * d;
+        memcpy(r, dq + (size_t)i * d, (size_t)d * sizeof(float));
+        for (int j = 0; j < d; j++) /* phi'(k) = min(phi(k), 1) */
+            r[d + j] = dkfi[j] * (kfi[j] < 1.0f ? kfi[j] : 1.0f);
+        memcpy(r + 2 * d, dv + (size_t)i * d, (size_t)d * sizeof(float));
+    }
+    asn_nn_linear_backward(ws->dh + (size_t)lo * d, d, tg + k->qkv_w, d, tg + k->qkv_b, dqkv, 3 * d,
+                           net_x(ws, b, lo), d, s->p + k->qkv_w, d, cn, d, 3 * d);
+}
+
+static void net_bwd_encoder(pass *p, int c, int lo, int cn, arena *a, float *tg)
+{
+    const asn_sampler *s = p->s;
+    asn_sampler_ws *ws = p->ws;
+    int d = s->cfg.d_model, NI = s->mlp.inner;
+    const float *lp = ws->lp + lo;
+    enc_acts ez;
+    float *x0 = arena_get(a, (size_t)cn * d), *scratch = arena_get(a, 3 * (size_t)cn * NI);
+    net_encode(p, lp, x0, cn, a, &ez);
+    asn_nn_mlp m = mlp_view(&s->mlp, s->p), dm = mlp_view(&s->mlp, tg);
+    float *dlp = p->want_dlogits ? ws->dlp + lo : NULL;
+    asn_nn_mlp_backward(dlp, 1, &dm, NULL, NULL, ws->dh + (size_t)lo * d, d, ez.g, ez.u, ez.a, lp, 1, 1, &m, cn,
+                        scratch);
+    if (dlp)
+        ws->part_dlp[c] = asn_nn_sum(dlp, cn);
+}
+
+static void net_bwd_first_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
+{
+    /* after the head: the last block's first half (or the encoder) */
+    int nb = p->s->cfg.n_blocks;
+    if (nb > 0) {
+        net_bwd_block_a(p, nb - 1, c, lo, hi - lo, a, tg);
+    } else {
+        asn_nn_mean_backward(p->ws->dh + (size_t)lo * p->s->cfg.d_model, p->s->cfg.d_model, p->ws->dks, p->ws->n,
+                             hi - lo, p->s->cfg.d_model);
+        net_bwd_encoder(p, c, lo, hi - lo, a, tg);
+    }
+}
+
+static void net_bwd_next_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
+{
+    int b = p->b;
+    net_bwd_block_b(p, b, lo, hi - lo, a, tg);
+    a->used = 0;
+    if (b > 0)
+        net_bwd_block_a(p, b - 1, c, lo, hi - lo, a, tg);
+    else
+        net_bwd_encoder(p, c, lo, hi - lo, a, tg);
+}
+
+static void net_backward(pass *p, asn_pool *pool)
+{
+    asn_sampler *s = (asn_sampler *)p->s;
+    asn_sampler_ws *ws = p->ws;
+    int d = s->cfg.d_model, H = s->cfg.n_heads;
+    run_pass(p, pool, net_bwd_head_chunk);
+    net_bwd_heads_on_c(s, ws);
+    run_pass(p, pool, net_bwd_first_chunk);
+    size_t wm = (size_t)d * (d + H);
+    double *tot = asn_xmalloc(wm * sizeof(double));
+    float *dM = asn_xmalloc(wm * sizeof(float));
+    for (int b = s->cfg.n_blocks - 1; b >= 0; b--) {
+        sum_parts(tot, ws->part, ws->part_w, n_chunks(ws), wm);
+        for (size_t j = 0; j < wm; j++)
+            dM[j] = (float)tot[j];
+        asn_nn_linattn_dbuild(ws->dkv, ws->dks, dM, d, H);
+        p->b = b;
+        run_pass(p, pool, net_bwd_next_chunk);
+    }
+    free(tot);
+    free(dM);
+}
+
+/* ================================================================ dispatch */
+
+int asn_sampler_forward(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, const float *logits, int V,
+                        float *out, asn_err *e)
+{
+    if (V <= 0)
+        return asn_err_set(e, "sampler input: empty row");
+    if (memcmp(&ws->cfg, &s->cfg, sizeof ws->cfg) || ws->np != s->np)
+        return asn_err_set(e, "sampler workspace was made for another sampler");
+    int nth = asn_pool_size(pool);
+    ws->ready = 0;
+    ws_reserve(ws, V, nth);
+    if (scan_row(ws, pool, logits, V, out, e) < 0)
+        return -1;
+    ws->ready = ws->train;
+    if (ws->n == 0)
+        return 0;
+    pass p;
+    memset(&p, 0, sizeof p);
+    p.s = s;
+    p.ws = ws;
+    p.out = out;
+    switch (s->cfg.arch) {
+    case ASN_SAMPLER_LOCAL:
+        ws->scale = s->p[s->tr_scale];
+        ws->thr = s->p[s->tr_thr];
+        run_pass(&p, pool, local_fwd_chunk);
+        break;
+    case ASN_SAMPLER_DIST: {
+        float raw[2];
+        dist_trunc_raw(s, ws, raw);
+        ws->scale = asn_nn_softplusf(raw[0]);
+        ws->thr = asn_nn_softplusf(raw[1]);
+        asn_nn_mlp m = mlp_view(&s->mlp, s->p);
+        asn_nn_mlp_tail_bias(ws->tb_g, ws->tb_u, &m, s->cfg.hidden_dims, ws->stats);
+        run_pass(&p, pool, dist_fwd_chunk);
+        break;
+    }
+    case ASN_SAMPLER_NETWORK:
+        net_forward(&p, pool);
+        break;
+    }
+    return 0;
+}
+
+int asn_sampler_backward(asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, const float *dout, float *dlogits,
+                         asn_err *e)
+{
+    if (!ws->train)
+        return asn_err_set(e, "sampler backward pass: the workspace was not made for training");
+    if (!ws->ready)
+        return asn_err_set(e, "sampler backward pass: no forward pass to go back through");
+    if (memcmp(&ws->cfg, &s->cfg, sizeof ws->cfg) || ws->np != s->np)
+        return asn_err_set(e, "sampler workspace was made for another sampler");
+    int nth = asn_pool_size(pool);
+    if (nth > ws->cap_threads)
+        return asn_err_set(e, "sampler backward pass: more threads than in the forward pass");
+    if (ws->n == 0) {
+        if (dlogits)
+            memset(dlogits, 0, (size_t)ws->V * sizeof(float));
+        return 0;
+    }
+    pass p;
+    memset(&p, 0, sizeof p);
+    p.s = s;
+    p.ws = ws;
+    p.dout = dout;
+    p.want_dlogits = dlogits != NULL;
+    tgrad_begin(ws, nth);
+    int nch = n_chunks(ws);
+    switch (s->cfg.arch) {
+    case ASN_SAMPLER_LOCAL: {
+        run_pass(&p, pool, local_bwd_chunk);
+        double tot[2];
+        sum_parts(tot, ws->part, ws->part_w, nch, 2);
+        s->g[s->tr_scale] += (float)tot[0];
+        s->g[s->tr_thr] += (float)tot[1];
+        break;
+    }
+    case ASN_SAMPLER_DIST: {
+        run_pass(&p, pool, dist_bwd_chunk);
+        int NI = s->mlp.inner, Hd = s->cfg.hidden_dims;
+        size_t w = 2 + 2 * (size_t)NI;
+        double *tot = asn_xmalloc(w * sizeof(double));
+        sum_parts(tot, ws->part, ws->part_w, nch, w);
+        asn_nn_mlp m = mlp_view(&s->mlp, s->p), dm = mlp_view(&s->mlp, s->g);
+        asn_nn_mlp_tail_backward(NULL, &dm, tot + 2, tot + 2 + NI, &m, Hd, ws->stats);
+        float raw[2];
+        dist_trunc_raw(s, ws, raw);
+        double dr0 = tot[0] * asn_nn_softplus_gradf(raw[0]), dr1 = tot[1] * asn_nn_softplus_gradf(raw[1]);
+        if (s->cfg.use_dynamic_truncation) {
+            float *dw = s->g + s->th_w, *db = s->g + s->th_b;
+            dw[0] += (float)(dr0 * ws->stats[0]);
+            dw[1] += (float)(dr0 * ws->stats[1]);
+            dw[2] += (float)(dr1 * ws->stats[0]);
+            dw[3] += (float)(dr1 * ws->stats[1]);
+            db[0] += (float)dr0;
+            db[1] += (float)dr1;
+        } else {
+            s->g[s->tr_params] += (float)dr0;
+            s->g[s->tr_params + 1] += (float)dr1;
+        }
+        free(tot);
+        break;
+    }
+    case ASN_SAMPLER_NETWORK:
+        net_backward(&p, pool);
+        break;
+    }
+    tgrad_end(s, ws, nth);
+    if (dlogits)
+        dlogits_pass(&p, pool, dlogits);
+    return 0;
+}

@@ -1,0 +1,596 @@
+/* rank-bt — quality ratings of candidates: a Swiss tournament per (prompt,
+ * seed) group, each game judged by a model, then Bradley-Terry ratings
+ * (reference-notes §4). */
+#include "asn/bt.h"
+#include "asn/chat.h"
+#include "asn/gen.h"
+#include "asn/json.h"
+#include "asn/model.h"
+#include "asn/records.h"
+#include "asn/tool.h"
+#include "asn/vocab.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *opt_judge, *opt_judge_model, *opt_template, *opt_chat, *opt_group = "seed";
+static const char *opt_method = "mle";
+static long opt_seed, opt_extra = 1, opt_threads, opt_batch = 16;
+static double opt_tau = 0.1, opt_prior = ASN_BT_PRIOR_GAMES;
+static int opt_retokenize, opt_skip_invalid, opt_progress, opt_verbose;
+
+static const asn_option options[] = {
+    {"judge", 'j', ASN_OPT_STRING, &opt_judge, "KIND", "pairwise or reference-ll (required)"},
+    {"judge-model", 'm', ASN_OPT_STRING, &opt_judge_model, "FILE", "GGUF model of the judge (required)"},
+    {"judge-template", 0, ASN_OPT_STRING, &opt_template, "FILE", "pairwise question template (default: built in, the text of configs/judges/pairwise.txt)"},
+    {"judge-chat-template", 0, ASN_OPT_STRING, &opt_chat, "NAME", "chat template family for the judge's input (chatml, llama3, ..., none); default: see below"},
+    {"tau", 0, ASN_OPT_DOUBLE, &opt_tau, "X", "reference-ll: temperature of the pair score, in nats"},
+    {"retokenize", 0, ASN_OPT_FLAG, &opt_retokenize, NULL, "reference-ll: score the tokenized generation even when the record has tokens"},
+    {"group", 0, ASN_OPT_STRING, &opt_group, "BY", "seed: one tournament per (prompt, seed); prompt: one per prompt"},
+    {"extra-rounds", 0, ASN_OPT_INT, &opt_extra, "N", "rounds beyond ceil(log2 players)"},
+    {"seed", 's', ASN_OPT_INT, &opt_seed, "N", "seed of the round-1 pairing"},
+    {"bt-method", 0, ASN_OPT_STRING, &opt_method, "M", "mle (exact maximum likelihood) or reference (1000 gradient steps)"},
+    {"bt-prior", 0, ASN_OPT_DOUBLE, &opt_prior, "GAMES", "mle: pseudo-games drawn against an average player, per player"},
+    {"batch", 'b', ASN_OPT_INT, &opt_batch, "N", "sequences per judge forward pass"},
+    {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
+    {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about bad records, leave them out and go on"},
+    {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
+    {"verbose", 'v', ASN_OPT_FLAG, &opt_verbose, NULL, "print counts and timings on stderr at the end"},
+    {0},
+};
+
+static const asn_tool tool = {
+    "rank-bt", "--judge KIND --judge-model FILE [OPTIONS] [FILE...]",
+    "Rate candidates: a Swiss tournament per prompt and seed, judged by a model, and Bradley-Terry ratings.",
+    "Input: candidate records, those of a prompt contiguous (as asn writes them).\n"
+    "Read: \"prompt_id\" (else \"prompt\") and \"seed\" to group; \"prompt\" (the\n"
+    "question) and \"generation\"; for reference-ll also \"tokens\", \"system\" and\n"
+    "\"settings\" (system, chat_template), or the reference's \"system_prompt\".\n"
+    "\n"
+    "Tournament: the players are a group's records; rounds = ceil(log2 players)\n"
+    "+ --extra-rounds. Round 1 pairs at random (Philox, keyed by --seed, the\n"
+    "prompt and the group); later rounds pair each player, best first, with the\n"
+    "best-placed player it has not met (else the next one); an odd player out\n"
+    "gets a bye worth 0.5 points. A game's score is in [0, 1].\n"
+    "\n"
+    "Judges:\n"
+    "  pairwise      the judge model answers the template's question (\"A\" or\n"
+    "                \"B\"?) as one user turn of its chat template; the score is\n"
+    "                P(\"A\") renormalized over the tokens \"A\" and \"B\", averaged\n"
+    "                over both orders of the pair (position debiasing). A\n"
+    "                rematch reuses its first verdict.\n"
+    "  reference-ll  each candidate's mean log-probability per token (nats) of\n"
+    "                its \"tokens\" (or, without them or with --retokenize, of its\n"
+    "                tokenized generation) under the judge model, given the\n"
+    "                prompt as the generator formatted it (the record's system\n"
+    "                message and settings.chat_template); a game scores\n"
+    "                sigmoid((s_a - s_b) / tau). An empty answer loses every game\n"
+    "                (draws against another empty one).\n"
+    "The judge's chat template: --judge-chat-template, else (reference-ll) the\n"
+    "record's settings.chat_template, else the model's own, else none.\n"
+    "\n"
+    "Ratings: --bt-method mle fits the Bradley-Terry ratings by maximum\n"
+    "likelihood (Newton's method until no gradient exceeds 1e-10 games), with\n"
+    "--bt-prior pseudo-games per player drawn against a player of rating 0 so\n"
+    "that unbeaten players and disconnected groups stay finite; reference runs\n"
+    "the reference project's 1000 gradient steps (learning rate 0.05). Ratings\n"
+    "are natural log-odds, mean-centered per group.\n"
+    "\n"
+    "Every record gains\n"
+    "  quality: {bt, swiss_points, games, judge, bt_method[, mean_logprob]}\n"
+    "  bradley_terry_rating   = quality.bt (the reference's name)\n"
+    "bt is null (and bradley_terry_rating absent) for a record that played no\n"
+    "game: a group of one record. Records keep their order and every other\n"
+    "field. The output does not depend on --threads or --batch.\n",
+    options,
+};
+
+enum { JUDGE_PAIRWISE, JUDGE_LL };
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------ the run */
+
+typedef struct ranker {
+    int judge;
+    asn_model *m;
+    const asn_vocab *v;
+    int model_family; /* the judge model's chat family */
+    int chat_override; /* --judge-chat-template, or -1 */
+    asn_judge_tmpl *tmpl;
+    asn_pairwise *pw;
+    asn_llscorer *ll;
+    json_t *judge_json; /* quality.judge */
+    int n_ctx;
+    /* counts and timings */
+    long groups, singles, judged, reused, undecided, records, misspelt;
+    double t_judge, t_bt;
+} ranker;
+
+/* One record of the prompt group being ranked. */
+typedef struct cand {
+    json_t *rec;
+    int keep, sub, local;
+    const char *input, *gen;
+    int32_t *prompt; /* reference-ll: formatted prompt tokens (may be shared) */
+    int n_prompt, own_prompt;
+    int32_t *tok;    /* reference-ll: the answer's tokens (owned) */
+    int n_tok;
+    double ll;
+} cand;
+
+/* A tournament: the group's players (indices into the cands). */
+typedef struct sub {
+    long long seed;
+    int n, *member;
+    asn_swiss sw;
+    asn_bt_game *games;
+    size_t ng, cap;
+    int *pairs, np;     /* this round's pairs (local numbers) */
+    double *score;      /* their scores */
+    int *req;           /* their request number, or -1 when reused */
+} sub;
+
+/* ------------------------------------------------------- record fields */
+
+/* The system message the candidate was generated with: its "system", else
+ * settings.system, else the reference's "system_prompt". */
+static int record_system(const json_t *rec, const char **sys, asn_err *e)
+{
+    *sys = NULL;
+    const json_t *st = json_object_get(rec, "settings");
+    if (json_object_get(rec, "system"))
+        return asn_get_string(rec, "system", 0, sys, e);
+    if (json_is_object(st) && json_object_get(st, "system"))
+        return asn_get_string(st, "system", 0, sys, e) ? asn_err_prefix(e, "settings") : 0;
+    return asn_get_string(rec, "system_prompt", 0, sys, e);
+}
+
+static int record_family(const ranker *R, const json_t *rec, int *fam, asn_err *e)
+{
+    *fam = R->model_family;
+    if (R->chat_override >= 0) {
+        *fam = R->chat_override;
+        return 0;
+    }
+    const json_t *st = json_object_get(rec, "settings");
+    const char *name = NULL;
+    if (!json_is_object(st) || !json_object_get(st, "chat_template"))
+        return 0;
+    if (asn_get_string(st, "chat_template", 1, &name, e))
+        return asn_err_prefix(e, "settings");
+    if ((*fam = asn_chat_from_name(name)) < 0)
+        return asn_err_set(e, "field \"settings.chat_template\": unknown chat template \"%s\"", name);
+    return 0;
+}
+
+/* Reads what the judge needs from record c->rec. prev: the previous kept
+ * candidate, whose formatted prompt is reused when identical. */
+static int read_cand(ranker *R, cand *c, const cand *prev, asn_err *e)
+{
+    if (asn_get_string(c->rec, "prompt", 1, &c->input, e))
+        return -1;
+    const json_t *t = json_object_get(c->rec, "tokens"), *x;
+    int need_gen = R->judge == JUDGE_PAIRWISE || opt_retokenize || !t || json_is_null(t);
+    if (need_gen && asn_get_string(c->rec, "generation", 1, &c->gen, e))
+        return -1;
+    if (R->judge != JUDGE_LL)
+        return 0;
+    /* the answer's tokens */
+    if (!need_gen) {
+        if (!json_is_array(t))
+            return asn_err_set(e, "field \"tokens\" must be an array of token ids");
+        size_t i, n = json_array_size(t);
+        c->tok = asn_xmalloc((n ? n : 1) * sizeof *c->tok);
+        json_array_foreach(t, i, x) {
+            if (!json_is_integer(x))
+                return asn_err_set(e, "field \"tokens\" must be an array of token ids");
+            json_int_t id = json_integer_value(x);
+            if (id < 0 || id >= asn_model_cfg(R->m)->n_vocab)
+                return asn_err_set(e, "field \"tokens\": %lld is not a token id of the judge model (%d "
+                                      "tokens; --retokenize scores the generation text instead)",
+                                   (long long)id, asn_model_cfg(R->m)->n_vocab);
+            c->tok[i] = (int32_t)id;
+        }
+        c->n_tok = (int)n;
+        /* tokens of another vocabulary would be scored as nonsense: they
+         * should spell the generation (cut at a stop string) */
+        const char *gen = asn_rec_generation(c->rec);
+        char *text;
+        size_t len;
+        asn_err de;
+        if (gen && !asn_detokenize(R->v, c->tok, n, 1, 0, &text, &len, &de)) {
+            size_t gl = strlen(gen);
+            R->misspelt += len < gl || memcmp(text, gen, gl);
+            free(text);
+        }
+    } else {
+        size_t n;
+        if (asn_tokenize(R->v, c->gen, strlen(c->gen), 0, 0, &c->tok, &n, e))
+            return asn_err_prefix(e, "field \"generation\"");
+        c->n_tok = (int)n;
+    }
+    /* the prompt as the generator formatted it */
+    const char *sys;
+    int fam;
+    if (record_system(c->rec, &sys, e) || record_family(R, c->rec, &fam, e))
+        return -1;
+    if (asn_gen_prompt_tokens(R->v, fam, sys, c->input, &c->prompt, &c->n_prompt, e))
+        return -1;
+    c->own_prompt = 1;
+    if (prev && prev->prompt && prev->n_prompt == c->n_prompt &&
+        !memcmp(prev->prompt, c->prompt, (size_t)c->n_prompt * sizeof *c->prompt)) {
+        free(c->prompt); /* share the previous one: the scorer sees one prefix */
+        c->prompt = prev->prompt;
+        c->own_prompt = 0;
+    }
+    if ((long)c->n_prompt + c->n_tok > R->n_ctx)
+        return asn_err_set(e, "prompt and answer are %d tokens, more than the judge model's context of %d",
+                           c->n_prompt + c->n_tok, R->n_ctx);
+    return 0;
+}
+
+/* ------------------------------------------------------------ ranking */
+
+static json_t *real_or_null(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+
+/* Plays every round of every tournament of the prompt group. */
+static int play(ranker *R, cand *cs, sub *subs, int n_sub, asn_err *e)
+{
+    for (;;) {
+        double t0 = now();
+        int any = 0, n_req = 0;
+        for (int s = 0; s < n_sub; s++) {
+            sub *S = &subs[s];
+            int bye;
+            S->np = asn_swiss_pair(&S->sw, S->pairs, &bye);
+            any |= S->np > 0;
+            for (int k = 0; k < S->np; k++) {
+                int a = S->pairs[2 * k], b = S->pairs[2 * k + 1];
+                S->req[k] = -1;
+                S->score[k] = NAN;
+                if (R->judge == JUDGE_LL) {
+                    S->score[k] = asn_ll_pair_score(cs[S->member[a]].ll, cs[S->member[b]].ll, opt_tau);
+                    continue;
+                }
+                if (S->sw.met[(size_t)a * S->n + b]) { /* a rematch: the judge said it already */
+                    for (size_t g = 0; g < S->ng; g++) {
+                        if (S->games[g].i == a && S->games[g].j == b)
+                            S->score[k] = S->games[g].s;
+                        else if (S->games[g].i == b && S->games[g].j == a)
+                            S->score[k] = 1.0 - S->games[g].s;
+                        else
+                            continue;
+                        break;
+                    }
+                    R->reused++;
+                    continue;
+                }
+                S->req[k] = n_req++;
+            }
+        }
+        R->t_bt += now() - t0;
+        if (!any)
+            return 0;
+        if (n_req) {
+            t0 = now();
+            asn_pair_req *req = asn_xmalloc((size_t)n_req * sizeof *req);
+            double *p = asn_xmalloc((size_t)n_req * sizeof *p);
+            for (int s = 0; s < n_sub; s++)
+                for (int k = 0; k < subs[s].np; k++)
+                    if (subs[s].req[k] >= 0) {
+                        const cand *a = &cs[subs[s].member[subs[s].pairs[2 * k]]];
+                        const cand *b = &cs[subs[s].member[subs[s].pairs[2 * k + 1]]];
+                        req[subs[s].req[k]] = (asn_pair_req){a->input, a->gen, b->gen};
+                    }
+            int rc = asn_pairwise_score(R->pw, req, n_req, p, e);
+            for (int s = 0; s < n_sub && !rc; s++)
+                for (int k = 0; k < subs[s].np; k++)
+                    if (subs[s].req[k] >= 0)
+                        subs[s].score[k] = p[subs[s].req[k]];
+            free(req);
+            free(p);
+            R->judged += n_req;
+            R->t_judge += now() - t0;
+            if (rc)
+                return -1;
+        }
+        t0 = now();
+        for (int s = 0; s < n_sub; s++) {
+            sub *S = &subs[s];
+            for (int k = 0; k < S->np; k++) {
+                int a = S->pairs[2 * k], b = S->pairs[2 * k + 1];
+                if (isnan(S->score[k])) { /* a judge whose outputs were not finite */
+                    R->undecided++;
+                    continue;
+                }
+                asn_swiss_record(&S->sw, a, b, S->score[k]);
+                asn_grow((void **)&S->games, &S->cap, S->ng + 1, sizeof *S->games);
+                S->games[S->ng++] = (asn_bt_game){a, b, S->score[k]};
+            }
+        }
+        R->t_bt += now() - t0;
+    }
+}
+
+/* Rates the records of one prompt (a JSON array, in place). Invalid
+ * records are an error, or with --skip-invalid left out (*skipped). */
+static int rank_prompt(ranker *R, asn_group_reader *gr, json_t *recs, long *skipped, asn_err *e)
+{
+    size_t n = json_array_size(recs);
+    cand *cs = asn_xcalloc(n + 1, sizeof *cs);
+    sub *subs = asn_xcalloc(n + 1, sizeof *subs);
+    int n_sub = 0, rc = 0;
+    const cand *prev = NULL;
+    /* fields, and the tournaments: records of one seed (or all) */
+    for (size_t i = 0; i < n && !rc; i++) {
+        cand *c = &cs[i];
+        c->rec = json_array_get(recs, i);
+        long long seed = 0;
+        asn_err fe;
+        int bad = !strcmp(opt_group, "seed") ? asn_rec_seed(c->rec, &seed, &fe) : 0;
+        if (!bad)
+            bad = read_cand(R, c, prev, &fe);
+        if (bad) {
+            long line;
+            const char *f = asn_group_where(gr, i, &line);
+            if (!opt_skip_invalid) {
+                rc = asn_err_set(e, "%s:%ld: %s", f, line, fe.msg);
+                break;
+            }
+            asn_warn("%s:%ld: %s", f, line, fe.msg);
+            (*skipped)++;
+            continue;
+        }
+        c->keep = 1;
+        prev = c;
+        int s = 0;
+        while (s < n_sub && subs[s].seed != seed)
+            s++;
+        if (s == n_sub)
+            subs[n_sub++].seed = seed;
+        c->sub = s;
+        c->local = subs[s].n++;
+    }
+    int fields_ok = !rc;
+    for (int s = 0; s < n_sub && !rc; s++) {
+        sub *S = &subs[s];
+        S->member = asn_xmalloc((size_t)S->n * sizeof *S->member);
+        S->pairs = asn_xmalloc((size_t)S->n * sizeof *S->pairs);
+        S->score = asn_xmalloc((size_t)S->n * sizeof *S->score);
+        S->req = asn_xmalloc((size_t)S->n * sizeof *S->req);
+        for (size_t i = 0; i < n; i++)
+            if (cs[i].keep && cs[i].sub == s)
+                S->member[cs[i].local] = (int)i;
+        char label[64];
+        if (!strcmp(opt_group, "seed"))
+            snprintf(label, sizeof label, "rank-bt/seed=%lld", S->seed);
+        else
+            snprintf(label, sizeof label, "rank-bt/prompt");
+        asn_rng_key key = asn_rng_key_make((uint64_t)opt_seed, asn_rec_prompt_key(cs[S->member[0]].rec), label);
+        rc = asn_swiss_init(&S->sw, S->n, (int)opt_extra, key, e);
+        R->groups++;
+        R->singles += S->n == 1;
+    }
+    /* reference-ll: every candidate's score, once */
+    if (!rc && R->judge == JUDGE_LL) {
+        double t0 = now();
+        asn_ll_req *req = asn_xmalloc((n + 1) * sizeof *req);
+        double *mean = asn_xmalloc((n + 1) * sizeof *mean);
+        int nr = 0;
+        for (size_t i = 0; i < n; i++)
+            if (cs[i].keep)
+                req[nr++] = (asn_ll_req){cs[i].prompt, cs[i].n_prompt, cs[i].tok, cs[i].n_tok};
+        rc = asn_llscorer_score(R->ll, req, nr, mean, e);
+        nr = 0;
+        for (size_t i = 0; i < n && !rc; i++)
+            if (cs[i].keep) {
+                cs[i].ll = mean[nr++];
+                if (cs[i].n_tok && !isfinite(cs[i].ll)) {
+                    long line;
+                    const char *f = asn_group_where(gr, i, &line);
+                    asn_warn("%s:%ld: the judge model's log-likelihood is not finite; the answer counts as empty",
+                             f, line);
+                    cs[i].ll = NAN;
+                }
+            }
+        free(req);
+        free(mean);
+        R->judged += nr;
+        R->t_judge += now() - t0;
+    }
+    if (!rc)
+        rc = play(R, cs, subs, n_sub, e);
+    if (rc && fields_ok && n_sub) { /* a judge error: say which prompt */
+        long line;
+        const char *f = asn_group_where(gr, (size_t)subs[0].member[0], &line);
+        asn_err_prefix(e, "%s:%ld: the prompt of this record", f, line);
+    }
+    /* ratings, and the annotations */
+    for (int s = 0; s < n_sub && !rc; s++) {
+        sub *S = &subs[s];
+        double t0 = now(), *r = asn_xmalloc((size_t)S->n * sizeof *r);
+        if (!strcmp(opt_method, "reference"))
+            asn_bt_fit_reference(S->n, S->games, S->ng, r);
+        else
+            rc = asn_bt_fit(S->n, S->games, S->ng, opt_prior, r, NULL, e);
+        R->t_bt += now() - t0;
+        for (int k = 0; k < S->n && !rc; k++) {
+            cand *c = &cs[S->member[k]];
+            double bt = S->sw.games[k] ? r[k] : NAN;
+            json_t *q = json_object();
+            json_object_set_new(q, "bt", real_or_null(bt));
+            json_object_set_new(q, "swiss_points", json_real(S->sw.points[k]));
+            json_object_set_new(q, "games", json_integer(S->sw.games[k]));
+            json_object_set(q, "judge", R->judge_json);
+            json_object_set_new(q, "bt_method", json_string(opt_method));
+            if (R->judge == JUDGE_LL)
+                json_object_set_new(q, "mean_logprob", real_or_null(c->ll));
+            json_object_set_new(c->rec, "quality", q);
+            if (isfinite(bt))
+                json_object_set_new(c->rec, "bradley_terry_rating", json_real(bt));
+            else
+                json_object_del(c->rec, "bradley_terry_rating");
+        }
+        if (rc) {
+            long line;
+            const char *f = asn_group_where(gr, (size_t)S->member[0], &line);
+            asn_err_prefix(e, "%s:%ld: the group of this record", f, line);
+        }
+        free(r);
+    }
+    /* leave out the records skipped as invalid */
+    for (size_t i = n; i-- > 0 && !rc;)
+        if (!cs[i].keep)
+            json_array_remove(recs, i);
+    for (size_t i = 0; i < n; i++) {
+        if (cs[i].own_prompt)
+            free(cs[i].prompt);
+        free(cs[i].tok);
+    }
+    for (int s = 0; s < n_sub; s++) {
+        asn_swiss_free(&subs[s].sw);
+        free(subs[s].member), free(subs[s].games), free(subs[s].pairs), free(subs[s].score), free(subs[s].req);
+    }
+    free(cs);
+    free(subs);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- main */
+
+static void setup(ranker *R)
+{
+    asn_err e;
+    if (!(R->m = asn_model_load(opt_judge_model, &e)) || !(R->v = asn_model_vocab(R->m, &e)))
+        asn_fatal("%s", e.msg);
+    R->n_ctx = asn_model_cfg(R->m)->n_ctx_train;
+    char *tmpl_text = NULL, *gname = NULL;
+    const asn_gguf *gg = asn_model_gguf(R->m);
+    if (asn_gguf_get_str(gg, "tokenizer.chat_template", 0, &tmpl_text, &e) ||
+        asn_gguf_get_str(gg, "general.name", 0, &gname, &e))
+        asn_fatal("%s", e.msg);
+    /* a model without a chat template is a base model: text as is */
+    R->model_family = !opt_chat && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opt_chat, &e);
+    if (R->model_family < 0)
+        asn_fatal("%s: %s", opt_judge_model, e.msg);
+    R->chat_override = opt_chat ? R->model_family : -1;
+    free(tmpl_text);
+    const char *sha = asn_model_sha256(R->m, &e);
+    if (!sha)
+        asn_fatal("%s", e.msg);
+    const char *base = strrchr(opt_judge_model, '/') ? strrchr(opt_judge_model, '/') + 1 : opt_judge_model;
+    R->judge_json = json_pack("{s:s,s:s,s:s}", "kind", opt_judge, "model", gname ? gname : base, "sha256", sha);
+    free(gname);
+    if (opt_chat)
+        json_object_set_new(R->judge_json, "chat_template", json_string(asn_chat_name(R->chat_override)));
+}
+
+int main(int argc, char **argv)
+{
+    int nops = asn_tool_parse(&tool, argc, argv);
+    ranker R = {0};
+    if (!opt_judge)
+        asn_usage_error("--judge is required (pairwise or reference-ll)");
+    if (!strcmp(opt_judge, "pairwise"))
+        R.judge = JUDGE_PAIRWISE;
+    else if (!strcmp(opt_judge, "reference-ll"))
+        R.judge = JUDGE_LL;
+    else
+        asn_usage_error("--judge must be pairwise or reference-ll, not \"%s\"", opt_judge);
+    if (!opt_judge_model)
+        asn_usage_error("--judge-model is required");
+    if (strcmp(opt_group, "seed") && strcmp(opt_group, "prompt"))
+        asn_usage_error("--group must be seed or prompt, not \"%s\"", opt_group);
+    if (strcmp(opt_method, "mle") && strcmp(opt_method, "reference"))
+        asn_usage_error("--bt-method must be mle or reference, not \"%s\"", opt_method);
+    if (opt_extra < 0 || opt_extra > 64)
+        asn_usage_error("--extra-rounds must be between 0 and 64");
+    if (opt_seed < 0)
+        asn_usage_error("--seed must be >= 0");
+    if (!(opt_tau > 0) || !isfinite(opt_tau))
+        asn_usage_error("--tau must be a positive number");
+    if (!(opt_prior >= 0) || !isfinite(opt_prior))
+        asn_usage_error("--bt-prior must be >= 0");
+    if (opt_batch < 1)
+        asn_usage_error("--batch must be >= 1");
+    if (opt_template && R.judge != JUDGE_PAIRWISE)
+        asn_usage_error("--judge-template is for --judge pairwise");
+    asn_err e;
+    /* the template first: a bad one fails before the model loads */
+    if (R.judge == JUDGE_PAIRWISE &&
+        !(R.tmpl = opt_template ? asn_judge_tmpl_load(opt_template, &e)
+                                : asn_judge_tmpl_parse(asn_judge_default_template, "built-in template", &e)))
+        asn_fatal("%s", e.msg);
+    setup(&R);
+    asn_pool *pool = asn_pool_new((int)opt_threads);
+    if (R.judge == JUDGE_PAIRWISE) {
+        if (!(R.pw = asn_pairwise_new(R.m, R.model_family, R.tmpl, (int)opt_batch, pool, &e)))
+            asn_fatal("%s", e.msg);
+        const char *tn = opt_template ? strrchr(opt_template, '/') : NULL;
+        json_object_set_new(R.judge_json, "template",
+                            json_string(!opt_template ? "built-in" : tn ? tn + 1 : opt_template));
+    } else {
+        if (!(R.ll = asn_llscorer_new(R.m, (int)opt_batch, pool, &e)))
+            asn_fatal("%s", e.msg);
+        json_object_set_new(R.judge_json, "tau", json_real(opt_tau));
+    }
+
+    char *def[] = {"-", NULL};
+    asn_group_reader *gr = asn_group_open(nops ? argv + 1 : def, &e);
+    if (!gr)
+        asn_fatal("%s", e.msg);
+    asn_progress *prog = asn_progress_new("records", 0, opt_progress);
+    long skipped = 0;
+    json_t *recs;
+    int r;
+    while ((r = asn_group_next(gr, opt_skip_invalid, &recs, &e)) > 0) {
+        if (rank_prompt(&R, gr, recs, &skipped, &e)) {
+            json_decref(recs);
+            asn_fatal("%s", e.msg);
+        }
+        size_t i;
+        json_t *rec;
+        json_array_foreach(recs, i, rec)
+            if (asn_jsonl_write(stdout, rec))
+                asn_fatal("stdout: write error");
+        R.records += (long)json_array_size(recs);
+        asn_progress_add(prog, (long)json_array_size(recs));
+        json_decref(recs);
+    }
+    asn_progress_done(prog);
+    if (r < 0)
+        asn_fatal("%s", e.msg);
+    skipped += asn_group_skipped(gr);
+    asn_group_close(gr);
+    if (R.misspelt)
+        asn_warn("%ld record%s: the tokens do not spell the generation with the judge model's tokenizer "
+                 "(another vocabulary?); --retokenize scores the generation text instead",
+                 R.misspelt, R.misspelt == 1 ? "" : "s");
+    if (R.undecided)
+        asn_warn("%ld game%s left out: the judge's outputs were not finite", R.undecided,
+                 R.undecided == 1 ? "" : "s");
+    if (skipped)
+        asn_warn("skipped %ld invalid record%s", skipped, skipped == 1 ? "" : "s");
+    if (opt_verbose)
+        fprintf(stderr,
+                "%s: %ld records, %ld groups (%ld of one record); judge: %ld %s in %.3f s; "
+                "pairing and ratings: %.3f s (%ld rematches reused)\n",
+                asn_progname(), R.records, R.groups, R.singles, R.judged,
+                R.judge == JUDGE_LL ? "answers scored" : "pairs judged", R.t_judge, R.t_bt, R.reused);
+    asn_close_out(stdout, "-");
+    asn_pairwise_free(R.pw);
+    asn_llscorer_free(R.ll);
+    asn_judge_tmpl_free(R.tmpl);
+    json_decref(R.judge_json);
+    asn_pool_free(pool);
+    asn_model_free(R.m);
+    return 0;
+}

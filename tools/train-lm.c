@@ -1,0 +1,546 @@
+/* train-lm — trains a small Llama language model on a text corpus and
+ * writes it as a GGUF file the model library (and llama.cpp) loads: token
+ * stream, random windows, AdamW with warmup and a decaying schedule,
+ * validation, checkpoints and resume. The model math is lib/learn/lm.c,
+ * the optimizer lib/learn/optim.c. */
+#include "asn/gguf.h"
+#include "asn/lm.h"
+#include "asn/optim.h"
+#include "asn/tool.h"
+#include "asn/vocab.h"
+
+#include <cblas.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *opt_vocab, *opt_output, *opt_valid, *opt_name, *opt_log, *opt_ckpt, *opt_resume;
+static const char *opt_doc_sep, *opt_schedule = "cosine";
+static long opt_dim = 128, opt_layers = 4, opt_heads = 4, opt_kv_heads = 0, opt_ffn = 0, opt_ctx = 256;
+static long opt_steps = 1000, opt_batch = 8, opt_accum = 1, opt_warmup = 100, opt_seed = 1, opt_threads = 0;
+static long opt_log_every = 10, opt_eval_every = 200, opt_eval_tokens = 65536, opt_ckpt_every = 500, opt_stop_at;
+static double opt_lr = 1e-3, opt_min_lr_rate = 0.1, opt_wd = 0.1, opt_beta1 = 0.9, opt_beta2 = 0.95;
+static double opt_eps = 1e-8, opt_clip = 1.0, opt_rope_base = 10000, opt_rms_eps = 1e-5, opt_max_time = 0;
+static int opt_progress, opt_quiet, opt_no_cache;
+
+static const asn_option options[] = {
+    {"vocab", 'v', ASN_OPT_STRING, &opt_vocab, "FILE", "GGUF file whose tokenizer the model uses (required)"},
+    {"output", 'o', ASN_OPT_STRING, &opt_output, "FILE", "the model GGUF to write (required)"},
+    {"valid", 0, ASN_OPT_STRING, &opt_valid, "FILE", "held-out text for the validation loss"},
+    {"name", 0, ASN_OPT_STRING, &opt_name, "TEXT", "general.name of the model (default: the output's file name)"},
+    {"dim", 0, ASN_OPT_INT, &opt_dim, "N", "embedding width"},
+    {"layers", 0, ASN_OPT_INT, &opt_layers, "N", "transformer blocks"},
+    {"heads", 0, ASN_OPT_INT, &opt_heads, "N", "attention heads"},
+    {"kv-heads", 0, ASN_OPT_INT, &opt_kv_heads, "N", "key/value heads (grouped-query attention; 0: --heads)"},
+    {"ffn", 0, ASN_OPT_INT, &opt_ffn, "N", "SwiGLU hidden width (0: 8/3 dim rounded up to a multiple of 32)"},
+    {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "context length: tokens per training window"},
+    {"rope-base", 0, ASN_OPT_DOUBLE, &opt_rope_base, "B", "rotary embedding base"},
+    {"rms-eps", 0, ASN_OPT_DOUBLE, &opt_rms_eps, "E", "RMSNorm epsilon"},
+    {"steps", 'n', ASN_OPT_INT, &opt_steps, "N", "optimizer steps"},
+    {"batch", 'b', ASN_OPT_INT, &opt_batch, "N", "windows per micro-batch"},
+    {"accum", 0, ASN_OPT_INT, &opt_accum, "N", "micro-batches per optimizer step (gradient accumulation)"},
+    {"lr", 0, ASN_OPT_DOUBLE, &opt_lr, "RATE", "peak learning rate"},
+    {"schedule", 0, ASN_OPT_STRING, &opt_schedule, "NAME", "learning-rate schedule: constant, constant_with_warmup, linear, cosine, cosine_with_restarts, polynomial, cosine_with_min_lr"},
+    {"warmup", 0, ASN_OPT_INT, &opt_warmup, "N", "linear warmup steps"},
+    {"min-lr-rate", 0, ASN_OPT_DOUBLE, &opt_min_lr_rate, "R", "cosine_with_min_lr: final rate as a fraction of --lr"},
+    {"weight-decay", 0, ASN_OPT_DOUBLE, &opt_wd, "W", "AdamW decoupled weight decay (matrices only, not norm gains)"},
+    {"beta1", 0, ASN_OPT_DOUBLE, &opt_beta1, "B", "AdamW beta1"},
+    {"beta2", 0, ASN_OPT_DOUBLE, &opt_beta2, "B", "AdamW beta2"},
+    {"adam-eps", 0, ASN_OPT_DOUBLE, &opt_eps, "E", "AdamW epsilon"},
+    {"clip", 0, ASN_OPT_DOUBLE, &opt_clip, "NORM", "clip the gradient's global norm to NORM (0: off)"},
+    {"seed", 's', ASN_OPT_INT, &opt_seed, "N", "seed of the initial weights and of the windows"},
+    {"doc-sep", 0, ASN_OPT_STRING, &opt_doc_sep, "TEXT", "documents in the corpus are separated by TEXT (\\n, \\t, \\\\ escapes); each gets BOS/EOS"},
+    {"eval-every", 0, ASN_OPT_INT, &opt_eval_every, "N", "validation loss every N steps (0: only at the end)"},
+    {"eval-tokens", 0, ASN_OPT_INT, &opt_eval_tokens, "N", "validate on the first N tokens of --valid (0: all)"},
+    {"log", 0, ASN_OPT_STRING, &opt_log, "FILE", "training log, one JSON line per log step (default: OUTPUT without .gguf + .log.jsonl)"},
+    {"log-every", 0, ASN_OPT_INT, &opt_log_every, "N", "log every N steps"},
+    {"checkpoint", 0, ASN_OPT_STRING, &opt_ckpt, "FILE", "checkpoint file (default: OUTPUT without .gguf + .ckpt.gguf)"},
+    {"checkpoint-every", 0, ASN_OPT_INT, &opt_ckpt_every, "N", "write the checkpoint every N steps and at the end (0: only when stopped early)"},
+    {"resume", 0, ASN_OPT_STRING, &opt_resume, "FILE", "continue from this checkpoint"},
+    {"max-time", 0, ASN_OPT_DOUBLE, &opt_max_time, "SECONDS", "stop after this long with a checkpoint (0: no limit)"},
+    {"stop-at", 0, ASN_OPT_INT, &opt_stop_at, "STEP", "stop after step STEP with a checkpoint (0: run to --steps; a run resumed past STEP goes on)"},
+    {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
+    {"no-cache", 0, ASN_OPT_FLAG, &opt_no_cache, NULL, "do not read or write the token caches"},
+    {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "redraw a progress line even when stderr is not a terminal"},
+    {"quiet", 'q', ASN_OPT_FLAG, &opt_quiet, NULL, "no progress or log lines on stderr"},
+    {0},
+};
+
+static const asn_tool tool = {
+    "train-lm", "-v VOCAB -o OUTPUT [OPTIONS] CORPUS",
+    "Train a small Llama language model on a text corpus and write it as GGUF.",
+    "The corpus (a text file) is tokenized with the tokenizer of --vocab into one\n"
+    "stream (cached as OUTPUT-stem.train.tokens, rebuilt when the text, the vocab\n"
+    "or --doc-sep change). Each micro-batch is --batch windows of --ctx + 1\n"
+    "tokens at random positions, drawn with the counter RNG from --seed, so the\n"
+    "same options and thread count give the same weights byte for byte, and a\n"
+    "run resumed from a checkpoint ends with the weights of an uninterrupted one.\n"
+    "\n"
+    "Model: Llama (RMSNorm, rotary embeddings, causal attention with optional\n"
+    "grouped-query heads, SwiGLU, output tied to the token embeddings), trained\n"
+    "in f32 with AdamW (decoupled weight decay on matrices), gradient clipping,\n"
+    "and a warmup + decay schedule with HuggingFace transformers' semantics\n"
+    "(the rate of step 0 is 0 when there is warmup).\n"
+    "\n"
+    "Output: OUTPUT, a GGUF with general.architecture \"llama\", the vocab's\n"
+    "tokenizer.* keys and F32 tensors (no output.weight: tied). The checkpoint\n"
+    "is the same plus the optimizer moments (adam.m.*, adam.v.*) and the\n"
+    "training state (asn.train.*). On SIGINT or SIGTERM (exit status 1), or\n"
+    "after --max-time or --stop-at (status 0), the run stops after the current\n"
+    "step, writes the checkpoint and no model; rerun the same command with\n"
+    "--resume CHECKPOINT to continue.\n"
+    "\n"
+    "Threads: --threads workers split every layer; OpenBLAS runs single-threaded\n"
+    "inside them. Its kernels (named in the first line on stderr) are the ones\n"
+    "OpenBLAS picks for the CPU, or those OPENBLAS_CORETYPE names; results are\n"
+    "reproducible for the same kernels and thread count.\n"
+    "\n"
+    "stderr shows step, loss, learning rate, tokens/s and ETA (a redrawn line on\n"
+    "a terminal, a line per log step otherwise). The log file gets one JSON line\n"
+    "per log step: step, tokens, loss (mean since the last line), val_loss (null\n"
+    "when not evaluated), lr, grad_norm, tokens_per_s, time (seconds of\n"
+    "training, over all resumed runs).\n",
+    options,
+};
+
+/* --------------------------------------------------------------- helpers */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static volatile sig_atomic_t stop_signal;
+static void on_signal(int sig) { stop_signal = sig; }
+
+/* OUTPUT without a ".gguf" suffix, then suffix. */
+static char *derived(const char *output, const char *suffix)
+{
+    size_t n = strlen(output);
+    if (n > 5 && !strcmp(output + n - 5, ".gguf"))
+        n -= 5;
+    char *s = asn_xmalloc(n + strlen(suffix) + 1);
+    memcpy(s, output, n);
+    strcpy(s + n, suffix);
+    return s;
+}
+
+static char *unescape(const char *s)
+{
+    char *out = asn_xmalloc(strlen(s) + 1), *o = out;
+    for (; *s; s++) {
+        if (*s != '\\' || !s[1]) {
+            *o++ = *s;
+            continue;
+        }
+        s++;
+        *o++ = *s == 'n' ? '\n' : *s == 't' ? '\t' : *s == 'r' ? '\r' : *s;
+    }
+    *o = 0;
+    return out;
+}
+
+static void fmt_duration(double s, char *buf, size_t n)
+{
+    long t = s > 0 && s < 1e9 ? (long)(s + 0.5) : 0;
+    if (t >= 3600)
+        snprintf(buf, n, "%ldh%02ldm", t / 3600, t / 60 % 60);
+    else if (t >= 60)
+        snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+    else
+        snprintf(buf, n, "%lds", t);
+}
+
+/* ---------------------------------------------------------------- corpus */
+
+/* The token stream of a text file, from the cache when it was made from the
+ * same text, vocab and options. */
+static int32_t *load_tokens(const char *path, const char *vocab_sha, const asn_vocab *v, const char *doc_sep,
+                            const char *cache, asn_pool *pool, size_t *n)
+{
+    asn_err e;
+    asn_lm_corpus_info info;
+    int32_t *ids;
+    if (asn_lm_corpus_load(path, v, vocab_sha, doc_sep, cache, pool, &ids, n, &info, &e))
+        asn_fatal("%s", e.msg);
+    if (info.warning[0])
+        asn_warn("%s", info.warning);
+    if (opt_quiet)
+        return ids;
+    if (info.from_cache)
+        fprintf(stderr, "%s: %s: %zu tokens (cached in %s)\n", asn_progname(), path, *n, cache);
+    else
+        fprintf(stderr, "%s: %s: %zu bytes -> %zu tokens (%.1fs)\n", asn_progname(), path, info.bytes, *n,
+                info.seconds);
+    return ids;
+}
+
+/* ------------------------------------------------------------ checkpoint */
+
+/* The training options a checkpoint records (as text); a run resumed with
+ * other values warns and goes on with the new ones. */
+enum { N_RECORDED = 11 };
+
+static void recorded_options(char vals[N_RECORDED][64], const char *keys[N_RECORDED])
+{
+    static const char *const k[N_RECORDED] = {
+        "asn.train.opt.steps", "asn.train.opt.batch", "asn.train.opt.accum", "asn.train.opt.seed",
+        "asn.train.opt.lr", "asn.train.opt.schedule", "asn.train.opt.warmup", "asn.train.opt.weight_decay",
+        "asn.train.opt.clip", "asn.train.opt.betas", "asn.train.opt.doc_sep"};
+    for (int i = 0; i < N_RECORDED; i++)
+        keys[i] = k[i];
+    snprintf(vals[0], 64, "%ld", opt_steps);
+    snprintf(vals[1], 64, "%ld", opt_batch);
+    snprintf(vals[2], 64, "%ld", opt_accum);
+    snprintf(vals[3], 64, "%ld", opt_seed);
+    snprintf(vals[4], 64, "%.17g", opt_lr);
+    snprintf(vals[5], 64, "%s", opt_schedule);
+    snprintf(vals[6], 64, "%ld", opt_warmup);
+    snprintf(vals[7], 64, "%.17g", opt_wd);
+    snprintf(vals[8], 64, "%.17g", opt_clip);
+    snprintf(vals[9], 64, "%.17g %.17g", opt_beta1, opt_beta2);
+    snprintf(vals[10], 64, "%s", opt_doc_sep ? opt_doc_sep : "");
+}
+
+static void save_checkpoint(const char *path, const asn_lm *lm, const asn_gguf *vg, const char *name,
+                            const asn_lm_state *st, const char *corpus_sha)
+{
+    asn_err e;
+    char vals[N_RECORDED][64];
+    const char *keys[N_RECORDED], *extra[2 * N_RECORDED + 3];
+    recorded_options(vals, keys);
+    int k = 0;
+    for (int i = 0; i < N_RECORDED; i++)
+        extra[k++] = keys[i], extra[k++] = vals[i];
+    extra[k++] = "asn.train.corpus_sha256";
+    extra[k++] = corpus_sha;
+    extra[k] = NULL;
+    if (asn_lm_checkpoint_save(lm, path, name, vg, st, extra, &e))
+        asn_fatal("%s", e.msg);
+}
+
+static void load_checkpoint(const char *path, asn_lm *lm, asn_lm_state *st, const char *corpus_sha)
+{
+    asn_err e;
+    asn_gguf *g = asn_gguf_open(path, &e);
+    if (!g || asn_lm_checkpoint_load(lm, g, st, &e))
+        asn_fatal("%s (resume with the model options of the run that wrote it)", e.msg);
+    char vals[N_RECORDED][64];
+    const char *keys[N_RECORDED];
+    recorded_options(vals, keys);
+    for (int i = 0; i < N_RECORDED; i++) {
+        char *was = NULL;
+        if (!asn_gguf_get_str(g, keys[i], 0, &was, &e) && was && strcmp(was, vals[i]))
+            asn_warn("%s: %s was %s, now %s: the run will differ from an uninterrupted one", path,
+                     keys[i] + strlen("asn.train.opt."), was, vals[i]);
+        free(was);
+    }
+    char *sha = NULL;
+    if (!asn_gguf_get_str(g, "asn.train.corpus_sha256", 0, &sha, &e) && sha && strcmp(sha, corpus_sha))
+        asn_warn("%s: the corpus has changed since the checkpoint", path);
+    free(sha);
+    asn_gguf_close(g);
+}
+
+/* One training run: what the steps share. */
+typedef struct run {
+    asn_lm *lm;
+    asn_pool *pool;
+    const asn_gguf *vocab;
+    const int32_t *train, *valid;
+    size_t n_train, n_valid;
+    asn_rng_key key;
+    asn_sched sched;
+    asn_adamw adam;
+    asn_lm_state st;
+    int B, T;
+    int32_t *inp, *tgt;
+    const char *name, *ckpt_path, *corpus_sha;
+    FILE *log;
+    /* reporting */
+    double t_start, t_eval, t_draw, loss_sum, last_val;
+    long loss_n, start_step;
+    uint64_t tokens_run;
+    int tty;
+} run;
+
+/* One optimizer step: --accum micro-batches of --batch random windows,
+ * gradient clipping, AdamW at the scheduled rate. Returns the mean loss. */
+static double train_step(run *r, double *norm, float *lr)
+{
+    asn_err e;
+    long s = r->st.step;
+    uint64_t per_step = (uint64_t)opt_accum * (uint64_t)r->B;
+    asn_lm_zero_grad(r->lm);
+    double loss = 0;
+    for (long a = 0; a < opt_accum; a++) {
+        for (int b = 0; b < r->B; b++) {
+            uint64_t w = (uint64_t)s * per_step + (uint64_t)a * (uint64_t)r->B + (uint64_t)b;
+            size_t at = asn_lm_window(r->key, w, r->n_train, r->T);
+            memcpy(r->inp + (size_t)b * r->T, r->train + at, (size_t)r->T * sizeof *r->inp);
+            memcpy(r->tgt + (size_t)b * r->T, r->train + at + 1, (size_t)r->T * sizeof *r->tgt);
+        }
+        double l;
+        if (asn_lm_forward(r->lm, r->inp, r->tgt, r->B, r->T, &l, &e) ||
+            asn_lm_backward(r->lm, 1.0f / (float)opt_accum, &e))
+            asn_fatal("step %ld: %s", s + 1, e.msg);
+        loss += l / (double)opt_accum;
+    }
+    if (!isfinite(loss))
+        asn_fatal("step %ld: the loss is %g (try a lower --lr)", s + 1, loss);
+    *norm = asn_clip_grad_norm(asn_lm_grads(r->lm), asn_lm_n_params(r->lm), opt_clip);
+    *lr = (float)asn_sched_lr(&r->sched, opt_lr, s);
+    asn_lm_adamw_step(r->lm, &r->adam, s + 1, *lr, (float)opt_wd, r->st.m, r->st.v);
+    r->st.step = s + 1;
+    r->st.windows = (uint64_t)r->st.step * per_step;
+    r->st.tokens += per_step * (uint64_t)r->T;
+    r->tokens_run += per_step * (uint64_t)r->T;
+    return loss;
+}
+
+/* After a step: validation when due, the log line, the progress line. */
+static void report(run *r, double loss, double norm, float lr)
+{
+    asn_err e;
+    long step = r->st.step;
+    int last = step == opt_steps;
+    int do_eval = r->valid && (last || (opt_eval_every && step % opt_eval_every == 0));
+    double val = NAN;
+    r->loss_sum += loss;
+    r->loss_n++;
+    if (do_eval) {
+        double t0 = now();
+        if (asn_lm_eval(r->lm, r->valid, r->n_valid, (size_t)opt_eval_tokens, r->B, r->T, &val, &e))
+            asn_fatal("validation: %s", e.msg);
+        r->last_val = val;
+        r->t_eval += now() - t0;
+    }
+    /* the rate counts training time only, the ETA all of it */
+    double el = now() - r->t_start, rate = (double)r->tokens_run / (el - r->t_eval);
+    double eta = el / (double)(step - r->start_step) * (double)(opt_steps - step);
+    char eb[32];
+    fmt_duration(eta, eb, sizeof eb);
+    if (last || do_eval || step % opt_log_every == 0) {
+        double mean = r->loss_sum / (double)r->loss_n;
+        fprintf(r->log, "{\"step\":%ld,\"tokens\":%llu,\"loss\":%.6f,\"val_loss\":", step,
+                (unsigned long long)r->st.tokens, mean);
+        if (do_eval)
+            fprintf(r->log, "%.6f", val);
+        else
+            fputs("null", r->log);
+        fprintf(r->log, ",\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens_per_s\":%.1f,\"time\":%.2f}\n", lr, norm, rate,
+                r->st.elapsed + el);
+        fflush(r->log);
+        if (!opt_quiet && !r->tty) {
+            fprintf(stderr, "%s: step %ld/%ld loss %.4f", asn_progname(), step, opt_steps, mean);
+            if (do_eval)
+                fprintf(stderr, " val %.4f (ppl %.2f)", val, exp(val));
+            fprintf(stderr, " lr %.3g %.0f tok/s ETA %s\n", lr, rate, eb);
+        }
+        r->loss_sum = 0;
+        r->loss_n = 0;
+    }
+    if (r->tty && (now() - r->t_draw >= 0.2 || last || do_eval)) {
+        fprintf(stderr, "\rstep %ld/%ld  loss %.4f", step, opt_steps, loss);
+        if (!isnan(r->last_val))
+            fprintf(stderr, "  val %.4f", r->last_val);
+        fprintf(stderr, "  lr %.3g  %.0f tok/s  ETA %s   ", lr, rate, eb);
+        r->t_draw = now();
+    }
+}
+
+static void checkpoint(run *r)
+{
+    asn_lm_state cur = r->st;
+    cur.elapsed = r->st.elapsed + (now() - r->t_start);
+    save_checkpoint(r->ckpt_path, r->lm, r->vocab, r->name, &cur, r->corpus_sha);
+}
+
+/* The model: weights, tokenizer, and how it was trained. */
+static void write_model(run *r)
+{
+    asn_err e;
+    char steps[32], tokens[32], seed[32], val[32];
+    snprintf(steps, sizeof steps, "%ld", r->st.step);
+    snprintf(tokens, sizeof tokens, "%llu", (unsigned long long)r->st.tokens);
+    snprintf(seed, sizeof seed, "%ld", opt_seed);
+    snprintf(val, sizeof val, "%.6f", r->last_val);
+    const char *extra[] = {"asn.train.steps", steps, "asn.train.tokens", tokens, "asn.train.seed", seed,
+                           "asn.train.corpus_sha256", r->corpus_sha,
+                           isnan(r->last_val) ? NULL : "asn.train.valid_loss", val, NULL};
+    if (asn_lm_checkpoint_save(r->lm, opt_output, r->name, r->vocab, NULL, extra, &e))
+        asn_fatal("%s", e.msg);
+    if (!opt_quiet) {
+        fprintf(stderr, "%s: wrote %s (%ld steps, %llu tokens", asn_progname(), opt_output, r->st.step,
+                (unsigned long long)r->st.tokens);
+        if (!isnan(r->last_val))
+            fprintf(stderr, ", validation loss %.4f, perplexity %.2f", r->last_val, exp(r->last_val));
+        fprintf(stderr, ")\n");
+    }
+}
+
+/* ------------------------------------------------------------------ main */
+
+static void check_options(int nops)
+{
+    if (!opt_vocab)
+        asn_usage_error("--vocab is required");
+    if (!opt_output)
+        asn_usage_error("--output is required");
+    if (nops != 1)
+        asn_usage_error(nops ? "one CORPUS file, not %d" : "a CORPUS file is required", nops);
+    struct {
+        const char *name;
+        long v, min;
+    } pos[] = {{"--dim", opt_dim, 2},        {"--layers", opt_layers, 1},  {"--heads", opt_heads, 1},
+               {"--kv-heads", opt_kv_heads, 0}, {"--ffn", opt_ffn, 0},      {"--ctx", opt_ctx, 1},
+               {"--steps", opt_steps, 1},    {"--batch", opt_batch, 1},    {"--accum", opt_accum, 1},
+               {"--warmup", opt_warmup, 0},  {"--log-every", opt_log_every, 1}, {"--eval-every", opt_eval_every, 0},
+               {"--eval-tokens", opt_eval_tokens, 0}, {"--checkpoint-every", opt_ckpt_every, 0},
+               {"--threads", opt_threads, 0}, {"--seed", opt_seed, 0}, {"--stop-at", opt_stop_at, 0}};
+    for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++)
+        if (pos[i].v < pos[i].min)
+            asn_usage_error("%s must be at least %ld (got %ld)", pos[i].name, pos[i].min, pos[i].v);
+    if (opt_dim > 65536 || opt_layers > 1024 || opt_heads > 4096 || opt_ctx > 65536 || opt_batch * opt_ctx > (1 << 24))
+        asn_usage_error("model or batch too large");
+    if (!(opt_lr > 0))
+        asn_usage_error("--lr must be positive");
+    if (opt_wd < 0 || opt_clip < 0 || opt_eps <= 0 || opt_max_time < 0)
+        asn_usage_error("--weight-decay, --clip and --max-time must be >= 0, --adam-eps > 0");
+    if (!(opt_beta1 >= 0 && opt_beta1 < 1) || !(opt_beta2 >= 0 && opt_beta2 < 1))
+        asn_usage_error("--beta1 and --beta2 must be in [0, 1)");
+    if (!(opt_rope_base > 0) || !(opt_rms_eps > 0))
+        asn_usage_error("--rope-base and --rms-eps must be positive");
+}
+
+int main(int argc, char **argv)
+{
+    int nops = asn_tool_parse(&tool, argc, argv);
+    check_options(nops);
+    const char *corpus = argv[1];
+    asn_err e;
+    run r = {.B = (int)opt_batch, .T = (int)opt_ctx, .last_val = NAN};
+    asn_sched_kind kind;
+    if (asn_sched_parse(opt_schedule, &kind, &e))
+        asn_usage_error("--schedule: %s", e.msg);
+    r.sched = asn_sched_make(kind, opt_warmup, opt_steps);
+    r.sched.min_lr_rate = opt_min_lr_rate;
+    if (asn_sched_check(&r.sched, opt_lr, &e))
+        asn_usage_error("--schedule: %s", e.msg);
+    r.adam = (asn_adamw){(float)opt_beta1, (float)opt_beta2, (float)opt_eps};
+    char *log_path = opt_log ? asn_xstrdup(opt_log) : derived(opt_output, ".log.jsonl");
+    char *ckpt_path = opt_ckpt ? asn_xstrdup(opt_ckpt) : derived(opt_output, ".ckpt.gguf");
+    char *train_cache = opt_no_cache ? NULL : derived(opt_output, ".train.tokens");
+    char *valid_cache = opt_no_cache ? NULL : derived(opt_output, ".valid.tokens");
+    char *doc_sep = opt_doc_sep && *opt_doc_sep ? unescape(opt_doc_sep) : NULL;
+    const char *base = strrchr(opt_output, '/');
+    char *name = opt_name ? asn_xstrdup(opt_name) : derived(base ? base + 1 : opt_output, "");
+    r.ckpt_path = ckpt_path;
+    r.name = name;
+
+    /* vocab and corpus */
+    asn_gguf *vg = asn_gguf_open(opt_vocab, &e);
+    asn_vocab *v = vg ? asn_vocab_load(vg, &e) : NULL;
+    if (!v)
+        asn_fatal("%s: %s", opt_vocab, e.msg);
+    char vocab_sha[65], corpus_sha[65];
+    if (asn_sha256_file(opt_vocab, vocab_sha, &e) || asn_sha256_file(corpus, corpus_sha, &e))
+        asn_fatal("%s", e.msg);
+    r.vocab = vg;
+    r.corpus_sha = corpus_sha;
+    r.pool = asn_pool_new((int)opt_threads);
+    int32_t *train = load_tokens(corpus, vocab_sha, v, doc_sep, train_cache, r.pool, &r.n_train);
+    int32_t *valid = opt_valid ? load_tokens(opt_valid, vocab_sha, v, doc_sep, valid_cache, r.pool, &r.n_valid) : NULL;
+    if (r.n_train < (size_t)opt_ctx + 1)
+        asn_fatal("%s: %zu tokens, fewer than --ctx + 1 = %ld", corpus, r.n_train, opt_ctx + 1);
+    if (opt_valid && r.n_valid < 2)
+        asn_fatal("%s: fewer than 2 tokens to validate on", opt_valid);
+    r.train = train;
+    r.valid = valid;
+
+    /* model and optimizer state */
+    asn_lm_config cfg = {
+        .n_vocab = asn_vocab_n_tokens(v), .dim = (int)opt_dim, .n_layer = (int)opt_layers, .n_head = (int)opt_heads,
+        .n_head_kv = (int)opt_kv_heads, .ctx = (int)opt_ctx, .rope_base = (float)opt_rope_base,
+        .rms_eps = (float)opt_rms_eps,
+        .ffn = opt_ffn ? (int)opt_ffn : (int)((opt_dim * 8 / 3 + 31) / 32 * 32),
+    };
+    if (!(r.lm = asn_lm_new(&cfg, r.pool, &e)))
+        asn_usage_error("%s", e.msg);
+    size_t np = asn_lm_n_params(r.lm);
+    r.st.m = asn_xcalloc(np, sizeof(float));
+    r.st.v = asn_xcalloc(np, sizeof(float));
+    if (opt_resume) {
+        load_checkpoint(opt_resume, r.lm, &r.st, corpus_sha);
+        if (r.st.step > opt_steps)
+            asn_fatal("%s: the checkpoint is at step %ld, past --steps %ld", opt_resume, r.st.step, opt_steps);
+    } else {
+        asn_lm_init_weights(r.lm, (uint64_t)opt_seed);
+    }
+    if (!(r.log = fopen(log_path, opt_resume ? "a" : "w")))
+        asn_fatal("%s: %s", log_path, strerror(errno));
+    if (!opt_quiet) {
+        size_t n_weights = 0;
+        for (size_t i = 0; i < asn_lm_n_tensors(r.lm); i++)
+            n_weights += asn_lm_tensor_at(r.lm, i)->size;
+        const asn_lm_config *c = asn_lm_cfg(r.lm);
+        fprintf(stderr, "%s: %zu parameters (dim %d, layers %d, heads %d/%d, ffn %d, vocab %d, ctx %d); "
+                        "%zu training tokens; %ld steps of %ld tokens; OpenBLAS %s kernels%s\n",
+                asn_progname(), n_weights, c->dim, c->n_layer, c->n_head, c->n_head_kv, c->ffn, c->n_vocab, c->ctx,
+                r.n_train, opt_steps, opt_batch * opt_accum * opt_ctx, openblas_get_corename(),
+                opt_resume ? "; resuming" : "");
+    }
+
+    /* the steps */
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    r.inp = asn_xmalloc((size_t)r.B * r.T * sizeof *r.inp);
+    r.tgt = asn_xmalloc((size_t)r.B * r.T * sizeof *r.tgt);
+    r.key = asn_rng_key_make((uint64_t)opt_seed, "train-lm", "windows");
+    r.tty = !opt_quiet && (opt_progress || isatty(2));
+    r.t_start = now();
+    r.start_step = r.st.step;
+    int stopped = 0;
+    while (r.st.step < opt_steps) {
+        double norm;
+        float lr;
+        double loss = train_step(&r, &norm, &lr);
+        report(&r, loss, norm, lr);
+        int last = r.st.step == opt_steps;
+        int timeout = opt_max_time > 0 && now() - r.t_start >= opt_max_time;
+        if (!last && (stop_signal || timeout || r.st.step == opt_stop_at)) {
+            stopped = stop_signal ? 1 : timeout ? 2 : 3;
+            break;
+        }
+        if (!last && opt_ckpt_every && r.st.step % opt_ckpt_every == 0)
+            checkpoint(&r);
+    }
+    if (r.tty)
+        fputc('\n', stderr);
+    fclose(r.log);
+    if (stopped) {
+        checkpoint(&r);
+        fprintf(stderr, "%s: %s at step %ld of %ld; checkpoint %s (continue with --resume %s)\n", asn_progname(),
+                stopped == 1 ? "interrupted" : stopped == 2 ? "time limit reached" : "stopped", r.st.step, opt_steps,
+                ckpt_path, ckpt_path);
+        return stopped == 1 ? ASN_EXIT_FAIL : ASN_EXIT_OK;
+    }
+    if (opt_ckpt_every && r.st.step > r.start_step)
+        checkpoint(&r);
+    write_model(&r);
+
+    free(r.inp), free(r.tgt), free(r.st.m), free(r.st.v), free(train), free(valid);
+    asn_lm_free(r.lm);
+    asn_pool_free(r.pool);
+    asn_vocab_free(v);
+    asn_gguf_close(vg);
+    free(log_path), free(ckpt_path), free(train_cache), free(valid_cache), free(doc_sep), free(name);
+    return 0;
+}
