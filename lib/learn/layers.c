@@ -1,12 +1,16 @@
 /* layers.c — the learned samplers' layers, forward and backward side by
  * side: Linear, LayerNorm, SwiGLU MLP (and its fused scalar form), silu,
  * elu+1, non-causal linear attention, mean pooling, soft truncation,
- * log_softmax.
+ * log_softmax; and the fused inference kernel of the distribution-aware
+ * transform.
  *
  * Products of rows x features go through OpenBLAS (cblas_sgemm). Loops that
  * need exp or log, and reductions, are written on 16-float vectors (GCC
  * vector extensions; target_clones adds AVX2 and AVX-512 copies), since the
- * compiler vectorizes neither libm calls nor float sums on its own here. */
+ * compiler vectorizes neither libm calls nor float sums on its own here.
+ * Only IEEE +, -, *, / and conversions (no FMA: -ffp-contract=off), so the
+ * clones give the same bits. Vector comparisons are only used through vsel:
+ * GCC turns them into scalar code when their results are used as values. */
 #include "learn/layers.h"
 
 #include <cblas.h>
@@ -673,8 +677,6 @@ void asn_nn_trunc_backward(float *dl, double *dscale, double *dthr, const float 
 NN_CLONES
 asn_nn_lse asn_nn_lse_block(const float *x, int n, int *bad)
 {
-    /* Comparison results are only ever used through vsel here: GCC turns
-     * them into scalar code when they are used as values. */
     vf mx = vsplat(-INFINITY), nan = vsplat(0.0f);
     VEC_LOOP((size_t)n, {
         vf v = vload(x + i, k);
