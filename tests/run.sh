@@ -16,9 +16,9 @@ trap 'rm -f "$LOG"' EXIT
 run() { # name, command...
     name=$1; shift
     out=$("$@" 2>&1); rc=$?
-    printf '%s\n' "$out" | grep -E '^(not )?ok ' >> "$LOG"
-    printf '%s\n' "$out" | grep -E '^not ok ' | sed "s|^|$name: |"
-    if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
+    printf '%s\n' "$out" | grep -aE '^(not )?ok ' >> "$LOG"
+    printf '%s\n' "$out" | grep -aE '^not ok ' | sed "s|^|$name: |"
+    if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -aq '^not ok '; then
         # crashed or failed without saying which check: count it
         echo "not ok - $name exited with status $rc" >> "$LOG"
         echo "$name: exited with status $rc"; printf '%s\n' "$out" | tail -5
@@ -36,7 +36,7 @@ if [ "$ONLY" = all ]; then
     done
 fi
 
-pass=$(grep -c '^ok ' "$LOG")
-fail=$(grep -c '^not ok ' "$LOG")
+pass=$(grep -ac '^ok ' "$LOG")
+fail=$(grep -ac '^not ok ' "$LOG")
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
