@@ -6,8 +6,9 @@
  *     (asn_bleu_group: tokenized once, one pass) vs scoring each generation
  *     with asn_sentence_bleu against the others, the references tokenized
  *     again for every hypothesis as sacrebleu's sentence_score does;
- *   - score-diversity, embedding part: embeddings (one engine batch per
- *     group) and the eigenvalue entropy with the ~125M-parameter Llama of
+ *   - score-diversity, embedding part: embeddings (a group's texts batched
+ *     up to score-diversity's default 1024 tokens a pass) and the eigenvalue
+ *     entropy with the ~125M-parameter Llama of
  *     bench_util.h in Q8_0 (random weights, the SPM tokenizer of
  *     tests/data/models/tiny-spm-q8_0.gguf), or $ASN_BENCH_EMBED_MODEL, vs
  *     one text per forward pass;
@@ -30,6 +31,8 @@
 #include <unistd.h>
 
 enum { GROUP = 8, WORDS = 150, N_WORDS = 5000, SHARED_PCT = 70, EMBED_RECORDS = 16 };
+/* score-diversity's default --batch-tokens */
+#define BATCH_TOKENS 1024L
 
 static uint64_t text_rs = 0x2545F4914F6CDD1DULL;
 static double uni(void)
@@ -185,7 +188,7 @@ static void bench_embed(char **gen, int n, int threads)
         double t0 = now();
         for (int i = 0; i + GROUP <= n; i += GROUP)
             if (asn_embed_texts(en, v, c->n_embd, (const char *const *)gen + i, NULL, GROUP, 1024,
-                                pass == 0 ? 1L << 20 : 1, emb + (size_t)i * c->n_embd, &e)) {
+                                pass == 0 ? BATCH_TOKENS : 1, emb + (size_t)i * c->n_embd, &e)) {
                 printf("score-diversity embedding part: %s\n", e.msg);
                 goto out;
             }

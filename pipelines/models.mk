@@ -16,7 +16,7 @@ THREADS ?= 0
 STEPS   ?= 1200
 
 VOCAB := $(CORPUS)/vocab.gguf
-COMMON := -v $(VOCAB) -c 256 -b 16 --warmup 100 --eval-every 200 --valid $(CORPUS)/valid.txt \
+COMMON := -v $(VOCAB) --doc-sep '\n\n\n' -c 256 -b 16 --warmup 100 --eval-every 200 --valid $(CORPUS)/valid.txt \
           --eval-tokens 65536 --checkpoint-every 200 -t $(THREADS) -n $(STEPS)
 
 .PHONY: all

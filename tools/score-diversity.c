@@ -13,7 +13,7 @@
 #include <string.h>
 
 static const char *opt_model;
-static long opt_threads, opt_ctx, opt_batch_tokens = 4096;
+static long opt_threads, opt_ctx, opt_batch_tokens = 1024;
 static int opt_skip_invalid, opt_progress;
 
 static const asn_option options[] = {

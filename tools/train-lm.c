@@ -75,11 +75,14 @@ static const asn_tool tool = {
     "train-lm", "-v VOCAB -o OUTPUT [OPTIONS] CORPUS",
     "Train a small Llama language model on a text corpus and write it as GGUF.",
     "The corpus (a text file) is tokenized with the tokenizer of --vocab into one\n"
-    "stream (cached as OUTPUT-stem.train.tokens, rebuilt when the text, the vocab\n"
-    "or --doc-sep change). Each micro-batch is --batch windows of --ctx + 1\n"
-    "tokens at random positions, drawn with the counter RNG from --seed, so the\n"
-    "same options and thread count give the same weights byte for byte, and a\n"
-    "run resumed from a checkpoint ends with the weights of an uninterrupted one.\n"
+    "stream, cached beside the output (OUTPUT without .gguf + .train.tokens and\n"
+    ".valid.tokens; rebuilt when the text, the vocab or --doc-sep change). With\n"
+    "--doc-sep each document gets BOS (when the vocab adds one) and EOS; the\n"
+    "corpus of scripts/build-corpus.sh separates documents with '\\n\\n\\n'. Each\n"
+    "micro-batch is --batch windows of --ctx + 1 tokens at random positions,\n"
+    "drawn with the counter RNG from --seed, so the same options and thread\n"
+    "count give the same weights byte for byte, and a run resumed from a\n"
+    "checkpoint ends with the weights of an uninterrupted one.\n"
     "\n"
     "Model: Llama (RMSNorm, rotary embeddings, causal attention with optional\n"
     "grouped-query heads, SwiGLU, output tied to the token embeddings), trained\n"
@@ -534,6 +537,9 @@ int main(int argc, char **argv)
     }
     if (opt_ckpt_every && r.st.step > r.start_step)
         checkpoint(&r);
+    if (valid && isnan(r.last_val) && asn_lm_eval(r.lm, valid, r.n_valid, (size_t)opt_eval_tokens, r.B, r.T,
+                                                  &r.last_val, &e)) /* resumed at the end: no step ran */
+        asn_fatal("validation: %s", e.msg);
     write_model(&r);
 
     free(r.inp), free(r.tgt), free(r.st.m), free(r.st.v), free(train), free(valid);

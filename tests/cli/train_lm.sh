@@ -100,6 +100,9 @@ import json, sys
 steps = [json.loads(l)["step"] for l in open(sys.argv[1])]
 assert steps == [2, 4, 6, 8, 10, 12], steps
 PYEOF
+expect_status "train-lm --resume from the final checkpoint: exits 0" 0 $TL $OPTS --resume "$TMP/c.ckpt.gguf" -o "$TMP/f.gguf" "$TMP/corpus.txt"
+expect_stderr "train-lm --resume at the end: no step, the model and its validation loss" "wrote .*f.gguf \(12 steps, 1728 tokens, validation loss"
+check "train-lm --resume at the end: the same model" cmp "$TMP/a.gguf" "$TMP/f.gguf"
 expect_status "the checkpoint loads as a model too" 0 "$BIN/perplexity" -m "$TMP/c.ckpt.gguf" -c 256 --text "$TMP/valid.txt"
 
 expect_status "resume with another model shape: exit 1" 1 $TL $OPTS --dim 32 --resume "$TMP/c.ckpt.gguf" -o "$TMP/d.gguf" "$TMP/corpus.txt"
