@@ -91,7 +91,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < all->n; i++) {
         const char *nm = all->h[i].name;
         size_t L = strlen(nm);
-        if (L >= 9 && !strcmp(nm + L - 9, " temp 0.7") && n_row < 64)
+        if (((L >= 9 && !strcmp(nm + L - 9, " temp 0.7")) || !strcmp(nm, "temp 0.7")) && n_row < 64)
             row[n_row++] = &all->h[i];
     }
     int one = asn_heuristics_find(all, "top_p 0.95 temp 0.7");
