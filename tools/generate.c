@@ -59,24 +59,6 @@ static const asn_tool tool = {
     options,
 };
 
-static char *read_all(const char *path)
-{
-    FILE *f = asn_open_in(path);
-    char *buf = NULL;
-    size_t n = 0, cap = 0, k;
-    do {
-        asn_grow((void **)&buf, &cap, n + 65536, 1);
-        k = fread(buf + n, 1, cap - n - 1, f);
-        n += k;
-    } while (k > 0);
-    if (ferror(f))
-        asn_fatal("%s: read error", path);
-    if (f != stdin)
-        fclose(f);
-    buf[n] = 0;
-    return buf;
-}
-
 /* The inline heuristic as a processor list, in HF generate()'s order. */
 static json_t *inline_processors(void)
 {
@@ -175,7 +157,8 @@ int main(int argc, char **argv)
     if (opt_max_new < 1 || opt_min_new < 0 || opt_seed < 0)
         asn_usage_error("--max-new-tokens must be >= 1, --min-new-tokens and --seed >= 0");
     asn_err e;
-    char *prompt = nops ? asn_xstrdup(argv[1]) : read_all(opt_file ? opt_file : "-");
+    size_t plen;
+    char *prompt = nops ? asn_xstrdup(argv[1]) : asn_read_all(opt_file ? opt_file : "-", &plen);
 
     /* the heuristic */
     asn_heuristics *hs = NULL;

@@ -117,22 +117,14 @@ static int score(scorer *s, json_t *rec, const char *text, size_t len, asn_err *
     return 0;
 }
 
-static char *slurp(const char *path, size_t *len)
+/* An asn_record_fn: scores the record's "text". */
+static int score_record(json_t *rec, void *ctx, const char *path, long line, asn_err *e)
 {
-    FILE *f = asn_open_in(path);
-    char *buf = NULL;
-    size_t n = 0, cap = 0, k;
-    do {
-        asn_grow((void **)&buf, &cap, n + 65536, 1);
-        k = fread(buf + n, 1, cap - n, f);
-        n += k;
-    } while (k > 0);
-    if (ferror(f))
-        asn_fatal("%s: read error", path);
-    if (f != stdin)
-        fclose(f);
-    *len = n;
-    return buf;
+    const char *text = NULL;
+    (void)path, (void)line;
+    if (asn_get_string(rec, "text", 1, &text, e))
+        return -1;
+    return score(ctx, rec, text, json_string_length(json_object_get(rec, "text")), e);
 }
 
 int main(int argc, char **argv)
@@ -151,7 +143,7 @@ int main(int argc, char **argv)
         asn_fatal("%s", e.msg);
     if (opt_text) {
         size_t len;
-        char *text = slurp(opt_text, &len);
+        char *text = asn_read_all(opt_text, &len);
         json_t *rec = json_object();
         if (score(&s, rec, text, len, &e))
             asn_fatal("%s: %s", opt_text, e.msg);
@@ -159,36 +151,7 @@ int main(int argc, char **argv)
         json_decref(rec);
         free(text);
     } else {
-        char *def[] = {"-", NULL};
-        char **files = nops ? argv + 1 : def;
-        long bad = 0;
-        for (char **f = files; *f; f++) {
-            asn_jsonl *in = asn_jsonl_open(*f, &e);
-            if (!in)
-                asn_fatal("%s", e.msg);
-            json_t *rec;
-            int r;
-            while ((r = asn_jsonl_next(in, &rec, &e)) != 0) {
-                const char *text = NULL;
-                if (r > 0 && (asn_get_string(rec, "text", 1, &text, &e) ||
-                              score(&s, rec, text, json_string_length(json_object_get(rec, "text")), &e)))
-                    asn_err_prefix(&e, "%s:%ld", asn_jsonl_path(in), asn_jsonl_lineno(in)), r = -1;
-                if (r < 0) {
-                    json_decref(rec);
-                    if (!opt_skip_invalid || r == -2)
-                        asn_fatal("%s", e.msg);
-                    asn_warn("%s", e.msg);
-                    bad++;
-                    continue;
-                }
-                if (asn_jsonl_write(stdout, rec))
-                    asn_fatal("stdout: write error");
-                json_decref(rec);
-            }
-            asn_jsonl_close(in);
-        }
-        if (bad)
-            asn_warn("skipped %ld invalid record%s", bad, bad == 1 ? "" : "s");
+        asn_map_records(nops ? argv + 1 : NULL, opt_skip_invalid, 0, score_record, &s);
     }
     asn_close_out(stdout, "-");
     free(s.logits);

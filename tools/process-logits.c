@@ -90,9 +90,27 @@ static int read_logits(const json_t *rec, float **row, size_t *cap, int *V, asn_
     return 0;
 }
 
-/* Processes one record in place. */
-static int process(json_t *rec, const asn_heuristic *fixed, asn_workspace *ws, float **row,
-                   size_t *cap, buf_i32 *ids, buf_i32 *eos, asn_err *e)
+typedef struct state {
+    const asn_heuristic *fixed;
+    asn_workspace *ws;
+    float *row;
+    size_t cap;
+    buf_i32 ids, eos;
+} state;
+
+static int process_in(json_t *rec, const asn_heuristic *fixed, asn_workspace *ws, float **row,
+                      size_t *cap, buf_i32 *ids, buf_i32 *eos, asn_err *e);
+
+/* Processes one record in place (an asn_record_fn). */
+static int process(json_t *rec, void *ctx, const char *path, long line, asn_err *e)
+{
+    state *s = ctx;
+    (void)path, (void)line;
+    return process_in(rec, s->fixed, s->ws, &s->row, &s->cap, &s->ids, &s->eos, e);
+}
+
+static int process_in(json_t *rec, const asn_heuristic *fixed, asn_workspace *ws, float **row,
+                      size_t *cap, buf_i32 *ids, buf_i32 *eos, asn_err *e)
 {
     int V;
     if (read_logits(rec, row, cap, &V, e) || read_ids(rec, "input_ids", ids, e) ||
@@ -163,43 +181,13 @@ int main(int argc, char **argv)
             asn_fatal("%s: no pipeline named \"%s\"", opt_heuristics, opt_heuristic);
         fixed = &hs->h[k];
     }
-    asn_workspace *ws = asn_workspace_new();
-    float *row = NULL;
-    size_t cap = 0;
-    buf_i32 ids = {0}, eos = {0};
-    long bad = 0;
-    char *def[] = {"-", NULL};
-    char **files = nops ? argv + 1 : def;
-    for (char **f = files; *f; f++) {
-        asn_jsonl *in = asn_jsonl_open(*f, &e);
-        if (!in)
-            asn_fatal("%s", e.msg);
-        json_t *rec;
-        int r;
-        while ((r = asn_jsonl_next(in, &rec, &e)) != 0) {
-            if (r > 0 && process(rec, fixed, ws, &row, &cap, &ids, &eos, &e))
-                asn_err_prefix(&e, "%s:%ld", asn_jsonl_path(in), asn_jsonl_lineno(in)), r = -1;
-            if (r < 0) {
-                json_decref(rec);
-                if (!opt_skip_invalid || r == -2)
-                    asn_fatal("%s", e.msg);
-                asn_warn("%s", e.msg);
-                bad++;
-                continue;
-            }
-            if (asn_jsonl_write(stdout, rec))
-                asn_fatal("stdout: write error");
-            json_decref(rec);
-        }
-        asn_jsonl_close(in);
-    }
+    state st = {fixed, asn_workspace_new(), NULL, 0, {0}, {0}};
+    asn_map_records(nops ? argv + 1 : NULL, opt_skip_invalid, 0, process, &st);
     asn_close_out(stdout, "-");
-    if (bad)
-        asn_warn("skipped %ld invalid record%s", bad, bad == 1 ? "" : "s");
-    free(row);
-    free(ids.v);
-    free(eos.v);
-    asn_workspace_free(ws);
+    free(st.row);
+    free(st.ids.v);
+    free(st.eos.v);
+    asn_workspace_free(st.ws);
     asn_heuristics_free(hs);
     return 0;
 }

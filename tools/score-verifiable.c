@@ -204,8 +204,9 @@ typedef struct counts {
 } counts;
 
 /* Labels one record. 0, or -1 with e set for a record error. */
-static int label(json_t *rec, counts *c, const char *file, long line, asn_err *e)
+static int label(json_t *rec, void *ctx, const char *file, long line, asn_err *e)
 {
+    counts *c = ctx;
     const char *dsfield = NULL;
     if (!opt_dataset && asn_get_string(rec, "dataset", 0, &dsfield, e))
         return -1;
@@ -257,37 +258,8 @@ int main(int argc, char **argv)
         asn_usage_error("--dataset must be gsm8k, math or ifeval, not \"%s\"", opt_dataset);
     if (opt_max_warnings < 0)
         asn_usage_error("--max-warnings must be >= 0");
-    char *def[] = {"-", NULL};
-    char **files = nops ? argv + 1 : def;
     counts c = {0};
-    long bad = 0;
-    asn_err e;
-    asn_progress *prog = asn_progress_new("records", 0, opt_progress);
-    for (char **f = files; *f; f++) {
-        asn_jsonl *in = asn_jsonl_open(*f, &e);
-        if (!in)
-            asn_fatal("%s", e.msg);
-        json_t *rec;
-        int r;
-        while ((r = asn_jsonl_next(in, &rec, &e)) != 0) {
-            if (r > 0 && label(rec, &c, asn_jsonl_path(in), asn_jsonl_lineno(in), &e))
-                asn_err_prefix(&e, "%s:%ld", asn_jsonl_path(in), asn_jsonl_lineno(in)), r = -1;
-            if (r < 0) {
-                json_decref(rec);
-                if (!opt_skip_invalid || r == -2)
-                    asn_fatal("%s", e.msg);
-                asn_warn("%s", e.msg);
-                bad++;
-                continue;
-            }
-            if (asn_jsonl_write(stdout, rec))
-                asn_fatal("stdout: write error");
-            json_decref(rec);
-            asn_progress_add(prog, 1);
-        }
-        asn_jsonl_close(in);
-    }
-    asn_progress_done(prog);
+    long bad = asn_map_records(nops ? argv + 1 : NULL, opt_skip_invalid, opt_progress, label, &c);
     asn_close_out(stdout, "-");
     if (!opt_quiet) {
         if (c.warned > opt_max_warnings)
@@ -297,7 +269,6 @@ int main(int argc, char **argv)
                 "(null reward)\n",
                 asn_progname(), c.records, c.records == 1 ? "" : "s", c.passed, c.failed, c.unverifiable, c.missing);
     }
-    if (bad)
-        asn_warn("skipped %ld invalid record%s", bad, bad == 1 ? "" : "s");
+    (void)bad; /* asn_map_records has said how many */
     return 0;
 }

@@ -52,24 +52,6 @@ static const asn_tool tool = {
     options,
 };
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = asn_open_in(path);
-    char *buf = NULL;
-    size_t n = 0, cap = 0, k;
-    do {
-        asn_grow((void **)&buf, &cap, n + (1 << 20), 1);
-        k = fread(buf + n, 1, cap - n, f);
-        n += k;
-    } while (k > 0);
-    if (ferror(f))
-        asn_fatal("%s: read error", path);
-    if (f != stdin)
-        fclose(f);
-    *len = n;
-    return buf;
-}
-
 static double now(void)
 {
     struct timespec ts;
@@ -190,7 +172,7 @@ int main(int argc, char **argv)
     size_t *lens = asn_xcalloc((size_t)n, sizeof *lens);
     double t0 = now();
     for (int i = 0; i < n; i++) {
-        texts[i] = slurp(paths[i], &lens[i]);
+        texts[i] = asn_read_all(paths[i], &lens[i]);
         if (asn_bpe_words_add(w, texts[i], lens[i], &e))
             asn_fatal("%s: %s", strcmp(paths[i], "-") ? paths[i] : "stdin", e.msg);
         if (!opt_check) {

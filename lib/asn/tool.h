@@ -9,6 +9,8 @@
 
 #include <stdio.h>
 
+#include "asn/core.h"
+
 enum {
     ASN_EXIT_OK = 0,
     ASN_EXIT_FAIL = 1,  /* runtime failure: bad input, I/O error */
@@ -69,6 +71,22 @@ FILE *asn_open_in(const char *path);
 FILE *asn_open_out(const char *path);
 /* Flushes and closes an output stream; fatal if anything failed to write. */
 void asn_close_out(FILE *f, const char *path);
+
+/* The whole of a file ("-" = stdin) in a new buffer with a NUL after the
+ * last byte; *len gets the byte count. Fatal on a read error. */
+char *asn_read_all(const char *path, size_t *len);
+
+/* ------------------------------------------------------- record streams */
+
+/* The loop of a record-annotating tool: reads every JSONL record of files
+ * (NULL-terminated; NULL or empty = stdin), calls fn on it, and writes it to
+ * stdout when fn returns 0. When fn fails, or a line is not a JSON object,
+ * the error gets the file:line prefix and ends the program, or with
+ * skip_invalid is a warning and the record is dropped (read errors always
+ * end it). Returns the number of records skipped, after a summary warning. */
+struct json_t;
+typedef int (*asn_record_fn)(struct json_t *rec, void *ctx, const char *path, long line, asn_err *e);
+long asn_map_records(char **files, int skip_invalid, int show_progress, asn_record_fn fn, void *ctx);
 
 /* ---------------------------------------------------------- progress bar */
 

@@ -2,6 +2,7 @@
  * --help/--version, messages and exit codes, stream opening, progress bar. */
 #include "asn/tool.h"
 #include "asn/core.h"
+#include "asn/json.h"
 
 #include <errno.h>
 #include <math.h>
@@ -228,6 +229,63 @@ void asn_close_out(FILE *f, const char *path)
         bad |= fclose(f) != 0;
     if (bad)
         asn_fatal("%s: write error", strcmp(path, "-") ? path : "stdout");
+}
+
+char *asn_read_all(const char *path, size_t *len)
+{
+    FILE *f = asn_open_in(path);
+    char *buf = NULL;
+    size_t n = 0, cap = 0, k;
+    do {
+        asn_grow((void **)&buf, &cap, n + 65537, 1);
+        k = fread(buf + n, 1, cap - n - 1, f);
+        n += k;
+    } while (k > 0);
+    if (ferror(f))
+        asn_fatal("%s: read error: %s", path, strerror(errno));
+    if (f != stdin)
+        fclose(f);
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
+long asn_map_records(char **files, int skip_invalid, int show_progress, asn_record_fn fn, void *ctx)
+{
+    char *def[] = {"-", NULL};
+    if (!files || !files[0])
+        files = def;
+    asn_progress *bar = asn_progress_new("records", 0, show_progress);
+    long bad = 0;
+    asn_err e;
+    for (char **f = files; *f; f++) {
+        asn_jsonl *in = asn_jsonl_open(*f, &e);
+        if (!in)
+            asn_fatal("%s", e.msg);
+        json_t *rec;
+        int r;
+        while ((r = asn_jsonl_next(in, &rec, &e)) != 0) {
+            if (r > 0 && fn(rec, ctx, asn_jsonl_path(in), asn_jsonl_lineno(in), &e))
+                asn_err_prefix(&e, "%s:%ld", asn_jsonl_path(in), asn_jsonl_lineno(in)), r = -1;
+            if (r < 0) {
+                json_decref(rec);
+                if (!skip_invalid || r == -2)
+                    asn_fatal("%s", e.msg);
+                asn_warn("%s", e.msg);
+                bad++;
+                continue;
+            }
+            if (asn_jsonl_write(stdout, rec))
+                asn_fatal("stdout: write error");
+            json_decref(rec);
+            asn_progress_add(bar, 1);
+        }
+        asn_jsonl_close(in);
+    }
+    asn_progress_done(bar);
+    if (bad)
+        asn_warn("skipped %ld invalid record%s", bad, bad == 1 ? "" : "s");
+    return bad;
 }
 
 /* ---------------------------------------------------------- progress bar */
