@@ -70,18 +70,8 @@ static void add_file(asn_ngram_builder *b, const char *path)
         }
         close(fd);
     }
-    FILE *f = asn_open_in(path);
-    char *buf = NULL;
-    size_t n = 0, cap = 0, k;
-    do {
-        asn_grow((void **)&buf, &cap, n + (1 << 20), 1);
-        k = fread(buf + n, 1, cap - n, f);
-        n += k;
-    } while (k > 0);
-    if (ferror(f))
-        asn_fatal("%s: read error", path);
-    if (f != stdin)
-        fclose(f);
+    size_t n;
+    char *buf = asn_read_all(path, &n);
     if (asn_ngram_builder_add(b, buf, n, &e))
         asn_fatal("%s: %s", path, e.msg);
     free(buf);
@@ -162,6 +152,17 @@ static void label(const asn_ngram_index *ix, json_t *rec, const char *text, size
     json_object_set_new(rec, "infinigram_scores", ref);
 }
 
+/* An asn_record_fn: labels the record's "generation". */
+static int label_record(json_t *rec, void *ctx, const char *path, long line, asn_err *e)
+{
+    const char *text = NULL;
+    (void)path, (void)line;
+    if (asn_get_string(rec, "generation", 1, &text, e))
+        return -1;
+    label(ctx, rec, text, json_string_length(json_object_get(rec, "generation")));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "build"))
@@ -175,39 +176,7 @@ int main(int argc, char **argv)
     asn_ngram_index *ix = asn_ngram_open(opt_index, &e);
     if (!ix)
         asn_fatal("%s", e.msg);
-    char *def[] = {"-", NULL};
-    char **files = nops ? argv + 1 : def;
-    asn_progress *prog = asn_progress_new("records", 0, opt_progress);
-    long bad = 0;
-    for (char **f = files; *f; f++) {
-        asn_jsonl *in = asn_jsonl_open(*f, &e);
-        if (!in)
-            asn_fatal("%s", e.msg);
-        json_t *rec;
-        int r;
-        while ((r = asn_jsonl_next(in, &rec, &e)) != 0) {
-            const char *text = NULL;
-            if (r > 0 && asn_get_string(rec, "generation", 1, &text, &e))
-                asn_err_prefix(&e, "%s:%ld", asn_jsonl_path(in), asn_jsonl_lineno(in)), r = -1;
-            if (r < 0) {
-                json_decref(rec);
-                if (!opt_skip_invalid || r == -2)
-                    asn_fatal("%s", e.msg);
-                asn_warn("%s", e.msg);
-                bad++;
-                continue;
-            }
-            label(ix, rec, text, json_string_length(json_object_get(rec, "generation")));
-            if (asn_jsonl_write(stdout, rec))
-                asn_fatal("stdout: write error");
-            json_decref(rec);
-            asn_progress_add(prog, 1);
-        }
-        asn_jsonl_close(in);
-    }
-    asn_progress_done(prog);
-    if (bad)
-        asn_warn("skipped %ld invalid record%s", bad, bad == 1 ? "" : "s");
+    asn_map_records(nops ? argv + 1 : NULL, opt_skip_invalid, opt_progress, label_record, ix);
     asn_close_out(stdout, "-");
     asn_ngram_close(ix);
     return 0;
