@@ -6,14 +6,16 @@
 # demo-base (the generator) and demo-ref (the reference scorer and judge:
 # larger, another seed, no shared weights). Training checkpoints every 200
 # steps; after an interruption the same command resumes from the checkpoint
-# (RESUME=1). Budget: about 90 minutes per model on 2 cores.
+# (RESUME=1). Budget: about 90 minutes per model on 2 cores. One training
+# thread by default: weights depend on the thread count, so THREADS is part
+# of what makes a rebuild give the same files.
 
 BIN     ?= bin
 CORPUS  ?= build/corpus
 MODELS  ?= examples/models
 WORK    ?= build/models
-THREADS ?= 0
-STEPS   ?= 1200
+THREADS ?= 1
+STEPS   ?= 2400
 
 VOCAB := $(CORPUS)/vocab.gguf
 COMMON := -v $(VOCAB) --doc-sep '\n\n\n' -c 256 -b 16 --warmup 100 --eval-every 200 --valid $(CORPUS)/valid.txt \

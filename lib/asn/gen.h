@@ -73,6 +73,13 @@ typedef void (*asn_gen_progress)(void *ctx, long jobs_done, long tokens);
 int asn_generate(asn_generator *g, asn_gen_job *jobs, int n, asn_gen_progress progress, void *ctx,
                  asn_err *e);
 
+/* The row a generation step draws from, in place: the end-of-generation
+ * ids (ctx->eos) masked while fewer than min_new_tokens tokens were
+ * generated (unless h is JSON-constrained and its value is complete), then
+ * the heuristic. ctx->n_ids - ctx->n_prompt tokens are generated so far. */
+int asn_gen_process_row(const asn_heuristic *h, int min_new_tokens, float *row, int V, const asn_seq_ctx *ctx,
+                        asn_seq_state *st, asn_workspace *ws, asn_err *e);
+
 /* The prompt as the model sees it: system and user message through the
  * chat template (ASN_CHAT_* id), tokenized with BOS as the model adds it
  * and special tokens parsed. *ids is new (caller frees). */

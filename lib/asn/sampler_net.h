@@ -112,6 +112,10 @@ const asn_sampler_tensor *asn_sampler_find_tensor(const asn_sampler *s, const ch
  * F16 or BF16 data, finite values); errors name the file and what is wrong
  * (a PyTorch checkpoint gets a pointer to scripts/convert-torch-sampler.py). */
 int asn_sampler_save(const asn_sampler *s, const char *path, asn_err *e);
+/* What asn_sampler_save writes, as a writer the caller may add to (a
+ * trainer's checkpoint adds its state under "train." keys and tensors, which
+ * loading ignores) and then writes and frees. The writer points into s. */
+asn_gguf_writer *asn_sampler_writer(const asn_sampler *s);
 asn_sampler *asn_sampler_load(const char *path, asn_err *e);
 asn_sampler *asn_sampler_from_gguf(const asn_gguf *g, asn_err *e);
 

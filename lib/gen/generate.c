@@ -162,6 +162,21 @@ typedef struct step_task {
     asn_err *errs;
 } step_task;
 
+int asn_gen_process_row(const asn_heuristic *h, int min_new_tokens, float *row, int V, const asn_seq_ctx *ctx,
+                        asn_seq_state *st, asn_workspace *ws, asn_err *e)
+{
+    /* min_new_tokens first (HF order); a JSON-constrained heuristic may end
+     * as soon as its value is complete */
+    int n_gen = ctx->n_ids - ctx->n_prompt;
+    const asn_proc *jp = asn_heuristic_json_proc(h);
+    if (n_gen < min_new_tokens && !(jp && asn_json_complete(ctx, (int)jp->i[0])))
+        for (int k = 0; k < ctx->n_eos; k++)
+            row[ctx->eos[k]] = -INFINITY;
+    if (asn_pipeline_apply(h, row, V, ctx, st, ws, e))
+        return asn_err_prefix(e, "heuristic \"%s\", step %d", h->name, n_gen);
+    return 0;
+}
+
 /* Samples one token for a slot whose logits are fresh; sets its job's
  * outputs when it finishes. */
 static int sample_slot(asn_generator *g, asn_gen_job *job, slot *sl, asn_workspace *ws, asn_err *e)
@@ -170,14 +185,8 @@ static int sample_slot(asn_generator *g, asn_gen_job *job, slot *sl, asn_workspa
     float *row = sl->logits;
     asn_seq_ctx ctx = {sl->hist, job->n_prompt + sl->n_gen, job->n_prompt, g->eog, (int)g->n_eog,
                        sl->key, (uint64_t)sl->n_gen, g->v};
-    /* min_new_tokens first (HF order); a JSON-constrained heuristic may end
-     * as soon as its value is complete */
-    const asn_proc *jp = asn_heuristic_json_proc(job->heuristic);
-    if (sl->n_gen < s->min_new_tokens && !(jp && asn_json_complete(&ctx, (int)jp->i[0])))
-        for (size_t k = 0; k < g->n_eog; k++)
-            row[g->eog[k]] = -INFINITY;
-    if (asn_pipeline_apply(job->heuristic, row, g->V, &ctx, &sl->st, ws, e))
-        return asn_err_prefix(e, "heuristic \"%s\", step %d", job->heuristic->name, sl->n_gen);
+    if (asn_gen_process_row(job->heuristic, s->min_new_tokens, row, g->V, &ctx, &sl->st, ws, e))
+        return -1;
     int tok = asn_sample_row(row, g->V, asn_rng_uniform(sl->key, (uint64_t)sl->n_gen, ASN_STREAM_DRAW));
     if (tok < 0)
         return asn_err_set(e, "heuristic \"%s\", step %d: every token was removed", job->heuristic->name,

@@ -387,7 +387,7 @@ static asn_nn_mlp mlp_view(const mlp_off *o, const float *base)
 
 #define GGUF_ARCH "asn-sampler"
 
-int asn_sampler_save(const asn_sampler *s, const char *path, asn_err *e)
+asn_gguf_writer *asn_sampler_writer(const asn_sampler *s)
 {
     const asn_sampler_config *c = &s->cfg;
     asn_gguf_writer *w = asn_gguf_writer_new();
@@ -414,6 +414,12 @@ int asn_sampler_save(const asn_sampler *s, const char *path, asn_err *e)
         int64_t ne[2] = {t->n_dims == 2 ? t->shape[1] : t->shape[0], t->shape[0]};
         asn_gguf_add_tensor(w, t->name, ASN_T_F32, t->n_dims == 2 ? 2 : 1, ne, s->p + t->offset);
     }
+    return w;
+}
+
+int asn_sampler_save(const asn_sampler *s, const char *path, asn_err *e)
+{
+    asn_gguf_writer *w = asn_sampler_writer(s);
     int rc = asn_gguf_write(w, path, e);
     asn_gguf_writer_free(w);
     return rc;
@@ -518,7 +524,7 @@ asn_sampler *asn_sampler_from_gguf(const asn_gguf *g, asn_err *e)
         size_t n = gt->name.n < sizeof name - 1 ? gt->name.n : sizeof name - 1;
         memcpy(name, gt->name.p, n);
         name[n] = 0;
-        if (!asn_sampler_find_tensor(s, name)) {
+        if (!asn_sampler_find_tensor(s, name) && strncmp(name, "train.", 6)) {
             asn_err_set(e, "%s: unexpected tensor %s for a %s with these hyper-parameters", path, name,
                         asn_sampler_arch_name(c.arch));
             goto fail;

@@ -1,0 +1,679 @@
+/* train-sampler — trains a learned sampler (lib/learn/sampler_net.c) to
+ * reproduce the heuristics of a set of candidates: each record is replayed
+ * through the base model (lib/gen/replay.c), the record's own heuristic
+ * gives the target row of every generated step, and the network learns raw
+ * logits -> target with TruncatedLogitsLoss, AdamW and a warmup schedule
+ * (the reference's train_supervised, in f32, streamed). */
+#include "asn/json.h"
+#include "asn/model.h"
+#include "asn/optim.h"
+#include "asn/replay.h"
+#include "asn/sampler_net.h"
+#include "asn/tool.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *opt_model, *opt_arch, *opt_config, *opt_output, *opt_ckpt, *opt_resume, *opt_log;
+static const char *opt_sched = "cosine";
+static long opt_tb = 8, opt_accum = 24, opt_epochs = 1, opt_save = 50, opt_warmup = 100, opt_max_seq = 1000;
+static long opt_max_steps, opt_seed = 42, opt_threads, opt_log_every = 10, opt_stop_at;
+static double opt_lr = 1e-2, opt_wd = 0.01, opt_gamma = 5.0, opt_clip, opt_beta1 = 0.9, opt_beta2 = 0.999;
+static double opt_eps = 1e-8;
+static int opt_quiet, opt_progress, opt_no_shuffle;
+
+static const asn_option options[] = {
+    {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "the base model GGUF the candidates were generated with (required)"},
+    {"arch", 'a', ASN_OPT_STRING, &opt_arch, "NAME", "LocalProbabilityTransform, SimpleDistributionAwareTransform or SamplingNetwork"},
+    {"config", 'c', ASN_OPT_STRING, &opt_config, "FILE", "the network's hyper-parameters (a reference model_config YAML)"},
+    {"output", 'o', ASN_OPT_STRING, &opt_output, "FILE", "the sampler GGUF to write (required)"},
+    {"token-batch-size", 'b', ASN_OPT_INT, &opt_tb, "N", "generated steps (rows of logits) per micro-batch"},
+    {"gradient-accumulation-steps", 0, ASN_OPT_INT, &opt_accum, "N", "micro-batches per optimizer step"},
+    {"learning-rate", 0, ASN_OPT_DOUBLE, &opt_lr, "RATE", "peak learning rate"},
+    {"weight-decay", 0, ASN_OPT_DOUBLE, &opt_wd, "W", "AdamW decoupled weight decay (torch's default 0.01)"},
+    {"beta1", 0, ASN_OPT_DOUBLE, &opt_beta1, "B", "AdamW beta1"},
+    {"beta2", 0, ASN_OPT_DOUBLE, &opt_beta2, "B", "AdamW beta2"},
+    {"adam-eps", 0, ASN_OPT_DOUBLE, &opt_eps, "E", "AdamW epsilon"},
+    {"max-grad-norm", 0, ASN_OPT_DOUBLE, &opt_clip, "NORM", "clip the gradient's global norm (0: off, as the reference)"},
+    {"lr-scheduler-type", 0, ASN_OPT_STRING, &opt_sched, "NAME", "constant, constant_with_warmup, linear, cosine, cosine_with_restarts, polynomial, cosine_with_min_lr"},
+    {"num-warmup-steps", 0, ASN_OPT_INT, &opt_warmup, "N", "linear warmup steps"},
+    {"num-epochs", 'e', ASN_OPT_INT, &opt_epochs, "N", "passes over the candidates"},
+    {"max-steps", 0, ASN_OPT_INT, &opt_max_steps, "N", "stop after N optimizer steps; the schedule spans N (0: --num-epochs decides)"},
+    {"loss-gamma", 0, ASN_OPT_DOUBLE, &opt_gamma, "G", "weight of the truncation penalty in the loss"},
+    {"max-seq-length", 0, ASN_OPT_INT, &opt_max_seq, "N", "replay at most N positions (prompt + generation) per record"},
+    {"seed", 's', ASN_OPT_INT, &opt_seed, "N", "seed of the initial weights and of the record order"},
+    {"no-shuffle", 0, ASN_OPT_FLAG, &opt_no_shuffle, NULL, "take the records in file order"},
+    {"save-steps", 0, ASN_OPT_INT, &opt_save, "N", "write the checkpoint every N optimizer steps (0: only when stopped early)"},
+    {"checkpoint", 0, ASN_OPT_STRING, &opt_ckpt, "FILE", "checkpoint file (default: OUTPUT without .gguf + .ckpt.gguf)"},
+    {"resume", 0, ASN_OPT_STRING, &opt_resume, "FILE", "continue from this checkpoint"},
+    {"stop-at", 0, ASN_OPT_INT, &opt_stop_at, "STEP", "stop after optimizer step STEP with a checkpoint"},
+    {"log", 0, ASN_OPT_STRING, &opt_log, "FILE", "training log, one JSON line per log step (default: OUTPUT without .gguf + .log.jsonl)"},
+    {"log-every", 0, ASN_OPT_INT, &opt_log_every, "N", "log every N optimizer steps"},
+    {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
+    {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "redraw a progress line even when stderr is not a terminal"},
+    {"quiet", 'q', ASN_OPT_FLAG, &opt_quiet, NULL, "no progress or log lines on stderr"},
+    {0},
+};
+
+static const asn_tool tool = {
+    "train-sampler", "-m MODEL -a ARCH -c CONFIG -o OUTPUT [OPTIONS] [CANDIDATES.jsonl]",
+    "Train a learned sampler network to reproduce the heuristics of a set of candidates.",
+    "Input: candidate records (gen-candidates or filter-topk output; file or\n"
+    "stdin), each with prompt, system, heuristic, seed, tokens, settings and\n"
+    "model.sha256, which must be the digest of --model. Every record is checked\n"
+    "before training starts; an error names the file, line and field.\n"
+    "\n"
+    "For each record (in an order shuffled per epoch from --seed), the prompt\n"
+    "is formatted as gen-candidates did, prefilled once, and the recorded\n"
+    "tokens are fed to the model a micro-batch at a time: the logits of the\n"
+    "step that drew each token are the input, and the record's own heuristic\n"
+    "applied to them (with the token history, state and random key of that\n"
+    "step, and min_new_tokens) is the target: exactly the row the token was\n"
+    "drawn from (-inf where the heuristic removed a token). A step whose\n"
+    "target does not give back the recorded token is counted and reported:\n"
+    "the records then come from other settings.\n"
+    "\n"
+    "Rows are collected into micro-batches of --token-batch-size (across record\n"
+    "boundaries; the last incomplete one is dropped, as in the reference), the\n"
+    "loss is TruncatedLogitsLoss: mean over rows of KL(target || network) over\n"
+    "the tokens the target keeps, plus --loss-gamma times the network's mass on\n"
+    "the tokens the target removed. Gradients accumulate over\n"
+    "--gradient-accumulation-steps micro-batches, then AdamW steps with the\n"
+    "rate of the schedule (HuggingFace semantics; total steps = target rows /\n"
+    "token batch / accumulation x epochs, or --max-steps). Memory: the model,\n"
+    "the network and two micro-batches of rows, whatever the data size.\n"
+    "\n"
+    "Output: OUTPUT, a sampler GGUF (general.architecture \"asn-sampler\"; use\n"
+    "it as the processor {name: learned, params: {path: OUTPUT}}). The\n"
+    "checkpoint adds AdamW's moments and the position in the data (train.*);\n"
+    "--resume continues exactly where it stopped: the same options and thread\n"
+    "count give the same weights byte for byte, interrupted or not. On SIGINT\n"
+    "or SIGTERM the run writes the checkpoint after the current step and exits\n"
+    "with status 1.\n"
+    "\n"
+    "stderr: step, loss, KL, penalty, learning rate, tokens/s (a redrawn line\n"
+    "on a terminal, a line per log step otherwise). The log file gets one JSON\n"
+    "line per log step: step, epoch, rows, loss, kl, penalty (means since the\n"
+    "last line), lr, grad_norm, rows_per_s, time.\n",
+    options,
+};
+
+/* --------------------------------------------------------------- helpers */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static volatile sig_atomic_t stop_signal;
+static void on_signal(int sig) { stop_signal = sig; }
+
+static char *derived(const char *output, const char *suffix)
+{
+    size_t n = strlen(output);
+    if (n > 5 && !strcmp(output + n - 5, ".gguf"))
+        n -= 5;
+    char *s = asn_xmalloc(n + strlen(suffix) + 1);
+    memcpy(s, output, n);
+    strcpy(s + n, suffix);
+    return s;
+}
+
+/* ---------------------------------------------------------------- data */
+
+/* The records: a seekable copy of the input, each record's offset and
+ * number of target rows. */
+typedef struct data {
+    const char *path;
+    FILE *f;
+    long *off, *line;
+    int *rows;
+    long n;
+    long total_rows;
+} data;
+
+static char *read_line(FILE *f, char **buf, size_t *cap)
+{
+    ssize_t len = getline(buf, cap, f);
+    if (len < 0)
+        return NULL;
+    while (len > 0 && ((*buf)[len - 1] == '\n' || (*buf)[len - 1] == '\r'))
+        (*buf)[--len] = 0;
+    return *buf;
+}
+
+static int blank(const char *s)
+{
+    for (; *s; s++)
+        if (*s != ' ' && *s != '\t')
+            return 0;
+    return 1;
+}
+
+/* A record of line `line` as a candidate; fatal with file:line on error. */
+static void parse_record(const data *d, long line, const char *text, asn_model *m, const asn_vocab *v,
+                         const char *sha, asn_candidate *c)
+{
+    asn_err e;
+    json_error_t je;
+    json_t *rec = json_loads(text, JSON_DECODE_ANY, &je);
+    if (!rec || !json_is_object(rec))
+        asn_fatal("%s:%ld: %s", d->path, line, rec ? "not a JSON object" : je.text);
+    const json_t *ms = json_object_get(json_object_get(rec, "model"), "sha256");
+    if (!json_is_string(ms))
+        asn_fatal("%s:%ld: field \"model.sha256\": missing (the records must say which model made them)", d->path,
+                  line);
+    if (strcmp(json_string_value(ms), sha))
+        asn_fatal("%s:%ld: field \"model.sha256\": the record was generated by model %.12s..., not by %s (%.12s...)",
+                  d->path, line, json_string_value(ms), asn_model_path(m), sha);
+    if (asn_candidate_from_json(c, rec, v, &e))
+        asn_fatal("%s:%ld: %s", d->path, line, e.msg);
+    json_decref(rec);
+}
+
+static int rows_of(const asn_candidate *c)
+{
+    long room = opt_max_seq - c->n_prompt;
+    if (room < 0)
+        room = 0;
+    return c->n_gen < room ? c->n_gen : (int)room;
+}
+
+/* Reads and checks every record; keeps offsets (the input is copied to a
+ * temporary file when it cannot seek). */
+static void load_data(data *d, const char *path, asn_model *m, const asn_vocab *v, const char *sha)
+{
+    d->path = strcmp(path, "-") ? path : "<stdin>";
+    FILE *in = asn_open_in(path);
+    FILE *f = in;
+    if (fseek(in, 0, SEEK_SET) != 0) {
+        f = tmpfile();
+        if (!f)
+            asn_fatal("cannot create a temporary file for %s", d->path);
+    }
+    char *buf = NULL;
+    size_t cap = 0, n_cap = 0;
+    long line = 0, pos = 0;
+    for (;;) {
+        long at = f == in ? ftell(in) : pos;
+        if (!read_line(in, &buf, &cap))
+            break;
+        line++;
+        if (f != in) {
+            fputs(buf, f);
+            fputc('\n', f);
+            pos += (long)strlen(buf) + 1;
+        }
+        if (blank(buf))
+            continue;
+        asn_candidate c;
+        parse_record(d, line, buf, m, v, sha, &c);
+        if (d->n == (long)n_cap) {
+            n_cap = n_cap ? 2 * n_cap : 1024;
+            d->off = asn_xrealloc(d->off, n_cap * sizeof *d->off);
+            d->line = asn_xrealloc(d->line, n_cap * sizeof *d->line);
+            d->rows = asn_xrealloc(d->rows, n_cap * sizeof *d->rows);
+        }
+        d->off[d->n] = at;
+        d->line[d->n] = line;
+        d->rows[d->n] = rows_of(&c);
+        d->total_rows += d->rows[d->n];
+        d->n++;
+        asn_candidate_clear(&c);
+    }
+    if (ferror(in))
+        asn_fatal("%s: read error", d->path);
+    free(buf);
+    if (f != in)
+        fclose(in);
+    if (fflush(f) || ferror(f))
+        asn_fatal("%s: cannot write a temporary copy", d->path);
+    d->f = f;
+}
+
+static void fetch_record(data *d, long i, asn_model *m, const asn_vocab *v, const char *sha, asn_candidate *c)
+{
+    static char *buf;
+    static size_t cap;
+    if (fseek(d->f, d->off[i], SEEK_SET) || !read_line(d->f, &buf, &cap))
+        asn_fatal("%s:%ld: cannot read the record again (did the file change?)", d->path, d->line[i]);
+    parse_record(d, d->line[i], buf, m, v, sha, c);
+}
+
+/* The record order of an epoch: a Fisher-Yates shuffle from the counter
+ * RNG, a pure function of (seed, epoch). */
+static void epoch_order(long *order, long n, long epoch)
+{
+    for (long i = 0; i < n; i++)
+        order[i] = i;
+    if (opt_no_shuffle)
+        return;
+    asn_rng_key key = asn_rng_key_make((uint64_t)opt_seed, "train-sampler", "shuffle");
+    for (long i = n - 1; i > 0; i--) {
+        double u = asn_rng_uniform(key, ((uint64_t)epoch << 32) | (uint64_t)i, ASN_STREAM_DRAW);
+        long j = (long)(u * (double)(i + 1));
+        long t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
+/* ------------------------------------------------------------- training */
+
+typedef struct pos {
+    long step;   /* optimizer steps done */
+    long epoch;  /* current epoch */
+    long k;      /* records of the epoch's order finished */
+    long t;      /* rows of record k already used */
+    double time; /* seconds of training over all runs */
+} pos;
+
+/* The options a checkpoint records; a resumed run with other values warns. */
+enum { N_RECORDED = 10 };
+
+static void recorded(char vals[N_RECORDED][64], const char *keys[N_RECORDED])
+{
+    static const char *const k[N_RECORDED] = {
+        "train.opt.token_batch_size", "train.opt.accum", "train.opt.seed", "train.opt.learning_rate",
+        "train.opt.schedule", "train.opt.warmup", "train.opt.weight_decay", "train.opt.loss_gamma",
+        "train.opt.epochs", "train.opt.max_steps"};
+    for (int i = 0; i < N_RECORDED; i++)
+        keys[i] = k[i];
+    snprintf(vals[0], 64, "%ld", opt_tb);
+    snprintf(vals[1], 64, "%ld", opt_accum);
+    snprintf(vals[2], 64, "%ld%s", opt_seed, opt_no_shuffle ? " no-shuffle" : "");
+    snprintf(vals[3], 64, "%.17g", opt_lr);
+    snprintf(vals[4], 64, "%s", opt_sched);
+    snprintf(vals[5], 64, "%ld", opt_warmup);
+    snprintf(vals[6], 64, "%.17g", opt_wd);
+    snprintf(vals[7], 64, "%.17g", opt_gamma);
+    snprintf(vals[8], 64, "%ld", opt_epochs);
+    snprintf(vals[9], 64, "%ld", opt_max_steps);
+}
+
+static void save_checkpoint(const char *path, const asn_sampler *s, const float *am, const float *av, const pos *p,
+                            long n_records, long total_rows)
+{
+    asn_gguf_writer *w = asn_sampler_writer(s);
+    char vals[N_RECORDED][64];
+    const char *keys[N_RECORDED];
+    recorded(vals, keys);
+    for (int i = 0; i < N_RECORDED; i++)
+        asn_gguf_set_str(w, keys[i], vals[i]);
+    asn_gguf_set_u64(w, "train.step", (uint64_t)p->step);
+    asn_gguf_set_u64(w, "train.epoch", (uint64_t)p->epoch);
+    asn_gguf_set_u64(w, "train.record", (uint64_t)p->k);
+    asn_gguf_set_u64(w, "train.record_row", (uint64_t)p->t);
+    asn_gguf_set_u64(w, "train.n_records", (uint64_t)n_records);
+    asn_gguf_set_u64(w, "train.n_rows", (uint64_t)total_rows);
+    char tbuf[64];
+    snprintf(tbuf, sizeof tbuf, "%.17g", p->time);
+    asn_gguf_set_str(w, "train.time", tbuf);
+    int64_t ne[2] = {(int64_t)asn_sampler_n_params(s), 1};
+    asn_gguf_add_tensor(w, "train.adam_m", ASN_T_F32, 1, ne, am);
+    asn_gguf_add_tensor(w, "train.adam_v", ASN_T_F32, 1, ne, av);
+    char *tmp = derived(path, ".tmp.gguf");
+    asn_err e;
+    if (asn_gguf_write(w, tmp, &e))
+        asn_fatal("%s", e.msg);
+    asn_gguf_writer_free(w);
+    if (rename(tmp, path))
+        asn_fatal("%s: cannot move the checkpoint into place", path);
+    free(tmp);
+}
+
+static uint64_t get_u64(const asn_gguf *g, const char *key)
+{
+    int64_t v = 0;
+    asn_err e;
+    if (asn_gguf_get_i64(g, key, 1, &v, &e) || v < 0)
+        asn_fatal("%s: not a train-sampler checkpoint (%s)", asn_gguf_path(g), key);
+    return (uint64_t)v;
+}
+
+static asn_sampler *load_checkpoint(const char *path, float **am, float **av, pos *p, long n_records,
+                                    long total_rows)
+{
+    asn_err e;
+    asn_gguf *g = asn_gguf_open(path, &e);
+    if (!g)
+        asn_fatal("%s", e.msg);
+    asn_sampler *s = asn_sampler_from_gguf(g, &e);
+    if (!s)
+        asn_fatal("%s", e.msg);
+    size_t np = asn_sampler_n_params(s);
+    const char *names[2] = {"train.adam_m", "train.adam_v"};
+    float **dst[2] = {am, av};
+    for (int i = 0; i < 2; i++) {
+        const asn_gguf_tensor *t = asn_gguf_find_tensor(g, names[i]);
+        if (!t || t->type != ASN_T_F32 || t->n_dims != 1 || (size_t)t->ne[0] != np)
+            asn_fatal("%s: not a train-sampler checkpoint of this network (tensor %s)", path, names[i]);
+        *dst[i] = asn_xmalloc(np * sizeof(float));
+        memcpy(*dst[i], t->data, np * sizeof(float));
+    }
+    p->step = (long)get_u64(g, "train.step");
+    p->epoch = (long)get_u64(g, "train.epoch");
+    p->k = (long)get_u64(g, "train.record");
+    p->t = (long)get_u64(g, "train.record_row");
+    char *tv = NULL;
+    if (!asn_gguf_get_str(g, "train.time", 0, &tv, &e) && tv)
+        p->time = atof(tv);
+    free(tv);
+    if ((long)get_u64(g, "train.n_records") != n_records || (long)get_u64(g, "train.n_rows") != total_rows)
+        asn_fatal("%s: the checkpoint was written for other candidates (%llu records, %llu rows; now %ld, %ld)",
+                  path, (unsigned long long)get_u64(g, "train.n_records"),
+                  (unsigned long long)get_u64(g, "train.n_rows"), n_records, total_rows);
+    char vals[N_RECORDED][64];
+    const char *keys[N_RECORDED];
+    recorded(vals, keys);
+    for (int i = 0; i < N_RECORDED; i++) {
+        char *was = NULL;
+        if (!asn_gguf_get_str(g, keys[i], 0, &was, &e) && was && strcmp(was, vals[i]))
+            asn_warn("%s: %s was %s, now %s: the run will differ from an uninterrupted one", path,
+                     keys[i] + strlen("train.opt."), was, vals[i]);
+        free(was);
+    }
+    asn_gguf_close(g);
+    return s;
+}
+
+/* What the steps share. */
+typedef struct trainer {
+    asn_sampler *s;
+    asn_sampler_ws *ws;
+    asn_pool *pool;
+    asn_sched sched;
+    asn_adamw adam;
+    float *am, *av;
+    float *pred, *dpred;
+    int V;
+    long micro;           /* micro-batches since the last optimizer step */
+    pos p;
+    long total_steps;
+    /* statistics since the last log line */
+    double sum_loss, sum_kl, sum_pen;
+    long n_micro, rows_done, log_rows;
+    double t0, log_t;
+    double last_lr, last_norm;
+    FILE *log;
+    const char *ckpt;
+    long n_records, total_rows;
+} trainer;
+
+static void micro_batch(trainer *tr, const float *raw, const float *tgt, int rows)
+{
+    asn_err e;
+    float scale = (float)(1.0 / ((double)rows * (double)opt_accum));
+    for (int r = 0; r < rows; r++) {
+        const float *x = raw + (size_t)r * (size_t)tr->V, *y = tgt + (size_t)r * (size_t)tr->V;
+        asn_sampler_loss l;
+        if (asn_sampler_forward(tr->s, tr->ws, tr->pool, x, tr->V, tr->pred, &e) ||
+            asn_truncated_logits_loss_row(tr->pred, y, tr->V, (float)opt_gamma, scale, &l, tr->dpred, &e) ||
+            asn_sampler_backward(tr->s, tr->ws, tr->pool, tr->dpred, NULL, &e))
+            asn_fatal("step %ld: %s", tr->p.step + 1, e.msg);
+        tr->sum_loss += l.total / rows;
+        tr->sum_kl += l.kl / rows;
+        tr->sum_pen += l.penalty / rows;
+    }
+    tr->n_micro++;
+    tr->rows_done += rows;
+    tr->micro++;
+}
+
+static void log_line(trainer *tr, int final)
+{
+    double t = now();
+    double n = tr->n_micro ? (double)tr->n_micro : 1;
+    double rate = (double)(tr->rows_done - tr->log_rows) / (t - tr->log_t > 1e-9 ? t - tr->log_t : 1e-9);
+    if (tr->log) {
+        json_t *o = json_pack("{s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "step", (json_int_t)tr->p.step, "epoch",
+                              (json_int_t)tr->p.epoch, "rows", (json_int_t)tr->rows_done, "loss", tr->sum_loss / n,
+                              "kl", tr->sum_kl / n, "penalty", tr->sum_pen / n, "lr", tr->last_lr, "grad_norm",
+                              tr->last_norm, "rows_per_s", rate, "time", tr->p.time + (t - tr->t0));
+        asn_jsonl_write(tr->log, o);
+        fflush(tr->log);
+        json_decref(o);
+    }
+    if (!opt_quiet) {
+        int tty = opt_progress;
+        fprintf(stderr, "%s: step %ld/%ld  loss %.4f  kl %.4f  penalty %.4f  lr %.3g  %.0f tokens/s%s", asn_progname(),
+                tr->p.step, tr->total_steps, tr->sum_loss / n, tr->sum_kl / n, tr->sum_pen / n, tr->last_lr, rate,
+                tty && !final ? "\r" : "\n");
+        fflush(stderr);
+    }
+    tr->sum_loss = tr->sum_kl = tr->sum_pen = 0;
+    tr->n_micro = 0;
+    tr->log_rows = tr->rows_done;
+    tr->log_t = t;
+}
+
+static void optimizer_step(trainer *tr)
+{
+    size_t np = asn_sampler_n_params(tr->s);
+    float *g = asn_sampler_grads(tr->s);
+    tr->last_norm = asn_clip_grad_norm(g, np, opt_clip);
+    tr->last_lr = asn_sched_lr(&tr->sched, opt_lr, tr->p.step);
+    asn_adamw_step(&tr->adam, tr->p.step + 1, (float)tr->last_lr, (float)opt_wd, asn_sampler_params(tr->s), g,
+                   tr->am, tr->av, np);
+    asn_sampler_zero_grad(tr->s);
+    tr->p.step++;
+    tr->micro = 0;
+}
+
+static void checkpoint(trainer *tr)
+{
+    pos p = tr->p;
+    p.time += now() - tr->t0;
+    save_checkpoint(tr->ckpt, tr->s, tr->am, tr->av, &p, tr->n_records, tr->total_rows);
+}
+
+int main(int argc, char **argv)
+{
+    int nop = asn_tool_parse(&tool, argc, argv);
+    if (!opt_model || !opt_output)
+        asn_usage_error("--model and --output are required");
+    if (!opt_resume && (!opt_arch || !opt_config))
+        asn_usage_error("--arch and --config are required (unless resuming)");
+    if (nop > 1)
+        asn_usage_error("one candidates file at most");
+    if (opt_tb < 1 || opt_accum < 1 || opt_epochs < 1 || opt_max_seq < 2 || opt_max_steps < 0 || opt_save < 0 ||
+        opt_warmup < 0 || opt_log_every < 1 || opt_threads < 0 || opt_stop_at < 0)
+        asn_usage_error("sizes and counts must be >= 1 (--max-steps, --save-steps, --num-warmup-steps, --stop-at, "
+                        "--threads >= 0)");
+    if (!(opt_lr > 0) || !(opt_wd >= 0) || !(opt_gamma >= 0) || !(opt_clip >= 0) || !(opt_eps > 0) ||
+        !(opt_beta1 >= 0 && opt_beta1 < 1) || !(opt_beta2 >= 0 && opt_beta2 < 1))
+        asn_usage_error("--learning-rate and --adam-eps must be > 0, --weight-decay, --loss-gamma, --max-grad-norm "
+                        ">= 0, betas in [0, 1)");
+    asn_sched_kind sk;
+    asn_err e;
+    if (asn_sched_parse(opt_sched, &sk, &e))
+        asn_usage_error("--lr-scheduler-type: %s", e.msg);
+    asn_sampler_config cfg;
+    if (!opt_resume) {
+        if (asn_sampler_arch_parse(opt_arch, &cfg.arch, &e))
+            asn_usage_error("--arch: %s", e.msg);
+        if (asn_sampler_config_load(cfg.arch, opt_config, &cfg, &e))
+            asn_fatal("%s", e.msg);
+    }
+
+    asn_model *m = asn_model_load(opt_model, &e);
+    if (!m)
+        asn_fatal("%s", e.msg);
+    const asn_vocab *v = asn_model_vocab(m, &e);
+    const char *sha = v ? asn_model_sha256(m, &e) : NULL;
+    if (!sha)
+        asn_fatal("%s", e.msg);
+    data d = {0};
+    load_data(&d, nop ? argv[1] : "-", m, v, sha);
+    if (d.total_rows < opt_tb)
+        asn_fatal("%s: %ld records with %ld target rows: fewer than one token batch (%ld)", d.path, d.n,
+                  d.total_rows, opt_tb);
+
+    trainer tr = {0};
+    tr.V = asn_model_cfg(m)->n_vocab;
+    tr.n_records = d.n;
+    tr.total_rows = d.total_rows;
+    long per_epoch = (d.total_rows / opt_tb) / opt_accum;
+    tr.total_steps = opt_max_steps ? opt_max_steps : per_epoch * opt_epochs;
+    if (tr.total_steps < 1)
+        tr.total_steps = 1; /* as the reference: a final step on the remaining gradients */
+    tr.sched = asn_sched_make(sk, opt_warmup, tr.total_steps);
+    if (asn_sched_check(&tr.sched, opt_lr, &e))
+        asn_usage_error("%s", e.msg);
+    tr.adam = (asn_adamw){(float)opt_beta1, (float)opt_beta2, (float)opt_eps};
+    char *ckpt = opt_ckpt ? asn_xstrdup(opt_ckpt) : derived(opt_output, ".ckpt.gguf");
+    tr.ckpt = ckpt;
+    if (opt_resume) {
+        tr.s = load_checkpoint(opt_resume, &tr.am, &tr.av, &tr.p, d.n, d.total_rows);
+        if (opt_arch) {
+            asn_sampler_arch a;
+            if (asn_sampler_arch_parse(opt_arch, &a, &e) || a != asn_sampler_get_config(tr.s)->arch)
+                asn_fatal("%s: the checkpoint holds a %s, not --arch %s", opt_resume,
+                          asn_sampler_arch_name(asn_sampler_get_config(tr.s)->arch), opt_arch);
+        }
+    } else {
+        tr.s = asn_sampler_new(&cfg, (uint64_t)opt_seed, &e);
+        if (!tr.s)
+            asn_fatal("%s: %s", opt_config, e.msg);
+        size_t np = asn_sampler_n_params(tr.s);
+        tr.am = asn_xcalloc(np, sizeof(float));
+        tr.av = asn_xcalloc(np, sizeof(float));
+    }
+    char *log_path = opt_log ? asn_xstrdup(opt_log) : derived(opt_output, ".log.jsonl");
+    tr.log = fopen(log_path, opt_resume ? "a" : "w");
+    if (!tr.log)
+        asn_fatal("%s: cannot open the log", log_path);
+
+    openblas_set_num_threads(1);
+    tr.pool = asn_pool_new((int)opt_threads);
+    tr.ws = asn_sampler_ws_new(tr.s, 1);
+    tr.pred = asn_xmalloc((size_t)tr.V * sizeof(float));
+    tr.dpred = asn_xmalloc((size_t)tr.V * sizeof(float));
+    asn_replayer *rp = asn_replayer_new(m, tr.pool, 0, &e);
+    if (!rp)
+        asn_fatal("%s", e.msg);
+    float *raw = asn_xmalloc((size_t)opt_tb * (size_t)tr.V * sizeof(float));
+    float *tgt = asn_xmalloc((size_t)opt_tb * (size_t)tr.V * sizeof(float));
+    uint8_t *drawn = asn_xmalloc((size_t)opt_tb);
+    long *order = asn_xmalloc((size_t)d.n * sizeof *order);
+    if (!opt_quiet)
+        fprintf(stderr, "%s: %s, %zu parameters; %ld records, %ld target rows; %ld steps of %ld x %ld rows%s\n",
+                asn_progname(), asn_sampler_arch_name(asn_sampler_get_config(tr.s)->arch),
+                asn_sampler_n_params(tr.s), d.n, d.total_rows, tr.total_steps, opt_accum, opt_tb,
+                opt_resume ? " (resumed)" : "");
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    tr.t0 = tr.log_t = now();
+    long mismatched = 0, fill = 0;
+    int done = tr.p.step >= tr.total_steps, stopped = 0;
+    for (; !done && tr.p.epoch < opt_epochs; tr.p.epoch++, tr.p.k = 0) {
+        epoch_order(order, d.n, tr.p.epoch);
+        for (; !done && tr.p.k < d.n; tr.p.k++, tr.p.t = 0) {
+            long i = order[tr.p.k];
+            if (tr.p.t >= d.rows[i])
+                continue;
+            asn_candidate c;
+            fetch_record(&d, i, m, v, sha, &c);
+            if (asn_replay_begin(rp, &c, &e))
+                asn_fatal("%s:%ld: %s", d.path, d.line[i], e.msg);
+            for (long skip = 0; skip < tr.p.t;) { /* resumed inside this record */
+                int k = asn_replay_next(rp, (int)(tr.p.t - skip < opt_tb ? tr.p.t - skip : opt_tb), NULL, NULL, NULL, &e);
+                if (k <= 0)
+                    asn_fatal("%s:%ld: %s", d.path, d.line[i], k < 0 ? e.msg : "replay ended early");
+                skip += k;
+            }
+            while (!done && tr.p.t < d.rows[i]) {
+                int want = (int)(opt_tb - fill);
+                if (want > d.rows[i] - tr.p.t)
+                    want = (int)(d.rows[i] - tr.p.t);
+                int got = asn_replay_next(rp, want, raw + (size_t)fill * (size_t)tr.V,
+                                          tgt + (size_t)fill * (size_t)tr.V, drawn, &e);
+                if (got <= 0)
+                    asn_fatal("%s:%ld: %s", d.path, d.line[i], got < 0 ? e.msg : "replay ended early");
+                for (int j = 0; j < got; j++)
+                    mismatched += !drawn[j];
+                fill += got;
+                tr.p.t += got;
+                if (fill < opt_tb)
+                    continue;
+                micro_batch(&tr, raw, tgt, (int)opt_tb);
+                fill = 0;
+                if (tr.micro < opt_accum)
+                    continue;
+                optimizer_step(&tr);
+                if (tr.p.step % opt_log_every == 0 || tr.p.step == tr.total_steps)
+                    log_line(&tr, tr.p.step == tr.total_steps);
+                done = tr.p.step >= tr.total_steps;
+                int stop_now = stop_signal || (opt_stop_at && tr.p.step == opt_stop_at && !done);
+                if (stop_now || (opt_save && tr.p.step % opt_save == 0 && !done)) {
+                    /* the position after this step: the rest of record k */
+                    if (tr.p.t >= d.rows[i]) {
+                        pos keep = tr.p;
+                        tr.p.t = 0, tr.p.k++;
+                        if (tr.p.k >= d.n)
+                            tr.p.k = 0, tr.p.epoch++;
+                        checkpoint(&tr);
+                        tr.p = keep;
+                    } else {
+                        checkpoint(&tr);
+                    }
+                }
+                if (stop_now) {
+                    stopped = 1;
+                    done = 1;
+                }
+            }
+            asn_candidate_clear(&c);
+        }
+        if (done)
+            break;
+    }
+    if (!stopped && tr.micro > 0) { /* the reference's final step on what was accumulated */
+        optimizer_step(&tr);
+        log_line(&tr, 1);
+    }
+    if (mismatched)
+        asn_warn("%ld of the replayed steps do not draw their recorded token again: those records were not "
+                 "generated by this model with their recorded settings", mismatched);
+    if (stopped) {
+        if (!opt_quiet)
+            fprintf(stderr, "%s: stopped after step %ld; checkpoint %s (continue with --resume %s)\n",
+                    asn_progname(), tr.p.step, ckpt, ckpt);
+    } else {
+        if (asn_sampler_save(tr.s, opt_output, &e))
+            asn_fatal("%s", e.msg);
+        if (opt_save)
+            checkpoint(&tr);
+        if (!opt_quiet)
+            fprintf(stderr, "%s: wrote %s (%ld steps, %ld rows, %.1f s)\n", asn_progname(), opt_output, tr.p.step,
+                    tr.rows_done, tr.p.time + now() - tr.t0);
+    }
+    fclose(tr.log);
+    free(order);
+    free(drawn);
+    free(raw);
+    free(tgt);
+    free(tr.pred);
+    free(tr.dpred);
+    free(tr.am);
+    free(tr.av);
+    asn_replayer_free(rp);
+    asn_sampler_ws_free(tr.ws);
+    asn_sampler_free(tr.s);
+    asn_pool_free(tr.pool);
+    fclose(d.f);
+    free(d.off);
+    free(d.line);
+    free(d.rows);
+    free(ckpt);
+    free(log_path);
+    asn_model_free(m);
+    return stop_signal ? ASN_EXIT_FAIL : 0;
+}
