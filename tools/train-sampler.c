@@ -43,7 +43,7 @@ static const asn_option options[] = {
     {"lr-scheduler-type", 0, ASN_OPT_STRING, &opt_sched, "NAME", "constant, constant_with_warmup, linear, cosine, cosine_with_restarts, polynomial, cosine_with_min_lr"},
     {"num-warmup-steps", 0, ASN_OPT_INT, &opt_warmup, "N", "linear warmup steps"},
     {"num-epochs", 'e', ASN_OPT_INT, &opt_epochs, "N", "passes over the candidates"},
-    {"max-steps", 0, ASN_OPT_INT, &opt_max_steps, "N", "stop after N optimizer steps; the schedule spans N (0: --num-epochs decides)"},
+    {"max-steps", 0, ASN_OPT_INT, &opt_max_steps, "N", "train N optimizer steps, as many epochs as that takes; the schedule spans N (0: --num-epochs decides)"},
     {"loss-gamma", 0, ASN_OPT_DOUBLE, &opt_gamma, "G", "weight of the truncation penalty in the loss"},
     {"max-seq-length", 0, ASN_OPT_INT, &opt_max_seq, "N", "replay at most N positions (prompt + generation) per record"},
     {"seed", 's', ASN_OPT_INT, &opt_seed, "N", "seed of the initial weights and of the record order"},
@@ -573,7 +573,7 @@ int main(int argc, char **argv)
     tr.t0 = tr.log_t = now();
     long mismatched = 0, fill = 0;
     int done = tr.p.step >= tr.total_steps, stopped = 0;
-    for (; !done && tr.p.epoch < opt_epochs; tr.p.epoch++, tr.p.k = 0) {
+    for (; !done && (opt_max_steps || tr.p.epoch < opt_epochs); tr.p.epoch++, tr.p.k = 0) {
         epoch_order(order, d.n, tr.p.epoch);
         for (; !done && tr.p.k < d.n; tr.p.k++, tr.p.t = 0) {
             long i = order[tr.p.k];
