@@ -165,6 +165,23 @@ void asn_plot_legend_marker(asn_plot *p, asn_marker m, const char *fill, const c
 void asn_plot_legend_colorbar(asn_plot *p, double lo, double hi, int height, const double *marks, int nmarks);
 void asn_plot_end(asn_plot *p);
 
+/* Bar charts of categories against a log10 value axis (a distribution's
+ * most probable tokens). Data x is the category index (category i spans
+ * [i - 0.5, i + 0.5]); data y is log10 of the value, and the axis spans the
+ * decades dec_lo .. dec_hi (ticks 10^k, labelled with superscripts). The n
+ * labels are written under the axis, rotated, as given (escaped for XML;
+ * the caller makes them short and readable). title (may be NULL) is centred
+ * above the plot area, one line per '\n'. The legend is the right margin,
+ * as for asn_plot_begin; asn_plot_bar draws the bars. */
+void asn_plot_begin_logbars(asn_plot *p, FILE *f, const char *id, const char *desc, const char *title, int width,
+                            int height, int n, const char *const *labels, int dec_lo, int dec_hi,
+                            const char *ylabel);
+/* A rectangle between data x0 .. x1 and y0 .. y1 (any order), clipped to
+ * the plot area (a bar below the axis has height 0 but is still written, so
+ * every bar has its element). cls and title (hover text) may be NULL. */
+void asn_plot_bar(asn_plot *p, double x0, double x1, double y0, double y1, const char *fill, const char *cls,
+                  const char *title);
+
 /* Writes s with &, <, >, " and ' escaped (text and attribute values alike). */
 void asn_xml_escape(FILE *f, const char *s);
 

@@ -174,6 +174,13 @@ int asn_replay_begin(asn_replayer *r, const asn_candidate *c, asn_err *e)
     r->c = NULL;
     if (c->n_prompt < 1)
         return asn_err_set(e, "the prompt has no tokens");
+    for (long i = 0; i < (long)c->n_prompt + c->n_gen; i++) {
+        int32_t t = i < c->n_prompt ? c->prompt[i] : c->gen[i - c->n_prompt];
+        if (t < 0 || t >= r->V)
+            return asn_err_set(e, "%s token %ld (%d) is not a token id of this model (0..%d)",
+                               i < c->n_prompt ? "prompt" : "generated", i < c->n_prompt ? i : i - c->n_prompt,
+                               (int)t, r->V - 1);
+    }
     long total = (long)c->n_prompt + c->n_gen;
     if (total - 1 > r->n_ctx)
         return asn_err_set(e, "prompt (%d tokens) and generation (%d) exceed the context of %d", c->n_prompt,

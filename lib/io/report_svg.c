@@ -149,6 +149,19 @@ static int n_ticks(const asn_ticks *t)
     return (int)floor((t->hi - t->lo) / t->step + 0.5) + 1;
 }
 
+/* The <svg> element and its white background. */
+static void svg_open(asn_plot *p, FILE *f, const char *id, const char *desc, int width, int height)
+{
+    snprintf(p->id, sizeof p->id, "%s", id);
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"");
+    asn_xml_escape(f, id);
+    fprintf(f, "\" class=\"chart\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"",
+            width, height, width, height);
+    asn_xml_escape(f, desc);
+    fprintf(f, "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n");
+    fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", width, height);
+}
+
 void asn_plot_begin(asn_plot *p, FILE *f, const char *id, const char *desc, int width, int height,
                     double xlo, double xhi, const char *xlabel, double ylo, double yhi, const char *ylabel)
 {
@@ -159,14 +172,7 @@ void asn_plot_begin(asn_plot *p, FILE *f, const char *id, const char *desc, int 
     p->x = padded_ticks(xlo, xhi);
     p->y = padded_ticks(ylo, yhi);
     p->legend_y = p->top + 4;
-    snprintf(p->id, sizeof p->id, "%s", id);
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"");
-    asn_xml_escape(f, id);
-    fprintf(f, "\" class=\"chart\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"",
-            width, height, width, height);
-    asn_xml_escape(f, desc);
-    fprintf(f, "\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n");
-    fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", width, height);
+    svg_open(p, f, id, desc, width, height);
 
     char a[32], b[32], c[32], d[32], lab[32];
     double x0 = p->left, x1 = width - p->right, y0 = p->top, y1 = height - p->bottom;
@@ -426,3 +432,112 @@ void asn_plot_legend_colorbar(asn_plot *p, double lo, double hi, int height, con
 }
 
 void asn_plot_end(asn_plot *p) { fprintf(p->f, "</svg>\n"); }
+
+/* ---------------------------------------------------- bars on a log axis */
+
+/* Room under the plot area for the rotated category labels, and the
+ * height of a title line (pixels). */
+enum { LABEL_ROOM = 120, TITLE_ROW = 18 };
+
+void asn_plot_begin_logbars(asn_plot *p, FILE *f, const char *id, const char *desc, const char *title, int width,
+                            int height, int n, const char *const *labels, int dec_lo, int dec_hi,
+                            const char *ylabel)
+{
+    memset(p, 0, sizeof *p);
+    p->f = f;
+    p->width = width, p->height = height;
+    int lines = 0;
+    if (title && *title) {
+        lines = 1;
+        for (const char *c = title; *c; c++)
+            lines += *c == '\n';
+    }
+    if (dec_hi <= dec_lo)
+        dec_hi = dec_lo + 1;
+    p->left = 70, p->right = 230, p->top = 20 + TITLE_ROW * lines, p->bottom = LABEL_ROOM;
+    p->x = (asn_ticks){-0.5, n > 0 ? n - 0.5 : 0.5, 1, 0};
+    p->y = (asn_ticks){dec_lo, dec_hi, 1, 0};
+    p->legend_y = p->top + 4;
+    svg_open(p, f, id, desc, width, height);
+
+    char a[32], b[32], c[32], d[32];
+    double x0 = p->left, x1 = width - p->right, y0 = p->top, y1 = height - p->bottom;
+    /* the title, line by line */
+    const char *t = title;
+    for (int i = 0; i < lines; i++) {
+        const char *nl = strchr(t, '\n');
+        size_t len = nl ? (size_t)(nl - t) : strlen(t);
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), t);
+        coord(a, (x0 + x1) / 2);
+        fprintf(f, "<text class=\"title\" x=\"%s\" y=\"%d\" text-anchor=\"middle\" font-size=\"%d\"%s "
+                   "fill=\"#222222\">", a, 6 + TITLE_ROW * (i + 1), i ? 12 : 14, i ? "" : " font-weight=\"bold\"");
+        asn_xml_escape(f, line);
+        fprintf(f, "</text>\n");
+        t = nl ? nl + 1 : t + len;
+    }
+    /* one grid line per decade */
+    fprintf(f, "<g class=\"grid\" stroke=\"#e3e3e3\" stroke-width=\"1\">\n");
+    for (int k = dec_lo; k <= dec_hi; k++) {
+        coord(a, asn_plot_py(p, k)), coord(b, x0), coord(c, x1);
+        fprintf(f, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\"/>\n", b, a, c, a);
+    }
+    fprintf(f, "</g>\n");
+    coord(a, x0), coord(b, y0), coord(c, x1 - x0), coord(d, y1 - y0);
+    fprintf(f, "<rect class=\"frame\" x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"none\" stroke=\"#555555\"/>\n",
+            a, b, c, d);
+    fprintf(f, "<g class=\"ticks\" fill=\"#333333\">\n");
+    for (int k = dec_lo; k <= dec_hi; k++) {
+        coord(a, asn_plot_py(p, k)), coord(b, x0), coord(c, x0 - TICK_LEN), coord(d, x0 - TICK_LEN - 3);
+        fprintf(f, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"#555555\"/>", b, a, c, a);
+        if (k == 0)
+            fprintf(f, "<text x=\"%s\" y=\"%s\" dy=\"4\" text-anchor=\"end\">1</text>\n", d, a);
+        else
+            fprintf(f, "<text x=\"%s\" y=\"%s\" dy=\"4\" text-anchor=\"end\">10<tspan dy=\"-5\" "
+                       "font-size=\"9\">%d</tspan></text>\n", d, a, k);
+    }
+    fprintf(f, "</g>\n");
+    /* category labels, rotated, ending under their category */
+    fprintf(f, "<g class=\"labels\" fill=\"#222222\" font-size=\"11\">\n");
+    for (int i = 0; i < n; i++) {
+        coord(a, asn_plot_px(p, i)), coord(b, y1), coord(c, y1 + TICK_LEN), coord(d, y1 + TICK_LEN + 4);
+        fprintf(f, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"#555555\"/>"
+                   "<text class=\"label\" transform=\"translate(%s %s) rotate(-60)\" dy=\"4\" text-anchor=\"end\">",
+                a, b, a, c, a, d);
+        asn_xml_escape(f, labels ? labels[i] : "");
+        fprintf(f, "</text>\n");
+    }
+    fprintf(f, "</g>\n");
+    coord(a, (y0 + y1) / 2);
+    fprintf(f, "<text class=\"axis-label\" transform=\"translate(18 %s) rotate(-90)\" text-anchor=\"middle\" "
+               "font-size=\"13\" fill=\"#222222\">", a);
+    asn_xml_escape(f, ylabel);
+    fprintf(f, "</text>\n");
+}
+
+void asn_plot_bar(asn_plot *p, double x0, double x1, double y0, double y1, const char *fill, const char *cls,
+                  const char *title)
+{
+    double top = p->top, bot = p->height - p->bottom;
+    double xa = asn_plot_px(p, x0 < x1 ? x0 : x1), xb = asn_plot_px(p, x0 < x1 ? x1 : x0);
+    double ya = asn_plot_py(p, y0 > y1 ? y0 : y1), yb = asn_plot_py(p, y0 > y1 ? y1 : y0);
+    /* clipped to the plot area; -inf (the log of 0) and NaN are below it */
+    ya = isnan(ya) ? bot : ya < top ? top : ya > bot ? bot : ya;
+    yb = isnan(yb) ? bot : yb < top ? top : yb > bot ? bot : yb;
+    char a[32], b[32], c[32], d[32];
+    coord(a, xa), coord(b, ya), coord(c, xb - xa), coord(d, yb - ya);
+    fprintf(p->f, "<rect");
+    if (cls) {
+        fprintf(p->f, " class=\"");
+        asn_xml_escape(p->f, cls);
+        fprintf(p->f, "\"");
+    }
+    fprintf(p->f, " x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"%s\"", a, b, c, d, fill);
+    if (title) {
+        fprintf(p->f, "><title>");
+        asn_xml_escape(p->f, title);
+        fprintf(p->f, "</title></rect>\n");
+    } else {
+        fprintf(p->f, "/>\n");
+    }
+}
