@@ -18,7 +18,7 @@ static const char *opt_model, *opt_heuristics, *opt_seeds = "0", *opt_system, *o
                   *opt_shard, *opt_out, *opt_sources, *opt_skip_from;
 static long opt_min_new = 50, opt_max_new = 250, opt_threads, opt_batch = 64, opt_ctx;
 static int opt_resume, opt_progress, opt_no_system;
-static asn_strlist opt_stop, opt_only;
+static asn_strlist opt_stop, opt_only, opt_merge;
 
 static const asn_option options[] = {
     {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF model (required)"},
@@ -39,6 +39,7 @@ static const asn_option options[] = {
     {"output", 'o', ASN_OPT_STRING, &opt_out, "FILE", "write to FILE instead of stdout"},
     {"resume", 0, ASN_OPT_FLAG, &opt_resume, NULL, "with -o: keep the complete prompts already in FILE, redo the rest"},
     {"skip-from", 0, ASN_OPT_STRING, &opt_skip_from, "DB", "skip the prompts whose candidates are all in this index"},
+    {"merge", 0, ASN_OPT_LIST, &opt_merge, "FILE", "generate nothing: merge these shard outputs into the unsharded order of the prompts"},
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
     {0},
 };
@@ -54,7 +55,14 @@ static const asn_tool tool = {
     "Output: candidate records (schemas/candidate.schema.json), all of a prompt\n"
     "together, prompts in input order, heuristics in file order, then seeds.\n"
     "A candidate's tokens depend only on the model, its prompt, heuristic, seed\n"
-    "and the settings: not on --batch, --threads or --shard.\n",
+    "and the settings: not on --batch, --threads or --shard.\n"
+    "\n"
+    "Shards: --shard K/N keeps the prompts whose id hashes to K, so a shard\n"
+    "holds a scattered subset in input order. --merge SHARD (once per shard\n"
+    "output, any order) with the same model, prompts and prompt options as the\n"
+    "generation writes the records of every shard in the order one unsharded\n"
+    "run writes them, lines copied unchanged; a record whose prompt is not in\n"
+    "the prompts, or not where the order expects it, is an error.\n",
     options,
 };
 
@@ -340,6 +348,77 @@ static void on_progress(void *ctx, long done, long tokens)
     p->before = done;
 }
 
+/* ----------------------------------------------------------------- merge */
+
+typedef struct shard_in {
+    const char *path;
+    FILE *f;
+    char *line;
+    size_t cap;
+    long lineno;
+    char pid[128]; /* prompt id of the line read ahead ("" at the end) */
+} shard_in;
+
+static void shard_next(shard_in *s)
+{
+    s->pid[0] = 0;
+    ssize_t n;
+    while ((n = getline(&s->line, &s->cap, s->f)) >= 0) {
+        s->lineno++;
+        if (n == 0 || (n == 1 && s->line[0] == '\n'))
+            continue;
+        json_error_t je;
+        json_t *rec = json_loads(s->line, JSON_DECODE_ANY, &je);
+        const json_t *pid = json_object_get(rec, "prompt_id");
+        if (!json_is_string(pid) || !*json_string_value(pid) || strlen(json_string_value(pid)) >= sizeof s->pid)
+            asn_fatal("%s:%ld: %s", s->path, s->lineno,
+                      !rec ? je.text : "field \"prompt_id\": missing or not a prompt id");
+        snprintf(s->pid, sizeof s->pid, "%s", json_string_value(pid));
+        json_decref(rec);
+        if (s->line[n - 1] != '\n')
+            asn_fatal("%s:%ld: the last line is cut short", s->path, s->lineno);
+        return;
+    }
+    if (ferror(s->f))
+        asn_fatal("%s: read error", s->path);
+}
+
+/* Writes the shards' records prompt by prompt in the prompts' order. */
+static void merge_shards(const prompts *ps, FILE *out)
+{
+    int n = opt_merge.n;
+    shard_in *sh = asn_xcalloc((size_t)n, sizeof *sh);
+    for (int i = 0; i < n; i++) {
+        sh[i].path = opt_merge.v[i];
+        sh[i].f = asn_open_in(sh[i].path);
+        shard_next(&sh[i]);
+    }
+    for (size_t p = 0; p < ps->n; p++) {
+        int from = -1;
+        for (int i = 0; i < n; i++) {
+            if (strcmp(sh[i].pid, ps->v[p].id))
+                continue;
+            if (from >= 0)
+                asn_fatal("%s:%ld: prompt %s is also in %s", sh[i].path, sh[i].lineno, ps->v[p].id, sh[from].path);
+            from = i;
+            while (!strcmp(sh[i].pid, ps->v[p].id)) {
+                if (fputs(sh[i].line, out) == EOF)
+                    asn_fatal("write error");
+                shard_next(&sh[i]);
+            }
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        if (sh[i].pid[0])
+            asn_fatal("%s:%ld: prompt %s is not in the prompts, or its records are not together in input order",
+                      sh[i].path, sh[i].lineno, sh[i].pid);
+        if (sh[i].f != stdin)
+            fclose(sh[i].f);
+        free(sh[i].line);
+    }
+    free(sh);
+}
+
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
@@ -351,6 +430,8 @@ int main(int argc, char **argv)
         asn_usage_error("--resume needs -o FILE");
     if (opt_sources && nops)
         asn_usage_error("--sources and prompt files do not go together");
+    if (opt_merge.n && (opt_shard || opt_resume || opt_skip_from))
+        asn_usage_error("--merge does not go with --shard, --resume or --skip-from");
     if (opt_shard && (sscanf(opt_shard, "%d/%d", &shard_k, &shard_n) != 2 || shard_n < 1 || shard_k < 1 ||
                       shard_k > shard_n))
         asn_usage_error("--shard must be K/N with 1 <= K <= N");
@@ -410,6 +491,16 @@ int main(int argc, char **argv)
         char *def[] = {"-", NULL};
         for (char **f = nops ? argv + 1 : def; *f; f++)
             read_jsonl(&ps, *f, "prompt", NULL);
+    }
+
+    if (opt_merge.n) {
+        FILE *out = asn_open_out(opt_out ? opt_out : "-");
+        merge_shards(&ps, out);
+        asn_close_out(out, opt_out ? opt_out : "-");
+        for (size_t i = 0; i < ps.n; i++)
+            json_decref(ps.v[i].rec);
+        free(ps.v);
+        return 0;
     }
 
     int n_done = 0;

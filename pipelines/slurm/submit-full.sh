@@ -1,0 +1,42 @@
+#!/bin/sh
+# submit-full.sh — submits a whole pipelines/full.mk run to Slurm: a job
+# preparing the shared inputs, an array job of one task per shard once it
+# succeeded, and a merge job once every task succeeded.
+#
+#   pipelines/slurm/submit-full.sh SHARDS=32 MODEL=models/m.gguf \
+#       JUDGE_MODEL=models/judge.gguf PROMPTS=data/prompts.jsonl \
+#       HEURISTICS=heuristics.yaml SEEDS=0-7 OUT=out/run
+#
+# Run it from the top directory of asn, on a filesystem the compute nodes
+# share (bin/ built for their CPUs). The arguments are full.mk's variables,
+# given unchanged to every job. SBATCH_FLAGS adds options to every sbatch
+# (--partition=..., --account=...); ARRAY_LIMIT caps how many shards run at
+# once (the array's %N). Resources are in full-shard.sbatch and
+# full-make.sbatch. A failed shard makes the merge job fail too
+# (--kill-on-invalid-dep): fix the cause and submit again; finished steps
+# are not redone.
+set -eu
+
+shards=1
+for a in "$@"; do
+    case $a in SHARDS=*) shards=${a#SHARDS=} ;; esac
+done
+case $shards in
+    '' | 0* | *[!0-9]*) echo "submit-full.sh: SHARDS must be a positive integer" >&2; exit 2 ;;
+esac
+dir=pipelines/slurm
+array=1-$shards${ARRAY_LIMIT:+%$ARRAY_LIMIT}
+
+# --parsable prints "jobid" or "jobid;cluster". SBATCH_FLAGS is split into words.
+# shellcheck disable=SC2086
+prep=$(sbatch --parsable ${SBATCH_FLAGS:-} --job-name=asn-prepare "$dir/full-make.sbatch" "$@" prepare)
+prep=${prep%%;*}
+# shellcheck disable=SC2086
+shard=$(sbatch --parsable ${SBATCH_FLAGS:-} --array="$array" --dependency="afterok:$prep" \
+    --kill-on-invalid-dep=yes "$dir/full-shard.sbatch" "$@")
+shard=${shard%%;*}
+# shellcheck disable=SC2086
+merge=$(sbatch --parsable ${SBATCH_FLAGS:-} --job-name=asn-merge --dependency="afterok:$shard" \
+    --kill-on-invalid-dep=yes "$dir/full-make.sbatch" "$@")
+merge=${merge%%;*}
+echo "prepare: job $prep; shards: array job $shard (tasks $array); merge: job $merge"
