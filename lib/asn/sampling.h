@@ -7,7 +7,9 @@
  * eta, repetition_penalty, no_repeat_ngram, min_new_tokens), OpenAI-style
  * presence/frequency penalties, greedy, and llama.cpp's samplers
  * (llama_temp, llama_top_k, llama_top_p, llama_min_p, llama_typical,
- * top_n_sigma, xtc, penalties, dry, mirostat_v2), and the json constraint. */
+ * top_n_sigma, xtc, penalties, dry, mirostat_v2), the json constraint, and
+ * `learned`: a trained sampler network (asn/sampler_net.h) that replaces the
+ * row by its log-probabilities. */
 #ifndef ASN_SAMPLING_H
 #define ASN_SAMPLING_H
 
@@ -42,6 +44,7 @@ typedef enum asn_proc_kind {
     ASN_PROC_MIROSTAT_V2,
     ASN_PROC_MIROSTAT_V2_TRUNCATE,
     ASN_PROC_JSON,
+    ASN_PROC_LEARNED, /* also spelled adaptive_sampler, the reference's name */
     ASN_PROC_COUNT
 } asn_proc_kind;
 
@@ -56,6 +59,8 @@ typedef struct asn_proc {
     int n_ids;
     int32_t *brk_len; /* dry: length of each breaker sequence in ids */
     int n_brk;
+    struct asn_learned *learned; /* learned: the loaded sampler, shared by every
+                                  * heuristic naming the same file (proc_learned.c) */
 } asn_proc;
 
 /* A heuristic: a named pipeline applied left to right. */
@@ -74,8 +79,11 @@ const char *asn_proc_name(asn_proc_kind k);
 /* Builds a heuristic from a name and a JSON processor list
  * ([{name, params}], the reference format). Errors name the processor (by
  * position and name) and the parameter key; the caller prefixes the file
- * and pipeline. Returns 0 or -1. */
+ * and pipeline. A learned processor's sampler file is loaded and checked
+ * here (once per process and file, shared while any heuristic holds it;
+ * thread-safe), and OpenBLAS is set to one thread. Returns 0 or -1. */
 int asn_heuristic_init(asn_heuristic *h, const char *name, const json_t *processors, asn_err *e);
+/* Frees h; the last heuristic holding a sampler file frees the sampler. */
 void asn_heuristic_clear(asn_heuristic *h);
 /* The heuristic as JSON {name, id, processors} (new reference). */
 json_t *asn_heuristic_json(const asn_heuristic *h);
@@ -126,7 +134,8 @@ typedef struct asn_seq_state {
 
 static inline void asn_seq_state_init(asn_seq_state *s) { s->has_mu = 0, s->mu = 0; }
 
-/* Scratch memory for one thread; grows with V. */
+/* Scratch memory for one thread; grows with V (and holds a learned
+ * processor's working memory, one per sampler configuration). */
 typedef struct asn_workspace asn_workspace;
 asn_workspace *asn_workspace_new(void);
 void asn_workspace_free(asn_workspace *ws);

@@ -11,14 +11,15 @@
 
 /* ------------------------------------------------------- parameter table */
 
-typedef enum { T_REAL, T_INT, T_INT_TRUNC, T_IDS, T_BREAKERS, T_BOOL } ptype;
+typedef enum { T_REAL, T_INT, T_INT_TRUNC, T_IDS, T_BREAKERS, T_BOOL, T_STR } ptype;
 
 enum { LO_INCL = 1, LO_EXCL = 2, HI_INCL = 4, HI_EXCL = 8 };
 
 typedef struct pspec {
     const char *key;
     ptype type;
-    int slot;      /* index into f[] (T_REAL) or i[] (T_INT, T_INT_TRUNC) */
+    int slot;      /* index into f[] (T_REAL) or i[] (T_INT, T_INT_TRUNC); T_STR is
+                    * checked here and read from the params by its processor */
     int required;
     double def;    /* default when optional and absent */
     int bounds;    /* LO_* | HI_* flags */
@@ -34,6 +35,7 @@ typedef struct kspec {
 #define R(k, s, req, d, b, lo, hi) {k, T_REAL, s, req, d, b, lo, hi}
 #define I(k, s, req, d, b, lo, hi) {k, T_INT, s, req, d, b, lo, hi}
 #define MTK {"min_tokens_to_keep", T_INT, 0, 0, 1, LO_INCL, 1, 0}
+#define STR(k, req) {k, T_STR, 0, req, 0, 0, 0, 0}
 
 /* Ranges are those HuggingFace validates (sampling semantics doc §4), and
  * OpenAI's [-2, 2] for presence/frequency penalties. llama.cpp's samplers
@@ -77,6 +79,12 @@ static const kspec KINDS[] = {
      {R("tau", 0, 1, 0, LO_INCL, 0, 0), R("eta", 1, 1, 0, LO_INCL, 0, 0)}},
     {"mirostat_v2_truncate", ASN_PROC_MIROSTAT_V2_TRUNCATE, {R("mu", 0, 1, 0, 0, 0, 0)}},
     {"json", ASN_PROC_JSON, {{"object", T_BOOL, 0, 0, 0, 0, 0, 0}}},
+    /* a sampler file (GGUF); the alias takes the reference's
+     * _AdaptiveSamplerWrapper arguments (proc_learned.c) */
+    {"learned", ASN_PROC_LEARNED, {STR("path", 1)}},
+    {"adaptive_sampler", ASN_PROC_LEARNED,
+     {STR("sampler_checkpoint_path", 1), STR("sampler_model_name", 0), STR("sampler_config_path", 0),
+      STR("device", 0)}},
 };
 #define N_KINDS ((int)(sizeof KINDS / sizeof KINDS[0]))
 
@@ -166,6 +174,15 @@ static int parse_param(asn_proc *p, const pspec *ps, int which, const json_t *v,
                                asn_json_type_name(v));
         p->i[ps->slot] = json_is_true(v);
         break;
+    case T_STR:
+        if (!json_is_string(v))
+            return asn_err_set(e, "parameter \"%s\" must be a string, not %s", ps->key,
+                               asn_json_type_name(v));
+        if (!json_string_length(v))
+            return asn_err_set(e, "parameter \"%s\" must not be empty", ps->key);
+        if (strlen(json_string_value(v)) != json_string_length(v))
+            return asn_err_set(e, "parameter \"%s\" must not hold a NUL character", ps->key);
+        break;
     case T_BREAKERS: {
         if (!json_is_array(v))
             return asn_err_set(e, "parameter \"%s\" must be a list of token-id lists", ps->key);
@@ -236,6 +253,8 @@ static int parse_proc(asn_proc *p, const json_t *obj, asn_err *e)
             p->i[ps->slot] = (long)ps->def;
         }
     }
+    if (k->kind == ASN_PROC_LEARNED)
+        return asn_learned_init(p, k->name, params, e);
     return 0;
 }
 
@@ -284,6 +303,7 @@ void asn_heuristic_clear(asn_heuristic *h)
     for (int i = 0; i < h->n; i++) {
         free(h->procs[i].ids);
         free(h->procs[i].brk_len);
+        asn_learned_release(&h->procs[i]);
     }
     free(h->procs);
     free(h->name);
@@ -319,6 +339,7 @@ void asn_workspace_free(asn_workspace *ws)
     free(ws->stamp);
     free(ws->count);
     free(ws->ord);
+    asn_learned_ws_free(ws->learned);
     free(ws);
 }
 
@@ -354,6 +375,8 @@ uint32_t asn_ws_new_mark(asn_workspace *ws)
 int asn_proc_apply(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx,
                    asn_seq_state *state, asn_workspace *ws, asn_err *e)
 {
+    if (p->kind == ASN_PROC_LEARNED)
+        return asn_apply_learned(p, row, V, ws, e);
     asn_ws_reserve(ws, V);
     if (p->kind == ASN_PROC_JSON)
         return asn_apply_json(p, row, V, ctx, e);
@@ -381,7 +404,8 @@ static int check_row(const float *row, int V, asn_err *e)
 }
 
 /* Processors that scale or shift values can push a finite logit to +inf
- * (temperature 0.01 on 1e37); later processors would then compute NaNs. */
+ * (temperature 0.01 on 1e37); later processors would then compute NaNs. A
+ * learned sampler's output is checked too (it replaces the whole row). */
 static int may_overflow(asn_proc_kind k)
 {
     switch (k) {
@@ -392,6 +416,7 @@ static int may_overflow(asn_proc_kind k)
     case ASN_PROC_FREQUENCY_PENALTY:
     case ASN_PROC_PENALTIES:
     case ASN_PROC_DRY:
+    case ASN_PROC_LEARNED:
         return 1;
     default:
         return 0;

@@ -18,6 +18,8 @@ struct asn_workspace {
     uint32_t cur;
     int32_t *count;  /* per-token counts for penalties (kept zero between uses) */
     int32_t *ord;    /* token ids in some order */
+    struct asn_learned_ws *learned; /* sampler workspaces, one per sampler
+                                     * configuration, made on first use */
 };
 
 /* Makes every buffer hold V entries. */
@@ -83,6 +85,20 @@ int asn_apply_hf(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx,
 int asn_apply_json(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx, asn_err *e);
 int asn_apply_llama(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx,
                     asn_seq_state *st, asn_workspace *ws, asn_err *e);
+
+/* ------------------------------------------------------- proc_learned.c */
+
+/* After the parameters of a learned processor (`learned`, or its alias
+ * `adaptive_sampler` as `spelled`) were checked: loads the sampler file
+ * named in params, or takes it from the process-wide cache, and checks the
+ * alias's class name and config against it. Errors name the parameter and
+ * the file; p->learned stays NULL then. */
+int asn_learned_init(asn_proc *p, const char *spelled, const json_t *params, asn_err *e);
+/* Drops p's hold on its sampler (the last hold frees it). */
+void asn_learned_release(asn_proc *p);
+/* row = network(row), in place, on the calling thread. */
+int asn_apply_learned(const asn_proc *p, float *row, int V, asn_workspace *ws, asn_err *e);
+void asn_learned_ws_free(struct asn_learned_ws *l);
 
 /* Parameter slots, by processor (see the table in pipeline.c). */
 enum {

@@ -1,0 +1,245 @@
+/* proc_learned.c — the `learned` processor: a trained sampler network
+ * (asn/sampler_net.h) replaces the row by its log-probabilities. Tokens
+ * already removed (-inf) stay removed and are not seen by the network.
+ *
+ * `adaptive_sampler` is the reference project's name for it (its SGLang
+ * processor, _AdaptiveSamplerWrapper(sampler_model_name,
+ * sampler_config_path, sampler_checkpoint_path, device)): the checkpoint
+ * path names the sampler file; the class name and the config, when given,
+ * must agree with the class and hyper-parameters the file holds; device is
+ * accepted and ignored (asn computes on the CPU, in f32).
+ *
+ * Samplers are loaded when a heuristic is built and shared by the whole
+ * process: a mutex-protected list keyed by the file's identity (device,
+ * inode, size, modification time), each entry counting the processors that
+ * hold it; the last release frees it. A forward pass needs working memory,
+ * kept in the caller's per-thread asn_workspace, one per sampler
+ * configuration, made on first use. */
+#include "sampling_internal.h"
+#include "asn/sampler_net.h"
+
+#include <cblas.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---------------------------------------------------------------- cache */
+
+struct asn_learned {
+    struct asn_learned *next;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    int refs; /* processors holding it */
+    asn_sampler *s;
+};
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct asn_learned *cache;
+
+static int same_file(const struct asn_learned *l, const struct stat *st)
+{
+    return l->dev == st->st_dev && l->ino == st->st_ino && l->size == st->st_size &&
+           l->mtime.tv_sec == st->st_mtim.tv_sec && l->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+/* A file that is not GGUF gets a pointer to the converter (asn_sampler_load
+ * gives one already for torch.save's zip archive or pickle). */
+static void point_to_converter(const char *path, asn_err *e)
+{
+    if (strstr(e->msg, "convert-torch-sampler"))
+        return;
+    char head[4] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return;
+    size_t n = fread(head, 1, sizeof head, f);
+    fclose(f);
+    if (n == 4 && !memcmp(head, "GGUF", 4))
+        return; /* a GGUF file with something else wrong: that message stands */
+    asn_err_set(e, "%s: not an asn sampler file (GGUF); convert a PyTorch sampler checkpoint with "
+                   "scripts/convert-torch-sampler.py --config CONFIG.yaml %s sampler.gguf",
+                path, path);
+}
+
+/* The sampler in the file at path, loaded or shared; NULL with an error
+ * naming the file. */
+static struct asn_learned *acquire(const char *path, asn_err *e)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        asn_err_set(e, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        asn_err_set(e, "%s: not a regular file", path);
+        return NULL;
+    }
+    pthread_mutex_lock(&cache_lock);
+    struct asn_learned *l = cache;
+    while (l && !same_file(l, &st))
+        l = l->next;
+    if (l) {
+        l->refs++;
+    } else {
+        asn_sampler *s = asn_sampler_load(path, e);
+        if (s) {
+            l = asn_xcalloc(1, sizeof *l);
+            l->dev = st.st_dev;
+            l->ino = st.st_ino;
+            l->size = st.st_size;
+            l->mtime = st.st_mtim;
+            l->refs = 1;
+            l->s = s;
+            l->next = cache;
+            cache = l;
+            /* sampling threads each call OpenBLAS on their own rows: it must
+             * not start threads of its own (asn/sampler_net.h) */
+            openblas_set_num_threads(1);
+        } else {
+            point_to_converter(path, e);
+        }
+    }
+    pthread_mutex_unlock(&cache_lock);
+    return l;
+}
+
+static void release(struct asn_learned *l)
+{
+    pthread_mutex_lock(&cache_lock);
+    int last = --l->refs == 0;
+    if (last) {
+        struct asn_learned **pp = &cache;
+        while (*pp != l)
+            pp = &(*pp)->next;
+        *pp = l->next;
+    }
+    pthread_mutex_unlock(&cache_lock);
+    if (last) {
+        asn_sampler_free(l->s);
+        free(l);
+    }
+}
+
+/* ------------------------------------------------------------ parameters */
+
+/* The hyper-parameters, in the order errors report a difference. */
+static const struct {
+    const char *name;
+    size_t off;
+    int is_bool;
+} HPARAMS[] = {
+    {"hidden_dims", offsetof(asn_sampler_config, hidden_dims), 0},
+    {"use_dynamic_truncation", offsetof(asn_sampler_config, use_dynamic_truncation), 1},
+    {"d_model", offsetof(asn_sampler_config, d_model), 0},
+    {"d_ff", offsetof(asn_sampler_config, d_ff), 0},
+    {"n_blocks", offsetof(asn_sampler_config, n_blocks), 0},
+    {"n_heads", offsetof(asn_sampler_config, n_heads), 0},
+    {"scale", offsetof(asn_sampler_config, scale), 1},
+};
+
+static const char *hp_value(int v, int is_bool, char *buf, size_t n)
+{
+    if (is_bool)
+        return v ? "true" : "false";
+    snprintf(buf, n, "%d", v);
+    return buf;
+}
+
+/* adaptive_sampler: the class name and the config YAML, when given, must
+ * be what the sampler file holds. */
+static int check_alias(const asn_sampler *s, const char *file, const char *cls, const char *cfg_path, asn_err *e)
+{
+    const asn_sampler_config *have = asn_sampler_get_config(s);
+    asn_sampler_arch arch = have->arch;
+    if (cls) {
+        if (asn_sampler_arch_parse(cls, &arch, e))
+            return asn_err_prefix(e, "parameter \"sampler_model_name\"");
+        if (arch != have->arch)
+            return asn_err_set(e, "parameter \"sampler_model_name\" is \"%s\", but %s holds a %s", cls, file,
+                               asn_sampler_arch_name(have->arch));
+    }
+    if (!cfg_path)
+        return 0;
+    asn_sampler_config want;
+    if (asn_sampler_config_load(arch, cfg_path, &want, e))
+        return asn_err_prefix(e, "parameter \"sampler_config_path\"");
+    for (size_t i = 0; i < sizeof HPARAMS / sizeof HPARAMS[0]; i++) {
+        int a = *(const int *)((const char *)&want + HPARAMS[i].off);
+        int b = *(const int *)((const char *)have + HPARAMS[i].off);
+        char ba[16], bb[16];
+        if (a != b)
+            return asn_err_set(e, "parameter \"sampler_config_path\": %s gives %s %s, but %s holds %s", cfg_path,
+                               HPARAMS[i].name, hp_value(a, HPARAMS[i].is_bool, ba, sizeof ba), file,
+                               hp_value(b, HPARAMS[i].is_bool, bb, sizeof bb));
+    }
+    return 0;
+}
+
+int asn_learned_init(asn_proc *p, const char *spelled, const json_t *params, asn_err *e)
+{
+    int alias = strcmp(spelled, "learned") != 0;
+    const char *key = alias ? "sampler_checkpoint_path" : "path";
+    const char *path = json_string_value(json_object_get(params, key));
+    if (!path) /* the parameter table requires it */
+        return asn_err_set(e, "parameter \"%s\" is required", key);
+    struct asn_learned *l = acquire(path, e);
+    if (!l)
+        return asn_err_prefix(e, "parameter \"%s\"", key);
+    if (alias && check_alias(l->s, path, json_string_value(json_object_get(params, "sampler_model_name")),
+                             json_string_value(json_object_get(params, "sampler_config_path")), e)) {
+        release(l);
+        return -1;
+    }
+    p->learned = l;
+    return 0;
+}
+
+void asn_learned_release(asn_proc *p)
+{
+    if (p->learned)
+        release(p->learned);
+    p->learned = NULL;
+}
+
+/* --------------------------------------------------------------- applying */
+
+struct asn_learned_ws {
+    struct asn_learned_ws *next;
+    asn_sampler_config cfg;
+    asn_sampler_ws *ws;
+};
+
+int asn_apply_learned(const asn_proc *p, float *row, int V, asn_workspace *ws, asn_err *e)
+{
+    if (!p->learned)
+        return asn_err_set(e, "no sampler loaded (the processor was not built by asn_heuristic_init)");
+    const asn_sampler *s = p->learned->s;
+    const asn_sampler_config *c = asn_sampler_get_config(s);
+    struct asn_learned_ws *l = ws->learned;
+    while (l && memcmp(&l->cfg, c, sizeof *c))
+        l = l->next;
+    if (!l) {
+        l = asn_xcalloc(1, sizeof *l);
+        l->cfg = *c;
+        l->ws = asn_sampler_ws_new(s, 0);
+        l->next = ws->learned;
+        ws->learned = l;
+    }
+    return asn_sampler_forward(s, l->ws, NULL, row, V, row, e);
+}
+
+void asn_learned_ws_free(struct asn_learned_ws *l)
+{
+    while (l) {
+        struct asn_learned_ws *next = l->next;
+        asn_sampler_ws_free(l->ws);
+        free(l);
+        l = next;
+    }
+}
