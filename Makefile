@@ -124,20 +124,27 @@ DEMO_OUT ?= out/demo
 demo: all
 	@$(MAKE) --no-print-directory -f pipelines/demo.mk OUT=$(DEMO_OUT)
 	@echo; echo "demo: report at $(DEMO_OUT)/report/report.html"; \
-	  cat $(DEMO_OUT)/report/summary.txt 2>/dev/null | head -20
+	  cat $(DEMO_OUT)/report/summary.txt 2>/dev/null | head -20; \
+	  echo; echo "learned sampler ($(DEMO_OUT)/sampler.gguf) against its targets ($(DEMO_OUT)/analysis/):"; \
+	  tail -n 5 $(DEMO_OUT)/analysis/summary.txt 2>/dev/null
 
 # Rebuilds the demo models from the corpus (about 90 minutes each on 2 cores).
 demo-models: all
 	@$(MAKE) --no-print-directory -f pipelines/models.mk
 
-# Runs the demo twice (serial and -j2) and requires byte-identical datasets.
+# Runs the demo twice (serial and -j2) in the same folder (the learned
+# heuristic names its sampler by path) and requires byte-identical datasets
+# and sampler.
+DEMO_FILES := candidates verified ranked diverse ngram scored filtered pairs
 demo-check: all
-	@rm -rf build/demo-a build/demo-b
-	@$(MAKE) --no-print-directory -f pipelines/demo.mk OUT=build/demo-a >/dev/null
-	@$(MAKE) --no-print-directory -j2 -f pipelines/demo.mk OUT=build/demo-b >/dev/null
-	@for f in candidates verified ranked diverse ngram scored filtered pairs; do \
-	  cmp build/demo-a/$$f.jsonl build/demo-b/$$f.jsonl || exit 1; done
-	@echo "demo-check: two runs (serial and -j2) gave byte-identical datasets"
+	@rm -rf build/demo-check build/demo-a
+	@$(MAKE) --no-print-directory -f pipelines/demo.mk OUT=build/demo-check >/dev/null
+	@mv build/demo-check build/demo-a
+	@$(MAKE) --no-print-directory -j2 -f pipelines/demo.mk OUT=build/demo-check >/dev/null
+	@for f in $(DEMO_FILES:%=round1/%) $(DEMO_FILES); do \
+	  cmp build/demo-a/$$f.jsonl build/demo-check/$$f.jsonl || exit 1; done
+	@cmp build/demo-a/sampler.gguf build/demo-check/sampler.gguf
+	@echo "demo-check: two runs (serial and -j2) gave byte-identical datasets and sampler"
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/asn

@@ -21,62 +21,97 @@ MIN_NEW  ?= 8
 CORPUS   ?= build/corpus
 THREADS  ?= 0
 
-HEUR     := $(OUT)/heuristics.yaml
+R1       := $(OUT)/round1
+SAMPLER_ARCH   ?= SimpleDistributionAwareTransform
+SAMPLER_CONFIG ?= configs/samplers/dist.yaml
+SAMPLER_OPTS   ?= --num-epochs 3 --token-batch-size 8 --gradient-accumulation-steps 4 \
+                  --num-warmup-steps 10 --learning-rate 0.01 --loss-gamma 1
 
 .PHONY: all report clean
 .DELETE_ON_ERROR:
-all: $(OUT)/report/report.html
+all: $(OUT)/report/report.html $(OUT)/analysis/summary.txt
 
 $(OUT)/.dir:
-	@mkdir -p $(OUT) && touch $@
+	@mkdir -p $(OUT) $(R1) && touch $@
+
+# Two rounds. Round 1 ($(OUT)/round1/) labels the candidates of the
+# heuristics alone; its kept candidates train the learned sampler. Round 2
+# ($(OUT)/) generates and labels again with the learned sampler as one more
+# heuristic, so the report shows where it lands among the heuristics it
+# learned from. The labelling chain is the same for both (score_chain).
 
 # 1. heuristics: the demo grid, no model-family defaults (base models)
-$(HEUR): $(GRID) | $(OUT)/.dir
+$(R1)/heuristics.yaml: $(GRID) | $(OUT)/.dir
 	$(BIN)/gen-heuristics --grid $(GRID) --family none -o $@
 
-# 2. candidates: every prompt x heuristic x seed (resumable)
-$(OUT)/candidates.jsonl: $(BASE) $(HEUR) $(PROMPTS)
-	$(BIN)/gen-candidates -m $(BASE) -H $(HEUR) --seeds $(SEEDS) -n $(MAX_NEW) \
-	  --min-new-tokens $(MIN_NEW) -t $(THREADS) -o $@.part --resume $(PROMPTS)
-	mv $@.part $@
-
-# 3. integrity, with a few replays
-$(OUT)/verified.jsonl: $(OUT)/candidates.jsonl
-	$(BIN)/verify --expected-seeds $(SEED_N) -H $(HEUR) -m $(BASE) --replay 8 \
-	  --report $(OUT)/verify-report.json $< > $@
-
-# 4. quality: Swiss tournament judged by the reference model's likelihood
-$(OUT)/ranked.jsonl: $(OUT)/verified.jsonl $(REF)
-	$(BIN)/rank-bt --judge reference-ll --judge-model $(REF) -t $(THREADS) $< > $@
-
-# 5. diversity across seeds, embeddings from the reference model
-$(OUT)/diverse.jsonl: $(OUT)/ranked.jsonl $(REF)
-	$(BIN)/score-diversity --embed-model $(REF) -t $(THREADS) $< > $@
-
-# 6. n-gram coverage of the demo corpus
-$(OUT)/ngram.idx: $(CORPUS)/train.txt
+# n-gram index of the demo corpus (shared by both rounds)
+$(OUT)/ngram.idx: $(CORPUS)/train.txt | $(OUT)/.dir
 	$(BIN)/score-ngram build -o $@ $<
-$(OUT)/ngram.jsonl: $(OUT)/diverse.jsonl $(OUT)/ngram.idx
-	$(BIN)/score-ngram --index $(OUT)/ngram.idx $< > $@
 
+# score_chain DIR: DIR/heuristics.yaml -> candidates -> verified -> ranked ->
+# diverse -> ngram -> scored -> filtered + pairs
+define score_chain
+# 2. candidates: every prompt x heuristic x seed (resumable)
+$(1)/candidates.jsonl: $(BASE) $(1)/heuristics.yaml $(PROMPTS)
+	$(BIN)/gen-candidates -m $(BASE) -H $(1)/heuristics.yaml --seeds $(SEEDS) -n $(MAX_NEW) \
+	  --min-new-tokens $(MIN_NEW) -t $(THREADS) -o $$@.part --resume $(PROMPTS)
+	mv $$@.part $$@
+# 3. integrity, with a few replays
+$(1)/verified.jsonl: $(1)/candidates.jsonl
+	$(BIN)/verify --expected-seeds $(SEED_N) -H $(1)/heuristics.yaml -m $(BASE) --replay 8 \
+	  --report $(1)/verify-report.json $$< > $$@
+# 4. quality: Swiss tournament judged by the reference model's likelihood
+$(1)/ranked.jsonl: $(1)/verified.jsonl $(REF)
+	$(BIN)/rank-bt --judge reference-ll --judge-model $(REF) -t $(THREADS) $$< > $$@
+# 5. diversity across seeds, embeddings from the reference model
+$(1)/diverse.jsonl: $(1)/ranked.jsonl $(REF)
+	$(BIN)/score-diversity --embed-model $(REF) -t $(THREADS) $$< > $$@
+# 6. n-gram coverage of the demo corpus
+$(1)/ngram.jsonl: $(1)/diverse.jsonl $(OUT)/ngram.idx
+	$(BIN)/score-ngram --index $(OUT)/ngram.idx $$< > $$@
 # 7. verifiable rewards
-$(OUT)/scored.jsonl: $(OUT)/ngram.jsonl
-	$(BIN)/score-verifiable -q $< > $@
-
+$(1)/scored.jsonl: $(1)/ngram.jsonl
+	$(BIN)/score-verifiable -q $$< > $$@
 # 8. the best of each group, and preference pairs
-$(OUT)/filtered.jsonl: $(OUT)/scored.jsonl
-	$(BIN)/filter-topk --top-k 2 $< > $@
-$(OUT)/pairs.jsonl: $(OUT)/scored.jsonl
-	$(BIN)/filter-topk --pairs $< > $@
+$(1)/filtered.jsonl: $(1)/scored.jsonl
+	$(BIN)/filter-topk --top-k 2 $$< > $$@
+$(1)/pairs.jsonl: $(1)/scored.jsonl
+	$(BIN)/filter-topk --pairs $$< > $$@
+endef
+$(eval $(call score_chain,$(R1)))
+$(eval $(call score_chain,$(OUT)))
 
-# 9. the index: every stage upserted into one database
+# 9. the learned sampler, trained on round 1's kept candidates
+$(OUT)/sampler.gguf: $(R1)/filtered.jsonl $(BASE) $(SAMPLER_CONFIG)
+	$(BIN)/train-sampler -m $(BASE) -a $(SAMPLER_ARCH) -c $(SAMPLER_CONFIG) $(SAMPLER_OPTS) \
+	  -t $(THREADS) -q --save-steps 0 -o $@ $<
+
+# 10. round 2's heuristics: the grid plus the learned sampler
+$(OUT)/learned.yaml: | $(OUT)/.dir
+	printf 'sampling_pipelines:\n- name: learned $(SAMPLER_ARCH)\n  weight: 1\n  processors:\n  - name: learned\n    params:\n      path: $(OUT)/sampler.gguf\n' > $@
+$(OUT)/heuristics.yaml: $(GRID) $(OUT)/learned.yaml $(OUT)/sampler.gguf
+	$(BIN)/gen-heuristics --grid $(GRID) --family none --append $(OUT)/learned.yaml -o $@
+
+# 11. the index: every stage of round 2 upserted into one database
 $(OUT)/index.db: $(OUT)/scored.jsonl $(OUT)/filtered.jsonl $(OUT)/pairs.jsonl
 	rm -f $@ $@-wal $@-shm
 	$(BIN)/index --db $@ $(OUT)/scored.jsonl $(OUT)/filtered.jsonl $(OUT)/pairs.jsonl
 
-# 10. the report
+# 12. the report
 $(OUT)/report/report.html: $(OUT)/index.db
 	$(BIN)/report --db $< -o $(OUT)/report
+
+# 13. the learned sampler against its targets, step by step: over the
+# candidates it was trained on (summary.txt: KL from each step's target to
+# the raw and to the learned distribution, truncated mass), and one fresh
+# generation with plots of its first steps (example.txt, record-1-step-*.svg)
+$(OUT)/analysis/summary.txt: $(OUT)/sampler.gguf $(R1)/filtered.jsonl
+	@mkdir -p $(OUT)/analysis
+	$(BIN)/analyze-sampler -m $(BASE) -s $(OUT)/sampler.gguf --candidates $(R1)/filtered.jsonl \
+	  -t $(THREADS) > $@
+	$(BIN)/analyze-sampler -m $(BASE) -s $(OUT)/sampler.gguf -H $(R1)/heuristics.yaml \
+	  --heuristic "min_p 0.05 temp 0.8" -n 16 --plot-dir $(OUT)/analysis --plot-steps 4 \
+	  -t $(THREADS) "And it came to pass, that" > $(OUT)/analysis/example.txt
 
 $(CORPUS)/train.txt:
 	sh scripts/build-corpus.sh $(CORPUS)
