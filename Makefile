@@ -47,7 +47,7 @@ BENCHES  := $(BENCH_SRC:bench/%.c=$(O)/build/bench/%)
 DEPS_OK  := build/.deps-ok
 
 .SECONDARY:
-.PHONY: all deps test test-unit test-san bench fuzz install clean demo demo-models demo-check
+.PHONY: all deps test test-unit test-san bench bench-kl fuzz install clean demo demo-models demo-check
 all: $(TOOLS) $(TESTS) $(REPLAYS) $(BENCHES)
 
 # Missing Debian packages are installed (as root) or named with the exact
@@ -104,6 +104,10 @@ test-san:
 bench: all
 	@for b in $(BENCHES); do $$b || exit 1; done
 
+# Learned samplers against their targets on held-out data (minutes).
+bench-kl: all
+	@sh bench/sampler_kl.sh $(DEMO_OUT)
+
 # libFuzzer targets (clang), run by hand: make fuzz FUZZ_SECONDS=120.
 # Crashes found are fixed and their inputs kept in tests/fuzz/regressions/,
 # which the unit tests replay (test_fuzz_regressions).
@@ -141,7 +145,7 @@ demo-check: all
 	@$(MAKE) --no-print-directory -f pipelines/demo.mk OUT=build/demo-check >/dev/null
 	@mv build/demo-check build/demo-a
 	@$(MAKE) --no-print-directory -j2 -f pipelines/demo.mk OUT=build/demo-check >/dev/null
-	@for f in $(DEMO_FILES:%=round1/%) $(DEMO_FILES); do \
+	@for f in $(filter-out round1/pairs,$(DEMO_FILES:%=round1/%)) $(DEMO_FILES); do \
 	  cmp build/demo-a/$$f.jsonl build/demo-check/$$f.jsonl || exit 1; done
 	@cmp build/demo-a/sampler.gguf build/demo-check/sampler.gguf
 	@echo "demo-check: two runs (serial and -j2) gave byte-identical datasets and sampler"
