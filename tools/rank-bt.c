@@ -320,10 +320,11 @@ static int play(ranker *R, cand *cs, sub *subs, int n_sub, asn_err *e)
     }
 }
 
-/* Rates the records of one prompt (a JSON array, in place). Invalid
- * records are an error, or with --skip-invalid left out (*skipped). */
-static int rank_prompt(ranker *R, asn_group_reader *gr, json_t *recs, long *skipped, asn_err *e)
+/* Rates the records of one prompt (a JSON array, in place); an
+ * asn_group_fn. Invalid records go to asn_group_map_invalid. */
+static int rank_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
 {
+    ranker *R = ctx;
     size_t n = json_array_size(recs);
     cand *cs = asn_xcalloc(n + 1, sizeof *cs);
     sub *subs = asn_xcalloc(n + 1, sizeof *subs);
@@ -339,17 +340,11 @@ static int rank_prompt(ranker *R, asn_group_reader *gr, json_t *recs, long *skip
         if (!bad)
             bad = read_cand(R, c, prev, &fe);
         if (bad) {
-            long line;
-            const char *f = asn_group_where(gr, i, &line);
-            if (!opt_skip_invalid) {
-                rc = asn_err_set(e, "%s:%ld: %s", f, line, fe.msg);
-                break;
-            }
-            asn_warn("%s:%ld: %s", f, line, fe.msg);
-            (*skipped)++;
+            rc = asn_group_map_invalid(gm, i, &fe, e);
             continue;
         }
         c->keep = 1;
+        R->records++;
         prev = c;
         int s = 0;
         while (s < n_sub && subs[s].seed != seed)
@@ -395,7 +390,7 @@ static int rank_prompt(ranker *R, asn_group_reader *gr, json_t *recs, long *skip
                 cs[i].ll = mean[nr++];
                 if (cs[i].n_tok && !isfinite(cs[i].ll)) {
                     long line;
-                    const char *f = asn_group_where(gr, i, &line);
+                    const char *f = asn_group_map_where(gm, i, &line);
                     asn_warn("%s:%ld: the judge model's log-likelihood is not finite; the answer counts as empty",
                              f, line);
                     cs[i].ll = NAN;
@@ -410,7 +405,7 @@ static int rank_prompt(ranker *R, asn_group_reader *gr, json_t *recs, long *skip
         rc = play(R, cs, subs, n_sub, e);
     if (rc && fields_ok && n_sub) { /* a judge error: say which prompt */
         long line;
-        const char *f = asn_group_where(gr, (size_t)subs[0].member[0], &line);
+        const char *f = asn_group_map_where(gm, (size_t)subs[0].member[0], &line);
         asn_err_prefix(e, "%s:%ld: the prompt of this record", f, line);
     }
     /* ratings, and the annotations */
@@ -441,15 +436,11 @@ static int rank_prompt(ranker *R, asn_group_reader *gr, json_t *recs, long *skip
         }
         if (rc) {
             long line;
-            const char *f = asn_group_where(gr, (size_t)S->member[0], &line);
+            const char *f = asn_group_map_where(gm, (size_t)S->member[0], &line);
             asn_err_prefix(e, "%s:%ld: the group of this record", f, line);
         }
         free(r);
     }
-    /* leave out the records skipped as invalid */
-    for (size_t i = n; i-- > 0 && !rc;)
-        if (!cs[i].keep)
-            json_array_remove(recs, i);
     for (size_t i = 0; i < n; i++) {
         if (cs[i].own_prompt)
             free(cs[i].prompt);
@@ -543,33 +534,7 @@ int main(int argc, char **argv)
         json_object_set_new(R.judge_json, "tau", json_real(opt_tau));
     }
 
-    char *def[] = {"-", NULL};
-    asn_group_reader *gr = asn_group_open(nops ? argv + 1 : def, &e);
-    if (!gr)
-        asn_fatal("%s", e.msg);
-    asn_progress *prog = asn_progress_new("records", 0, opt_progress);
-    long skipped = 0;
-    json_t *recs;
-    int r;
-    while ((r = asn_group_next(gr, opt_skip_invalid, &recs, &e)) > 0) {
-        if (rank_prompt(&R, gr, recs, &skipped, &e)) {
-            json_decref(recs);
-            asn_fatal("%s", e.msg);
-        }
-        size_t i;
-        json_t *rec;
-        json_array_foreach(recs, i, rec)
-            if (asn_jsonl_write(stdout, rec))
-                asn_fatal("stdout: write error");
-        R.records += (long)json_array_size(recs);
-        asn_progress_add(prog, (long)json_array_size(recs));
-        json_decref(recs);
-    }
-    asn_progress_done(prog);
-    if (r < 0)
-        asn_fatal("%s", e.msg);
-    skipped += asn_group_skipped(gr);
-    asn_group_close(gr);
+    long skipped = asn_map_groups(nops ? argv + 1 : NULL, opt_skip_invalid, opt_progress, rank_prompt, &R);
     if (R.misspelt)
         asn_warn("%ld record%s: the tokens do not spell the generation with the judge model's tokenizer "
                  "(another vocabulary?); --retokenize scores the generation text instead",
@@ -577,8 +542,7 @@ int main(int argc, char **argv)
     if (R.undecided)
         asn_warn("%ld game%s left out: the judge's outputs were not finite", R.undecided,
                  R.undecided == 1 ? "" : "s");
-    if (skipped)
-        asn_warn("skipped %ld invalid record%s", skipped, skipped == 1 ? "" : "s");
+    asn_warn_skipped(skipped);
     if (opt_verbose)
         fprintf(stderr,
                 "%s: %ld records, %ld groups (%ld of one record); judge: %ld %s in %.3f s; "

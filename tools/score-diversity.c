@@ -70,10 +70,11 @@ static json_t *distinct_json(const asn_bleu_group *bg, int order)
     return t ? json_real((double)d / (double)t) : json_null();
 }
 
-/* Labels the records of one prompt (a JSON array, in place). Invalid
- * records are an error, or with --skip-invalid removed (*skipped). */
-static int label_prompt(labeller *L, asn_group_reader *gr, json_t *recs, long *skipped, asn_err *e)
+/* Labels the records of one prompt (a JSON array, in place); an
+ * asn_group_fn. Invalid records go to asn_group_map_invalid. */
+static int label_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
 {
+    labeller *L = ctx;
     size_t n = json_array_size(recs);
     char **key = asn_xcalloc(n + 1, sizeof *key);
     const char **text = asn_xcalloc(n + 1, sizeof *text);
@@ -91,14 +92,8 @@ static int label_prompt(labeller *L, asn_group_reader *gr, json_t *recs, long *s
         else if (asn_get_string(r, "generation", 1, &t, &fe))
             bad = -1;
         if (bad) {
-            long line;
-            const char *f = asn_group_where(gr, i, &line);
-            if (!opt_skip_invalid) {
-                rc = asn_err_set(e, "%s:%ld: %s", f, line, fe.msg);
+            if ((rc = asn_group_map_invalid(gm, i, &fe, e)))
                 break;
-            }
-            asn_warn("%s:%ld: %s", f, line, fe.msg);
-            (*skipped)++;
             continue;
         }
         keep[i] = 1;
@@ -171,10 +166,6 @@ static int label_prompt(labeller *L, asn_group_reader *gr, json_t *recs, long *s
         free(gt);
         free(gl);
     }
-    /* leave out the records skipped as invalid */
-    for (size_t i = n; i-- > 0 && !rc;)
-        if (!keep[i])
-            json_array_remove(recs, i);
     for (size_t i = 0; i < n; i++)
         free(key[i]);
     free(key), free(text), free(len), free(sub), free(keep), free(count), free(etext), free(elen), free(emb);
@@ -201,37 +192,11 @@ int main(int argc, char **argv)
     if (!(L.en = asn_engine_new(L.m, L.max_tokens, pool, &e)))
         asn_fatal("%s", e.msg);
 
-    char *def[] = {"-", NULL};
-    asn_group_reader *gr = asn_group_open(nops ? argv + 1 : def, &e);
-    if (!gr)
-        asn_fatal("%s", e.msg);
-    asn_progress *prog = asn_progress_new("records", 0, opt_progress);
-    long skipped = 0;
-    json_t *recs;
-    int r;
-    while ((r = asn_group_next(gr, opt_skip_invalid, &recs, &e)) > 0) {
-        if (label_prompt(&L, gr, recs, &skipped, &e)) {
-            json_decref(recs);
-            asn_fatal("%s", e.msg);
-        }
-        size_t i;
-        json_t *rec;
-        json_array_foreach(recs, i, rec)
-            if (asn_jsonl_write(stdout, rec))
-                asn_fatal("stdout: write error");
-        asn_progress_add(prog, (long)json_array_size(recs));
-        json_decref(recs);
-    }
-    asn_progress_done(prog);
-    if (r < 0)
-        asn_fatal("%s", e.msg);
-    skipped += asn_group_skipped(gr);
-    asn_group_close(gr);
+    long skipped = asn_map_groups(nops ? argv + 1 : NULL, opt_skip_invalid, opt_progress, label_prompt, &L);
     if (L.singles)
         fprintf(stderr, "%s: %ld group%s of one record: diversity null\n", asn_progname(), L.singles,
                 L.singles == 1 ? "" : "s");
-    if (skipped)
-        asn_warn("skipped %ld invalid record%s", skipped, skipped == 1 ? "" : "s");
+    asn_warn_skipped(skipped);
     asn_close_out(stdout, "-");
     asn_engine_free(L.en);
     asn_pool_free(pool);

@@ -1,5 +1,5 @@
-/* asn/core.h — errors, allocation, SHA-256 and the counter-based RNG that
- * every other module builds on. */
+/* asn/core.h — errors, allocation, whole-file reading, SHA-256 and the
+ * counter-based RNG that every other module builds on. */
 #ifndef ASN_CORE_H
 #define ASN_CORE_H
 
@@ -32,6 +32,14 @@ void *asn_xrealloc(void *p, size_t n);
 char *asn_xstrdup(const char *s);
 /* Grows *p (element size `size`) so it holds at least `need` elements. */
 void asn_grow(void **p, size_t *cap, size_t need, size_t size);
+
+/* ----------------------------------------------------------------- files */
+
+/* The whole of a file ("-" = stdin) in a new buffer (*data, to free) with a
+ * NUL after the last byte; *len gets the byte count. On failure the error
+ * names the path and the reason ("PATH: No such file or directory", "PATH:
+ * read error: Is a directory"). */
+int asn_read_file(const char *path, char **data, size_t *len, asn_err *e);
 
 /* ---------------------------------------------------------------- SHA-256 */
 

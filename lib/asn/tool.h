@@ -88,6 +88,31 @@ struct json_t;
 typedef int (*asn_record_fn)(struct json_t *rec, void *ctx, const char *path, long line, asn_err *e);
 long asn_map_records(char **files, int skip_invalid, int show_progress, asn_record_fn fn, void *ctx);
 
+/* The loop of a tool that labels records a prompt at a time: reads the
+ * JSONL records of files (as asn_map_records) grouped by prompt
+ * (asn_group_next of asn/records.h), calls fn on each group and writes the
+ * group's records to stdout when fn returns 0. fn gets the records as a JSON
+ * array in input order and changes them in place (not the array: a record
+ * it finds invalid it hands to asn_group_map_invalid). When fn fails, or the
+ * stream has an error, the error ends the program. With skip_invalid,
+ * malformed lines are left out. Returns the number of records left out,
+ * without a summary warning: the tool writes its own closing lines, then
+ * asn_warn_skipped. */
+typedef struct asn_group_map asn_group_map;
+typedef int (*asn_group_fn)(struct json_t *recs, asn_group_map *m, void *ctx, asn_err *e);
+long asn_map_groups(char **files, int skip_invalid, int show_progress, asn_group_fn fn, void *ctx);
+/* Where record i of the group came from: its file ("<stdin>" for "-") and
+ * line. */
+const char *asn_group_map_where(const asn_group_map *m, size_t i, long *line);
+/* Record i of the group is invalid, why says why. Without skip_invalid: e
+ * gets "FILE:LINE: why" and the return is -1, for fn to return; with it:
+ * the same as a warning, the record is left out of the output and the
+ * return is 0. */
+int asn_group_map_invalid(asn_group_map *m, size_t i, const asn_err *why, asn_err *e);
+
+/* The closing warning "skipped N invalid record(s)"; nothing when n is 0. */
+void asn_warn_skipped(long n);
+
 /* ---------------------------------------------------------- progress bar */
 
 /* A progress line on stderr with count, rate and ETA. It shows only when

@@ -1,5 +1,5 @@
-/* core.c — error messages, allocation that cannot fail, SHA-256 (libcrypto)
- * and the Philox4x64-10 counter-based RNG. */
+/* core.c — error messages, allocation that cannot fail, whole-file reading,
+ * SHA-256 (libcrypto) and the Philox4x64-10 counter-based RNG. */
 #include "asn/core.h"
 
 #include <errno.h>
@@ -90,6 +90,35 @@ void asn_grow(void **p, size_t *cap, size_t need, size_t size)
         c *= 2;
     *p = asn_xrealloc(*p, c * size);
     *cap = c;
+}
+
+/* ----------------------------------------------------------------- files */
+
+int asn_read_file(const char *path, char **data, size_t *len, asn_err *e)
+{
+    *data = NULL;
+    *len = 0;
+    int is_stdin = !strcmp(path, "-");
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
+    if (!f)
+        return asn_err_set(e, "%s: %s", path, strerror(errno));
+    char *buf = NULL;
+    size_t n = 0, cap = 0, k;
+    do {
+        asn_grow((void **)&buf, &cap, n + 65537, 1);
+        n += k = fread(buf + n, 1, cap - n - 1, f);
+    } while (k > 0);
+    int err = ferror(f) ? errno : 0;
+    if (!is_stdin)
+        fclose(f);
+    if (err) {
+        free(buf);
+        return asn_err_set(e, "%s: read error: %s", path, strerror(err));
+    }
+    buf[n] = 0;
+    *data = buf;
+    *len = n;
+    return 0;
 }
 
 /* ---------------------------------------------------------------- SHA-256 */

@@ -1,8 +1,10 @@
 /* tool.c — the shared front end of every asn program: option parsing,
- * --help/--version, messages and exit codes, stream opening, progress bar. */
+ * --help/--version, messages and exit codes, stream opening, the loops of
+ * record-labelling tools, progress bar. */
 #include "asn/tool.h"
 #include "asn/core.h"
 #include "asn/json.h"
+#include "asn/records.h"
 
 #include <errno.h>
 #include <math.h>
@@ -233,20 +235,10 @@ void asn_close_out(FILE *f, const char *path)
 
 char *asn_read_all(const char *path, size_t *len)
 {
-    FILE *f = asn_open_in(path);
-    char *buf = NULL;
-    size_t n = 0, cap = 0, k;
-    do {
-        asn_grow((void **)&buf, &cap, n + 65537, 1);
-        k = fread(buf + n, 1, cap - n - 1, f);
-        n += k;
-    } while (k > 0);
-    if (ferror(f))
-        asn_fatal("%s: read error: %s", path, strerror(errno));
-    if (f != stdin)
-        fclose(f);
-    buf[n] = 0;
-    *len = n;
+    char *buf;
+    asn_err e;
+    if (asn_read_file(path, &buf, len, &e))
+        asn_fatal("%s", e.msg);
     return buf;
 }
 
@@ -283,9 +275,78 @@ long asn_map_records(char **files, int skip_invalid, int show_progress, asn_reco
         asn_jsonl_close(in);
     }
     asn_progress_done(bar);
-    if (bad)
-        asn_warn("skipped %ld invalid record%s", bad, bad == 1 ? "" : "s");
+    asn_warn_skipped(bad);
     return bad;
+}
+
+struct asn_group_map {
+    asn_group_reader *gr;
+    int skip_invalid;
+    long skipped;
+    unsigned char *drop; /* per record of the group: left out as invalid */
+    size_t cap;
+};
+
+const char *asn_group_map_where(const asn_group_map *m, size_t i, long *line)
+{
+    return asn_group_where(m->gr, i, line);
+}
+
+int asn_group_map_invalid(asn_group_map *m, size_t i, const asn_err *why, asn_err *e)
+{
+    long line;
+    const char *f = asn_group_where(m->gr, i, &line);
+    if (!m->skip_invalid)
+        return asn_err_set(e, "%s:%ld: %s", f, line, why->msg);
+    asn_warn("%s:%ld: %s", f, line, why->msg);
+    m->drop[i] = 1;
+    m->skipped++;
+    return 0;
+}
+
+long asn_map_groups(char **files, int skip_invalid, int show_progress, asn_group_fn fn, void *ctx)
+{
+    char *def[] = {"-", NULL};
+    if (!files || !files[0])
+        files = def;
+    asn_err e;
+    asn_group_map m = {.skip_invalid = skip_invalid};
+    if (!(m.gr = asn_group_open(files, &e)))
+        asn_fatal("%s", e.msg);
+    asn_progress *bar = asn_progress_new("records", 0, show_progress);
+    json_t *recs;
+    int r;
+    while ((r = asn_group_next(m.gr, skip_invalid, &recs, &e)) > 0) {
+        size_t n = json_array_size(recs), i;
+        asn_grow((void **)&m.drop, &m.cap, n, 1);
+        memset(m.drop, 0, n);
+        if (fn(recs, &m, ctx, &e)) {
+            json_decref(recs);
+            asn_fatal("%s", e.msg);
+        }
+        for (i = n; i-- > 0;)
+            if (m.drop[i])
+                json_array_remove(recs, i);
+        json_t *rec;
+        json_array_foreach(recs, i, rec)
+            if (asn_jsonl_write(stdout, rec))
+                asn_fatal("stdout: write error");
+        asn_progress_add(bar, (long)json_array_size(recs));
+        json_decref(recs);
+    }
+    asn_progress_done(bar);
+    if (r < 0)
+        asn_fatal("%s", e.msg);
+    m.skipped += asn_group_skipped(m.gr);
+    asn_group_close(m.gr);
+    free(m.drop);
+    return m.skipped;
+}
+
+void asn_warn_skipped(long n)
+{
+    if (n)
+        asn_warn("skipped %ld invalid record%s", n, n == 1 ? "" : "s");
 }
 
 /* ---------------------------------------------------------- progress bar */

@@ -266,27 +266,10 @@ asn_yaml *asn_yaml_parse(const char *name, const char *text, size_t len, asn_err
 
 asn_yaml *asn_yaml_load(const char *path, asn_err *e)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        asn_err_set(e, "%s: %s", path, strerror(errno));
+    char *buf;
+    size_t n;
+    if (asn_read_file(path, &buf, &n, e))
         return NULL;
-    }
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        asn_grow((void **)&buf, &cap, n + 65536, 1);
-        size_t k = fread(buf + n, 1, cap - n, f);
-        n += k;
-        if (k == 0)
-            break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        asn_err_set(e, "%s: read error", path);
-        return NULL;
-    }
     asn_yaml *y = asn_yaml_parse(path, buf, n, e);
     free(buf);
     return y;

@@ -195,31 +195,6 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static char *read_file(const char *path, size_t *len, asn_err *e)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        asn_err_set(e, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t n = 0, cap = 0, k;
-    do {
-        asn_grow((void **)&buf, &cap, n + (1 << 20), 1);
-        k = fread(buf + n, 1, cap - n, f);
-        n += k;
-    } while (k > 0);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        asn_err_set(e, "%s: read error", path);
-        return NULL;
-    }
-    *len = n;
-    return buf;
-}
-
 int asn_lm_corpus_load(const char *path, const asn_vocab *v, const char *vocab_id, const char *doc_sep,
                        const char *cache, asn_pool *pool, int32_t **ids, size_t *n, asn_lm_corpus_info *info,
                        asn_err *e)
@@ -228,8 +203,8 @@ int asn_lm_corpus_load(const char *path, const asn_vocab *v, const char *vocab_i
     *ids = NULL;
     *n = 0;
     size_t len;
-    char *text = read_file(path, &len, e);
-    if (!text)
+    char *text;
+    if (asn_read_file(path, &text, &len, e))
         return -1;
     info->bytes = len;
     /* the key: everything the ids depend on, the stream's format included */

@@ -7,7 +7,6 @@
 #include "asn/sampling.h"
 #include "asn/vocab.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,24 +129,12 @@ fail:
 
 asn_judge_tmpl *asn_judge_tmpl_load(const char *path, asn_err *e)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        asn_err_set(e, "%s: %s", path, strerror(errno));
+    char *text;
+    size_t n;
+    if (asn_read_file(path, &text, &n, e))
         return NULL;
-    }
-    char *text = NULL;
-    size_t n = 0, cap = 0, k;
-    do {
-        asn_grow((void **)&text, &cap, n + 4096, 1);
-        n += k = fread(text + n, 1, cap - n - 1, f);
-    } while (k > 0);
-    int bad = ferror(f);
-    fclose(f);
-    text[n] = 0;
     asn_judge_tmpl *t = NULL;
-    if (bad)
-        asn_err_set(e, "%s: read error", path);
-    else if (strlen(text) != n)
+    if (strlen(text) != n)
         asn_err_set(e, "%s: the template holds a NUL byte", path);
     else
         t = asn_judge_tmpl_parse(text, path, e);
