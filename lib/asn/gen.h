@@ -73,6 +73,11 @@ typedef void (*asn_gen_progress)(void *ctx, long jobs_done, long tokens);
 int asn_generate(asn_generator *g, asn_gen_job *jobs, int n, asn_gen_progress progress, void *ctx,
                  asn_err *e);
 
+/* The end-of-generation ids (ctx->eos) set to -inf while fewer than
+ * min_new_tokens tokens were generated, unless h is JSON-constrained and its
+ * value is complete: the row a heuristic receives. */
+void asn_gen_mask_eog(const asn_heuristic *h, int min_new_tokens, float *row, const asn_seq_ctx *ctx);
+
 /* The row a generation step draws from, in place: the end-of-generation
  * ids (ctx->eos) masked while fewer than min_new_tokens tokens were
  * generated (unless h is JSON-constrained and its value is complete), then

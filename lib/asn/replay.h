@@ -53,7 +53,11 @@ int asn_replay_begin(asn_replayer *r, const asn_candidate *c, asn_err *e);
 
 /* The next steps, at most max_steps: for each, raw[k * V ..] receives the
  * model's logits (may be NULL to skip ahead) and target[k * V ..] (may be
- * NULL) the row the token was drawn from. drawn[k] (may be NULL) is 1 when
+ * NULL) the row the token was drawn from. The logits are those the
+ * heuristic received: the model's, with the end-of-generation ids at -inf
+ * while fewer than min_new_tokens tokens were generated (as generation masks
+ * them before the heuristic), so a learned processor is trained on the rows
+ * it will see. drawn[k] (may be NULL) is 1 when
  * drawing from that row with the candidate's seed gives the recorded token
  * again (0 means the record does not come from this model and settings).
  * Returns the number of steps written (0 when the generation is done), -1

@@ -162,16 +162,21 @@ typedef struct step_task {
     asn_err *errs;
 } step_task;
 
-int asn_gen_process_row(const asn_heuristic *h, int min_new_tokens, float *row, int V, const asn_seq_ctx *ctx,
-                        asn_seq_state *st, asn_workspace *ws, asn_err *e)
+void asn_gen_mask_eog(const asn_heuristic *h, int min_new_tokens, float *row, const asn_seq_ctx *ctx)
 {
-    /* min_new_tokens first (HF order); a JSON-constrained heuristic may end
-     * as soon as its value is complete */
+    /* a JSON-constrained heuristic may end as soon as its value is complete */
     int n_gen = ctx->n_ids - ctx->n_prompt;
     const asn_proc *jp = asn_heuristic_json_proc(h);
     if (n_gen < min_new_tokens && !(jp && asn_json_complete(ctx, (int)jp->i[0])))
         for (int k = 0; k < ctx->n_eos; k++)
             row[ctx->eos[k]] = -INFINITY;
+}
+
+int asn_gen_process_row(const asn_heuristic *h, int min_new_tokens, float *row, int V, const asn_seq_ctx *ctx,
+                        asn_seq_state *st, asn_workspace *ws, asn_err *e)
+{
+    int n_gen = ctx->n_ids - ctx->n_prompt;
+    asn_gen_mask_eog(h, min_new_tokens, row, ctx); /* min_new_tokens first (HF order) */
     if (asn_pipeline_apply(h, row, V, ctx, st, ws, e))
         return asn_err_prefix(e, "heuristic \"%s\", step %d", h->name, n_gen);
     return 0;

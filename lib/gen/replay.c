@@ -234,11 +234,12 @@ int asn_replay_next(asn_replayer *r, int max_steps, float *raw, float *target, u
         return -1;
     for (int j = 0; j < k; j++) {
         int step = r->pos + j;
-        float *row = target ? target + (size_t)j * V : r->row;
-        memcpy(row, lg + (size_t)j * V, V * sizeof *row);
+        float *row = target ? target + (size_t)j * V : r->row, *in = lg + (size_t)j * V;
         asn_seq_ctx ctx = {r->hist, c->n_prompt + step, c->n_prompt, r->eog, r->n_eog, r->key, (uint64_t)step, r->v};
-        if (asn_gen_process_row(&c->heuristic, c->min_new_tokens, row, r->V, &ctx, &r->st, r->ws, e))
-            return -1;
+        asn_gen_mask_eog(&c->heuristic, c->min_new_tokens, in, &ctx);
+        memcpy(row, in, V * sizeof *row);
+        if (asn_pipeline_apply(&c->heuristic, row, r->V, &ctx, &r->st, r->ws, e))
+            return asn_err_prefix(e, "heuristic \"%s\", step %d", c->heuristic.name, step);
         int32_t tok = c->gen[step];
         if (drawn)
             drawn[j] = asn_sample_row(row, r->V, asn_rng_uniform(r->key, (uint64_t)step, ASN_STREAM_DRAW)) == tok;

@@ -107,7 +107,15 @@ int main(void)
             float *last = malloc((size_t)V * sizeof *last);
             asn_batch_item it = {seq, prompt, n_prompt, last, 0, NULL};
             T_OK("prefill", !asn_engine_decode(en, &it, 1, &e), "%s", e.msg);
-            T_OK("step 0 raw logits = prefill logits", !memcmp(last, raw, (size_t)V * sizeof *raw), "differ");
+            for (size_t k = 0; k < n_eog; k++) /* the heuristic receives them masked (min_new_tokens) */
+                last[eog[k]] = -INFINITY;
+            T_OK("step 0 raw logits = prefill logits, end of generation masked", !memcmp(last, raw, (size_t)V * sizeof *raw),
+                 "differ");
+            int unmasked_after = 1;
+            for (int j = MINN; j < n; j++)
+                for (size_t k = 0; k < n_eog; k++)
+                    unmasked_after &= raw[(size_t)j * V + eog[k]] > -INFINITY;
+            T_OK("raw rows keep the end-of-generation ids from step min_new_tokens on", unmasked_after, "masked");
             free(last);
             asn_engine_free(en);
         }
