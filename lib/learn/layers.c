@@ -1,8 +1,7 @@
 /* layers.c — the learned samplers' layers, forward and backward side by
  * side: Linear, LayerNorm, SwiGLU MLP (and its fused scalar form), silu,
  * elu+1, non-causal linear attention, mean pooling, soft truncation,
- * log_softmax; and the fused inference kernel of the distribution-aware
- * transform.
+ * log_softmax (its exp pass is pertoken.c's).
  *
  * Products of rows x features go through OpenBLAS (cblas_sgemm). Loops that
  * need exp or log, and reductions, are written on 16-float vectors (GCC
@@ -502,46 +501,6 @@ void asn_nn_mlp1_backward(float *dx, const asn_nn_mlp *dm, const float *dout, co
     }
 }
 
-/* SimpleDistributionAwareTransform's per-token network for inference, fused
- * and vectorized across rows like asn_nn_mlp1_forward: out[i] =
- * mlp([silu(x[i] w1 + b1), tail]) with the constant tail folded into
- * bias_g / bias_u. Training goes through the layers (Linear, silu,
- * asn_nn_mlp_*), whose backward passes are above. */
-NN_CLONES
-void asn_nn_dist_forward(float *out, const float *x, const float *w1, const float *b1, int H, const float *bias_g,
-                         const float *bias_u, const asn_nn_mlp *m, int n)
-{
-    const int NI = m->inner, ld = m->in;
-    const float *wd = m->wd, bd = m->bd[0];
-    vf loc[ASN_NN_DIST_MAXH];
-    VEC_LOOP((size_t)n, {
-        vf xv = vload(x + i, k);
-        for (int h = 0; h < H; h++) {
-            vf pre = xv * w1[h] + b1[h];
-            loc[h] = pre / (1.0f + vexp(-pre));
-        }
-        vf acc = vsplat(bd);
-        for (int j = 0; j < NI; j++) {
-            const float *wg = m->wg + (size_t)j * ld, *wu = m->wu + (size_t)j * ld;
-            vf g0 = vsplat(bias_g[j]), u0 = vsplat(bias_u[j]), g1 = vsplat(0.0f), u1 = vsplat(0.0f);
-            int h = 0;
-            for (; h + 2 <= H; h += 2) { /* two chains each */
-                g0 += loc[h] * wg[h];
-                u0 += loc[h] * wu[h];
-                g1 += loc[h + 1] * wg[h + 1];
-                u1 += loc[h + 1] * wu[h + 1];
-            }
-            if (h < H) {
-                g0 += loc[h] * wg[h];
-                u0 += loc[h] * wu[h];
-            }
-            vf g = g0 + g1, u = u0 + u1;
-            acc += wd[j] * (g * u / (1.0f + vexp(-g)));
-        }
-        vstore(out + i, acc, k);
-    });
-}
-
 /* ------------------------------------------------- linear attention (elu+1) */
 
 void asn_nn_linattn_stats_forward(float *P, const float *kf, int ldk, const float *v, int ldv, int n, int d)
@@ -677,7 +636,8 @@ void asn_nn_trunc_backward(float *dl, double *dscale, double *dthr, const float 
 NN_CLONES
 asn_nn_lse asn_nn_lse_block(const float *x, int n, int *bad)
 {
-    vf mx = vsplat(-INFINITY), nan = vsplat(0.0f);
+    vf mx = vsplat(-INFINITY), mn = vsplat(INFINITY), nan = vsplat(0.0f);
+    vi cnt = {0};
     VEC_LOOP((size_t)n, {
         vf v = vload(x + i, k);
         if (k < VL) /* pad with -inf */
@@ -685,32 +645,26 @@ asn_nn_lse asn_nn_lse_block(const float *x, int n, int *bad)
         /* NaN or +inf make nan NaN (x * 0), -inf does not */
         nan += vsel(v < vsplat(-FLT_MAX), vsplat(0.0f), v) * 0.0f;
         mx = vmax(mx, v);
+        cnt -= v > vsplat(-INFINITY); /* true is -1 */
+        mn = vmin(mn, vsel(v > vsplat(-INFINITY), v, vsplat(INFINITY)));
     });
-    asn_nn_lse s = {-INFINITY, 0, 0};
-    float lanes[VL], nl[VL];
+    asn_nn_lse s = {-INFINITY, 0, 0, 0, INFINITY};
+    float lanes[VL], nl[VL], ml[VL];
     memcpy(lanes, &mx, sizeof lanes);
     memcpy(nl, &nan, sizeof nl);
+    memcpy(ml, &mn, sizeof ml);
     for (int j = 0; j < VL; j++) {
         if (nl[j] != 0.0f)
             *bad = 1;
         if (lanes[j] > s.max)
             s.max = lanes[j];
+        if (ml[j] < s.min)
+            s.min = ml[j];
+        s.count += cnt[j];
     }
     if (s.max == -INFINITY || !(s.max <= FLT_MAX))
         return s;
-    vf sum = vsplat(0.0f), wsum = vsplat(0.0f);
-    const float m = s.max;
-    VEC_LOOP((size_t)n, {
-        vf v = vload(x + i, k);
-        if (k < VL) /* pad with -inf */
-            v = vsel(vlanes(k), v, vsplat(-INFINITY));
-        vf t = vmax(v - m, vsplat(-100.0f)); /* -inf entries: exp(-100) = 0 here */
-        vf e = vexp(t);
-        sum += e;
-        wsum += e * t;
-    });
-    s.sum = vhsum(sum);
-    s.wsum = vhsum(wsum);
+    asn_nn_pertoken_expsum(x, n, s.max, &s.sum, &s.wsum);
     return s;
 }
 
@@ -721,6 +675,8 @@ asn_nn_lse asn_nn_lse_merge(asn_nn_lse a, asn_nn_lse b)
     if (b.max == -INFINITY)
         return a;
     asn_nn_lse r;
+    r.count = a.count + b.count;
+    r.min = a.min < b.min ? a.min : b.min;
     r.max = a.max > b.max ? a.max : b.max;
     double da = (double)a.max - r.max, db = (double)b.max - r.max;
     double sa = exp(da), sb = exp(db);

@@ -106,14 +106,40 @@ void asn_nn_mlp1_forward(float *out, const float *x, const asn_nn_mlp *m, int n)
 void asn_nn_mlp1_backward(float *dx, const asn_nn_mlp *dm, const float *dout, const float *x,
                           const asn_nn_mlp *m, int n);
 
-/* SimpleDistributionAwareTransform's per-token network, fused for inference:
- * out[i] = mlp([silu(x[i] * w1 + b1), tail]) (w1, b1: H entries; the
- * tail's part folded into bias_g / bias_u as above), for H <=
- * ASN_NN_DIST_MAXH. Its backward pass is the layers': Linear, silu and
- * asn_nn_mlp_backward. */
+/* The largest hidden_dims of SimpleDistributionAwareTransform the fused
+ * kernel below holds (its first layer's activations stay in registers). */
 #define ASN_NN_DIST_MAXH 64
-void asn_nn_dist_forward(float *out, const float *x, const float *w1, const float *b1, int H, const float *bias_g,
-                         const float *bias_u, const asn_nn_mlp *m, int n);
+
+/* The inference pass of LocalProbabilityTransform (H = 0) and of
+ * SimpleDistributionAwareTransform (H = hidden_dims <= ASN_NN_DIST_MAXH)
+ * over n finite logits x, fused into one kernel (pertoken.c): lp = x - lse
+ * (stored in lp when not NULL), l = lp + mlp(lp) (LOCAL) or lp + mlp([silu(lp
+ * w1 + b1), statistics]) (DIST), out = l + logsigmoid(l * scale + thr).
+ * Unlike the layers above it uses fused multiply-adds and its own exp
+ * (within 1.5 ulp): the outputs agree with the layers' to float rounding,
+ * and are the same bits on every instruction set it is compiled for.
+ * prepare() fills `neg` (size() floats, which must outlive the calls) from
+ * the other fields; forward() may then run from several threads. */
+typedef struct asn_nn_pertoken {
+    const asn_nn_mlp *m;          /* LOCAL: mlp; DIST: global_mlp */
+    int H;                        /* DIST: hidden_dims; 0 for LOCAL */
+    const float *w1, *b1;         /* DIST: local_mlp.0 (H entries each) */
+    const float *bias_g, *bias_u; /* DIST: global_mlp's gate / up biases with the statistics folded in */
+    double lse;                   /* the row's log-sum-exp */
+    float scale, thr;             /* soft truncation */
+    const float *neg;             /* negated weights (prepare) */
+} asn_nn_pertoken;
+size_t asn_nn_pertoken_size(const asn_nn_pertoken *f);
+void asn_nn_pertoken_prepare(asn_nn_pertoken *f, float *buf);
+void asn_nn_pertoken_forward(float *out, float *lp, const float *x, const asn_nn_pertoken *f, int n);
+/* The instruction set the kernels run on: 2 AVX-512, 1 AVX2 + FMA, 0 any;
+ * force(level) caps it (tests and benchmarks; -1 lifts the cap). */
+int asn_nn_pertoken_level(void);
+void asn_nn_pertoken_force(int level);
+/* The exp pass of asn_nn_lse_block, with the same exp and the same bits on
+ * every instruction set: sum of exp(x - m) and of exp(x - m) (x - m) over n
+ * values (-inf adds 0). */
+void asn_nn_pertoken_expsum(const float *x, int n, float m, double *sum, double *wsum);
 
 /* ------------------------------------------------- linear attention (elu+1) */
 
@@ -163,10 +189,13 @@ void asn_nn_trunc_backward(float *dl, double *dscale, double *dthr, const float 
 /* ------------------------------------------------------------- log_softmax */
 
 /* Running (max, sum of exp(x - max)) over blocks of a row, merged in block
- * order; also sum of exp(x - max) * (x - max), which gives the entropy. */
+ * order; also sum of exp(x - max) * (x - max), which gives the entropy, and
+ * the number and smallest of the finite entries. */
 typedef struct asn_nn_lse {
     float max;
     double sum, wsum;
+    int64_t count;
+    float min;
 } asn_nn_lse;
 /* The statistics of n values (-inf entries count as probability 0); NaN
  * and +inf are reported by *bad = 1. */

@@ -8,10 +8,14 @@
  * reductions the architecture needs (log-sum-exp, the linear attention's
  * sums, the mean), which add per-block partial sums in block order. The
  * SamplingNetwork keeps each block's input for the backward pass and
- * recomputes the rest of the block, a block of tokens at a time. */
+ * recomputes the rest of the block, a block of tokens at a time. The
+ * inference pass of the other two is pertoken.c's fused kernel. The
+ * SamplingNetwork passes can also run on weighted representatives of the
+ * tokens, for the fast pass of sampler_fast.c (asn__sampler_net_reps). */
 #include "asn/sampler_net.h"
 #include "asn/yaml.h"
 #include "learn/layers.h"
+#include "learn/sampler_internal.h"
 
 #include <assert.h>
 #include <math.h>
@@ -583,9 +587,17 @@ struct asn_sampler_ws {
     int V, n;                /* vocabulary, finite tokens */
     const float *x;          /* the finite logits (the caller's row when all are finite) */
     double lse;              /* log-sum-exp of the finite logits */
+    float xmax, xmin;        /* the largest and smallest of them */
     float stats[2];          /* DIST: max log-probability, entropy */
     float scale, thr;        /* truncation scale and threshold of the row */
     float mult;              /* NETWORK: multiplier */
+    /* NETWORK on representatives (sampler_fast.c): row i stands for w[i]
+     * tokens in every sum over the vocabulary, the mean divides by n_mean,
+     * and the pass leaves each row's l' in lmod_out instead of outputs */
+    const float *w;
+    double n_mean;
+    float *lmod_out;
+    void *fast;              /* sampler_fast.c's state */
     /* per token (capacity cap_v) */
     int cap_v;
     float *xbuf;             /* the finite logits when some are -inf */
@@ -610,6 +622,9 @@ struct asn_sampler_ws {
     float *dkv, *dks;        /* d x d, d */
     float *c;                /* pooled context, d */
     float *tb_g, *tb_u;      /* tail biases (transformation head; DIST global_mlp) */
+    asn_nn_mlp pt_m;         /* LOCAL, DIST: the fused kernel's arguments */
+    asn_nn_pertoken pt;
+    float *pt_neg;
     float *hc;               /* head caches on c: truncation g,u,a,out; scaling g,u,a,out */
     /* per thread */
     int cap_threads;
@@ -659,6 +674,8 @@ asn_sampler_ws *asn_sampler_ws_new(const asn_sampler *s, int train)
     }
     ws->tb_g = asn_xcalloc(I + 1, sizeof(float));
     ws->tb_u = asn_xcalloc(I + 1, sizeof(float));
+    if (c->arch != ASN_SAMPLER_NETWORK)
+        ws->pt_neg = asn_xcalloc(2 * (size_t)c->hidden_dims + 4 * I + 1, sizeof(float));
     return ws;
 }
 
@@ -686,7 +703,9 @@ void asn_sampler_ws_free(asn_sampler_ws *ws)
     free(ws->c);
     free(ws->tb_g);
     free(ws->tb_u);
+    free(ws->pt_neg);
     free(ws->hc);
+    asn__sampler_fast_free(ws->fast);
     for (int i = 0; i < ws->cap_threads; i++)
         free(ws->arenas[i].base);
     free(ws->arenas);
@@ -840,10 +859,7 @@ static void scan_thread(void *ctx, int ith, int nth)
         int lo = b * SCAN_BLK, hi = lo + SCAN_BLK < sc->V ? lo + SCAN_BLK : sc->V;
         int bad = 0;
         sc->ws->scan[b] = asn_nn_lse_block(sc->logits + lo, hi - lo, &bad);
-        int64_t cnt = 0;
-        for (int i = lo; i < hi; i++)
-            cnt += sc->logits[i] > -INFINITY;
-        sc->ws->scan_count[b] = cnt;
+        sc->ws->scan_count[b] = sc->ws->scan[b].count;
         sc->ws->scan_bad[b] = bad;
     }
 }
@@ -876,7 +892,7 @@ static int scan_row(asn_sampler_ws *ws, asn_pool *pool, const float *logits, int
 {
     scan_ctx sc = {ws, logits, out, V, (V + SCAN_BLK - 1) / SCAN_BLK, NULL};
     asn_pool_run(pool, scan_thread, &sc);
-    asn_nn_lse tot = {-INFINITY, 0, 0};
+    asn_nn_lse tot = {-INFINITY, 0, 0, 0, INFINITY};
     int64_t n = 0;
     for (int b = 0; b < sc.nblk; b++) {
         if (ws->scan_bad[b]) {
@@ -897,6 +913,8 @@ static int scan_row(asn_sampler_ws *ws, asn_pool *pool, const float *logits, int
         return 0;
     }
     ws->lse = asn_nn_lse_value(tot);
+    ws->xmax = tot.max;
+    ws->xmin = tot.min;
     ws->stats[0] = (float)((double)tot.max - ws->lse);
     ws->stats[1] = (float)asn_nn_lse_entropy(tot);
     if (ws->compact) {
@@ -963,17 +981,31 @@ static const float *local_lp(pass *p, int lo, int cn, arena *a)
     return lp;
 }
 
-static void local_fwd_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
+/* The fused kernel (pertoken.c) from the logits to the outputs (ws->pt,
+ * set up by pertoken_setup); the log-probabilities kept for the backward
+ * pass when training. */
+static void pertoken_fwd_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
 {
-    const asn_sampler *s = p->s;
+    asn_sampler_ws *ws = p->ws;
     int cn = hi - lo;
-    const float *lp = local_lp(p, lo, cn, a);
-    asn_nn_mlp m = mlp_view(&s->mlp, s->p);
-    float *l = arena_get(a, (size_t)cn);
-    asn_nn_mlp1_forward(l, lp, &m, cn);
-    for (int j = 0; j < cn; j++)
-        l[j] += lp[j];
-    out_truncate(p, lo, cn, l, a);
+    float *o = out_rows(p, lo, cn, a);
+    asn_nn_pertoken_forward(o, ws->train ? ws->lp + lo : NULL, ws->x + lo, &ws->pt, cn);
+    out_scatter(p, lo, cn, o);
+}
+
+static void pertoken_setup(const asn_sampler *s, asn_sampler_ws *ws)
+{
+    ws->pt_m = mlp_view(&s->mlp, s->p);
+    asn_nn_pertoken f = {&ws->pt_m, 0, NULL, NULL, NULL, NULL, ws->lse, ws->scale, ws->thr, NULL};
+    if (s->cfg.arch == ASN_SAMPLER_DIST) {
+        f.H = s->cfg.hidden_dims;
+        f.w1 = s->p + s->loc_w;
+        f.b1 = s->p + s->loc_b;
+        f.bias_g = ws->tb_g;
+        f.bias_u = ws->tb_u;
+    }
+    ws->pt = f;
+    asn_nn_pertoken_prepare(&ws->pt, ws->pt_neg);
 }
 
 static void local_bwd_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
@@ -1043,24 +1075,13 @@ static void dist_forward_rows(pass *p, const float *lp, int cn, arena *a, dist_a
         z->l[j] += lp[j];
 }
 
+/* Through the layers: hidden_dims above what the fused kernel holds. */
 static void dist_fwd_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
 {
-    const asn_sampler *s = p->s;
-    int cn = hi - lo, H = s->cfg.hidden_dims;
-    const float *lp = local_lp(p, lo, cn, a), *l;
-    if (H <= ASN_NN_DIST_MAXH) { /* fused: the same function, kept in registers */
-        asn_nn_mlp m = mlp_view(&s->mlp, s->p);
-        float *lv = arena_get(a, (size_t)cn);
-        asn_nn_dist_forward(lv, lp, s->p + s->loc_w, s->p + s->loc_b, H, p->ws->tb_g, p->ws->tb_u, &m, cn);
-        for (int j = 0; j < cn; j++)
-            lv[j] += lp[j];
-        l = lv;
-    } else {
-        dist_acts z;
-        dist_forward_rows(p, lp, cn, a, &z);
-        l = z.l;
-    }
-    out_truncate(p, lo, cn, l, a);
+    int cn = hi - lo;
+    dist_acts z;
+    dist_forward_rows(p, local_lp(p, lo, cn, a), cn, a, &z);
+    out_truncate(p, lo, cn, z.l, a);
 }
 
 static void dist_bwd_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
@@ -1142,13 +1163,17 @@ static float *net_qkv(pass *p, int b, const float *x, int lo, int cn, arena *a, 
     return qkv;
 }
 
-static void net_stats_part(pass *p, int c, const float *qkv, const float *kf, int cn, arena *a)
+static void net_stats_part(pass *p, int c, int lo, const float *qkv, float *kf, int cn, arena *a)
 {
     asn_sampler_ws *ws = p->ws;
     int d = ws->cfg.d_model;
     size_t w = (size_t)d * (d + 1);
     float *P = arena_get(a, w);
     memset(P, 0, w * sizeof(float));
+    if (ws->w) /* representatives: phi(k) weighted by the tokens each stands for */
+        for (int i = 0; i < cn; i++)
+            for (int j = 0; j < d; j++)
+                kf[(size_t)i * d + j] *= ws->w[lo + i];
     asn_nn_linattn_stats_forward(P, kf, d, qkv + 2 * d, 3 * d, cn, d);
     double *part = ws->part + (size_t)c * ws->part_w;
     for (size_t j = 0; j < w; j++)
@@ -1195,10 +1220,26 @@ static void net_block_rest(pass *p, int b, const float *x, const float *qf, int 
     asn_nn_layernorm_forward(xo, z->m2, z->s2, z->r2, s->p + k->n2_w, s->p + k->n2_b, cn, d);
 }
 
+/* The block of tokens' part of the mean pooling: column sums of the last
+ * block's output (weighted for representatives). */
+static void net_pool_part(asn_sampler_ws *ws, int c, int lo, const float *x, int cn)
+{
+    int d = ws->cfg.d_model;
+    double *part = ws->part + (size_t)c * ws->part_w;
+    memset(part, 0, (size_t)d * sizeof(double));
+    if (!ws->w) {
+        asn_nn_colsum(part, x, d, cn, d);
+        return;
+    }
+    for (int i = 0; i < cn; i++)
+        for (int j = 0; j < d; j++)
+            part[j] += (double)ws->w[lo + i] * x[(size_t)i * d + j];
+}
+
 static void net_fwd_encode_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
 {
     asn_sampler_ws *ws = p->ws;
-    int cn = hi - lo, d = ws->cfg.d_model;
+    int cn = hi - lo;
     float *lp = ws->lp + lo;
     asn_nn_logsoftmax_forward(lp, ws->x + lo, ws->lse, cn);
     enc_acts ez;
@@ -1207,11 +1248,9 @@ static void net_fwd_encode_chunk(pass *p, int c, int lo, int hi, arena *a, float
     if (ws->cfg.n_blocks > 0) {
         float *kf;
         float *qkv = net_qkv(p, 0, x0, lo, cn, a, &kf);
-        net_stats_part(p, c, qkv, kf, cn, a);
+        net_stats_part(p, c, lo, qkv, kf, cn, a);
     } else {
-        double *part = ws->part + (size_t)c * ws->part_w;
-        memset(part, 0, (size_t)d * sizeof(double));
-        asn_nn_colsum(part, x0, d, cn, d);
+        net_pool_part(ws, c, lo, x0, cn);
     }
 }
 
@@ -1226,11 +1265,9 @@ static void net_fwd_block_chunk(pass *p, int c, int lo, int hi, arena *a, float 
     if (b + 1 < ws->cfg.n_blocks) {
         float *kf;
         float *qkv = net_qkv(p, b + 1, xo, lo, cn, a, &kf);
-        net_stats_part(p, c, qkv, kf, cn, a);
+        net_stats_part(p, c, lo, qkv, kf, cn, a);
     } else {
-        double *part = ws->part + (size_t)c * ws->part_w;
-        memset(part, 0, (size_t)d * sizeof(double));
-        asn_nn_colsum(part, xo, d, cn, d);
+        net_pool_part(ws, c, lo, xo, cn);
     }
 }
 
@@ -1269,7 +1306,7 @@ static void net_heads_on_c(const asn_sampler *s, asn_sampler_ws *ws)
     double *tot = asn_xmalloc((size_t)d * sizeof(double));
     sum_parts(tot, ws->part, ws->part_w, n_chunks(ws), (size_t)d);
     for (int j = 0; j < d; j++)
-        ws->c[j] = (float)(tot[j] / ws->n);
+        ws->c[j] = (float)(tot[j] / (ws->w ? ws->n_mean : ws->n));
     free(tot);
     asn_nn_mlp th = mlp_view(&s->thead, s->p), tr = mlp_view(&s->trhead, s->p);
     asn_nn_mlp_tail_bias(ws->tb_g, ws->tb_u, &th, d, ws->c);
@@ -1314,7 +1351,10 @@ static void net_fwd_head_chunk(pass *p, int c, int lo, int hi, arena *a, float *
     int cn = hi - lo;
     head_acts z;
     net_head_rows(p, net_x(ws, ws->cfg.n_blocks, lo), ws->lp + lo, cn, a, &z);
-    out_truncate(p, lo, cn, z.l, a);
+    if (ws->lmod_out)
+        memcpy(ws->lmod_out + lo, z.lmod, (size_t)cn * sizeof(float));
+    else
+        out_truncate(p, lo, cn, z.l, a);
 }
 
 static void net_forward(pass *p, asn_pool *pool)
@@ -1561,7 +1601,8 @@ int asn_sampler_forward(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool
     case ASN_SAMPLER_LOCAL:
         ws->scale = s->p[s->tr_scale];
         ws->thr = s->p[s->tr_thr];
-        run_pass(&p, pool, local_fwd_chunk);
+        pertoken_setup(s, ws);
+        run_pass(&p, pool, pertoken_fwd_chunk);
         break;
     case ASN_SAMPLER_DIST: {
         float raw[2];
@@ -1570,7 +1611,12 @@ int asn_sampler_forward(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool
         ws->thr = asn_nn_softplusf(raw[1]);
         asn_nn_mlp m = mlp_view(&s->mlp, s->p);
         asn_nn_mlp_tail_bias(ws->tb_g, ws->tb_u, &m, s->cfg.hidden_dims, ws->stats);
-        run_pass(&p, pool, dist_fwd_chunk);
+        if (s->cfg.hidden_dims <= ASN_NN_DIST_MAXH) {
+            pertoken_setup(s, ws);
+            run_pass(&p, pool, pertoken_fwd_chunk);
+        } else {
+            run_pass(&p, pool, dist_fwd_chunk);
+        }
         break;
     }
     case ASN_SAMPLER_NETWORK:
@@ -1648,4 +1694,52 @@ int asn_sampler_backward(asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, con
     if (dlogits)
         dlogits_pass(&p, pool, dlogits);
     return 0;
+}
+
+/* ================================================= for sampler_fast.c */
+
+int asn__sampler_scan(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, const float *logits, int V,
+                      float *out, asn__sampler_row *row, asn_err *e)
+{
+    if (V <= 0)
+        return asn_err_set(e, "sampler input: empty row");
+    if (memcmp(&ws->cfg, &s->cfg, sizeof ws->cfg) || ws->np != s->np)
+        return asn_err_set(e, "sampler workspace was made for another sampler");
+    ws->ready = 0;
+    ws_reserve(ws, V, asn_pool_size(pool));
+    if (scan_row(ws, pool, logits, V, out, e) < 0)
+        return -1;
+    row->x = ws->x;
+    row->idx = ws->compact ? ws->idx : NULL;
+    row->n = ws->n;
+    row->lse = ws->lse;
+    row->xmax = ws->xmax;
+    row->xmin = ws->xmin;
+    return 0;
+}
+
+void **asn__sampler_ws_fast(asn_sampler_ws *ws) { return &ws->fast; }
+
+void asn__sampler_net_reps(const asn_sampler *s, asn_sampler_ws *rws, asn_pool *pool, const float *lp, const float *w,
+                           int R, double n_total, float *lmod, float *mult, float *scale, float *thr)
+{
+    ws_reserve(rws, R, asn_pool_size(pool));
+    rws->ready = 0;
+    rws->V = rws->n = R;
+    rws->compact = 0;
+    rws->x = lp; /* log_softmax with lse 0: lp itself */
+    rws->lse = 0;
+    rws->w = w;
+    rws->n_mean = n_total;
+    rws->lmod_out = lmod;
+    pass p;
+    memset(&p, 0, sizeof p);
+    p.s = s;
+    p.ws = rws;
+    net_forward(&p, pool);
+    *mult = rws->mult;
+    *scale = rws->scale;
+    *thr = rws->thr;
+    rws->w = NULL;
+    rws->lmod_out = NULL;
 }

@@ -3,6 +3,9 @@
  *    forward pass (Linear, LayerNorm, SwiGLU MLP with a constant tail and
  *    its fused scalar form, silu, elu+1, linear attention, mean pooling,
  *    soft truncation, log_softmax, TruncatedLogitsLoss);
+ *  - the fused inference kernel of the local and distribution-aware
+ *    transforms against the same math in double, and the same bits on
+ *    every instruction set (AVX-512, AVX2 + FMA, any);
  *  - each architecture's parameter and input gradients against finite
  *    differences of loss(forward), on a row with -inf tokens, one block of
  *    tokens and several, one thread and two;
@@ -276,6 +279,118 @@ static void test_mlp1(int hidden)
     free(c.params), free(c.x), free(c.y), free(c.r), free(y2), free(g), free(u), free(a), free(grads), free(dx);
 }
 
+/* The fused inference kernel of LocalProbabilityTransform and
+ * SimpleDistributionAwareTransform (pertoken.c) against the same math in
+ * double, and the same bits on every instruction set this machine runs. */
+static double silu_d(double x) { return x / (1 + exp(-x)); }
+static double logsig_d(double z) { return fmin(z, 0) - log1p(exp(-fabs(z))); }
+static void pertoken_ref(double *out, const float *x, int n, const asn_nn_pertoken *f)
+{
+    const asn_nn_mlp *m = f->m;
+    int NI = m->inner, H = f->H;
+    double loc[ASN_NN_DIST_MAXH];
+    for (int i = 0; i < n; i++) {
+        double lp = (double)x[i] - f->lse, acc = m->bd[0];
+        for (int h = 0; h < H; h++)
+            loc[h] = silu_d(lp * f->w1[h] + f->b1[h]);
+        for (int j = 0; j < NI; j++) {
+            double g, u;
+            if (!H) {
+                g = lp * m->wg[j] + m->bg[j];
+                u = lp * m->wu[j] + m->bu[j];
+            } else {
+                g = f->bias_g[j], u = f->bias_u[j];
+                for (int h = 0; h < H; h++) {
+                    g += loc[h] * m->wg[(size_t)j * m->in + h];
+                    u += loc[h] * m->wu[(size_t)j * m->in + h];
+                }
+            }
+            acc += m->wd[j] * silu_d(g) * u;
+        }
+        double l = lp + acc;
+        out[i] = l + logsig_d(l * f->scale + f->thr);
+    }
+}
+
+static void test_pertoken(void)
+{
+    static const int hs[] = {0, 0, 2, 8, 13, 16, 32, ASN_NN_DIST_MAXH};
+    static const int ns[] = {1, 15, 16, 17, 33, 1000};
+    int top = asn_nn_pertoken_level();
+    printf("# fused LOCAL / DIST kernel: instruction set level %d of 2 on this machine\n", top);
+    for (int k = 0; k < (int)(sizeof hs / sizeof hs[0]); k++) {
+        int H = hs[k], hidden = H ? H : (k == 0 ? 8 : 33), NI = asn_nn_mlp_inner(hidden), in = H ? H + 2 : 1;
+        float *params = randv(mlp_size(in, NI, 1), -0.8f, 0.8f), *w1 = randv(64, -1.5f, 1.5f), *b1 = randv(64, -1, 1);
+        float *bg = randv(64, -1, 1), *bu = randv(64, -1, 1);
+        asn_nn_mlp m = mlp_at(params, in, NI, 1);
+        asn_nn_pertoken f = {&m, H, w1, b1, bg, bu, 3.1415926535, 1.3f, 8.5f, NULL};
+        float *neg = zerov(asn_nn_pertoken_size(&f));
+        asn_nn_pertoken_prepare(&f, neg);
+        int nmax = 1000;
+        float *x = randv((size_t)nmax, -28, 6), *o0 = zerov((size_t)nmax), *o1 = zerov((size_t)nmax);
+        float *lp = zerov((size_t)nmax);
+        double *ref = malloc((size_t)nmax * sizeof(double));
+        x[0] = 3.1415926535f; /* lp = 0 */
+        pertoken_ref(ref, x, nmax, &f);
+        double worst = 0, scale = 1;
+        int same = 1, lp_ok = 1;
+        for (int t = 0; t < (int)(sizeof ns / sizeof ns[0]); t++) {
+            int n = ns[t];
+            asn_nn_pertoken_force(0);
+            asn_nn_pertoken_forward(o0, lp, x, &f, n);
+            float hi = (float)f.lse, lo = (float)(f.lse - hi);
+            for (int i = 0; i < n; i++) {
+                worst = fmax(worst, fabs(o0[i] - ref[i]));
+                scale = fmax(scale, fabs(ref[i]));
+                lp_ok &= lp[i] == (x[i] - hi) - lo;
+            }
+            for (int level = 1; level <= top; level++) {
+                asn_nn_pertoken_force(level);
+                memset(o1, 0, (size_t)nmax * sizeof(float));
+                asn_nn_pertoken_forward(o1, NULL, x, &f, n);
+                same &= !memcmp(o0, o1, (size_t)n * sizeof(float)) && o1[n] == 0.0f;
+            }
+        }
+        asn_nn_pertoken_force(-1);
+        char name[160];
+        const char *arch = H ? "distribution-aware" : "local";
+        snprintf(name, sizeof name, "fused %s kernel (hidden %d) = the same in double", arch, hidden);
+        T_OK(name, worst <= 2e-6 * scale, "max |d| %g (max |ref| %g)", worst, scale);
+        snprintf(name, sizeof name, "fused %s kernel (hidden %d): lp = (x - hi) - lo", arch, hidden);
+        T_OK(name, lp_ok, "differs");
+        snprintf(name, sizeof name, "fused %s kernel (hidden %d): the same bits on every instruction set", arch,
+                 hidden);
+        T_OK(name, same, "outputs differ (or write past n)");
+        free(params), free(w1), free(b1), free(bg), free(bu), free(neg), free(x), free(o0), free(o1), free(lp);
+        free(ref);
+    }
+    /* the exp pass of the log-sum-exp */
+    int n = 1000;
+    float *x = randv((size_t)n, -120, 5);
+    x[5] = -INFINITY;
+    double s0 = 0, w0 = 0, rs = 0, rw = 0;
+    for (int i = 0; i < n; i++)
+        if (x[i] > -INFINITY) {
+            double t = (double)x[i] - 5.0, e = exp(t);
+            rs += e;
+            rw += e * t;
+        }
+    asn_nn_pertoken_force(0);
+    asn_nn_pertoken_expsum(x, n, 5.0f, &s0, &w0);
+    int same = 1;
+    for (int level = 1; level <= top; level++) {
+        double s1, w1;
+        asn_nn_pertoken_force(level);
+        asn_nn_pertoken_expsum(x, n, 5.0f, &s1, &w1);
+        same &= s1 == s0 && w1 == w0;
+    }
+    asn_nn_pertoken_force(-1);
+    T_OK("exp sums of the log-sum-exp = the same in double", fabs(s0 - rs) <= 1e-6 * rs && fabs(w0 - rw) <= 1e-6 * fabs(rw),
+         "sum %.9g vs %.9g, weighted %.9g vs %.9g", s0, rs, w0, rw);
+    T_OK("exp sums of the log-sum-exp: the same bits on every instruction set", same, "differ");
+    free(x);
+}
+
 typedef struct map_ctx {
     int kind; /* 0 silu, 1 elu+1 */
     size_t n;
@@ -465,7 +580,7 @@ static void test_logsoftmax(void)
     for (int i = 0; i < 40; i++)
         x2[i] = i % 3 == 1 && i / 3 < c.n ? c.x[i / 3] : -INFINITY;
     int bad = 0;
-    asn_nn_lse a = {-INFINITY, 0, 0};
+    asn_nn_lse a = {-INFINITY, 0, 0, 0, INFINITY};
     for (int b = 0; b < 40; b += 7)
         a = asn_nn_lse_merge(a, asn_nn_lse_block(x2 + b, b + 7 < 40 ? 7 : 40 - b, &bad));
     int n3 = 0;
@@ -1163,6 +1278,7 @@ int main(void)
     test_mlp();
     test_mlp1(32);
     test_mlp1(60);
+    test_pertoken();
     test_maps();
     test_attention();
     test_mean();

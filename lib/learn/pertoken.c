@@ -1,0 +1,351 @@
+/* pertoken.c — the inference kernels of LocalProbabilityTransform and
+ * SimpleDistributionAwareTransform: one pass over a row's finite logits,
+ * from the logit to the output (log_softmax, the per-token SwiGLU network,
+ * the soft truncation), a vector of tokens at a time, never storing an
+ * activation.
+ *
+ * Unlike layers.c, these use fused multiply-adds: the body
+ * (pertoken_body.h) is compiled three times, for AVX-512, for AVX2 + FMA
+ * and for any machine (GCC vectors, fmaf lane by lane), and every
+ * operation in it is lane-wise and correctly rounded, so the three give the
+ * same bits; the best one the processor has is picked at run time. */
+#include "learn/layers.h"
+
+#include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PT_X86 1
+#include <immintrin.h>
+#endif
+
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+/* ------------------------------------------------------------ any machine */
+
+typedef float pt_vf __attribute__((vector_size(64)));
+typedef int32_t pt_vi __attribute__((vector_size(64)));
+
+#define V pt_vf
+#define VL 16
+#define SFX(name) name##_generic
+static inline V gen_set(float x) { return (V){0} + x; }
+static inline V gen_add(V a, V b) { return a + b; }
+static inline V gen_sub(V a, V b) { return a - b; }
+static inline V gen_mul(V a, V b) { return a * b; }
+static inline V gen_div(V a, V b) { return a / b; }
+static inline V gen_fma(V a, V b, V c)
+{
+    V r;
+    for (int l = 0; l < VL; l++)
+        r[l] = fmaf(a[l], b[l], c[l]);
+    return r;
+}
+static inline V gen_min(V a, V b)
+{
+    pt_vi m = a < b;
+    return (V)((m & (pt_vi)a) | (~m & (pt_vi)b));
+}
+static inline V gen_max(V a, V b)
+{
+    pt_vi m = a > b;
+    return (V)((m & (pt_vi)a) | (~m & (pt_vi)b));
+}
+static inline V gen_round(V x)
+{
+    V r;
+    for (int l = 0; l < VL; l++)
+        r[l] = nearbyintf(x[l]); /* the default rounding mode: to nearest, ties to even */
+    return r;
+}
+/* p * 2^n1 * 2^n2, n1 = floor(n / 2), n2 = n - n1: the first product is
+ * exact (a normal number), the second rounds once, as vscalefps does. */
+static inline V gen_scale(V p, V n)
+{
+    pt_vi ni = __builtin_convertvector(n, pt_vi), n1 = ni >> 1, n2 = ni - n1;
+    return (p * (V)((n1 + 127) << 23)) * (V)((n2 + 127) << 23);
+}
+static inline V gen_load(const float *p, int k)
+{
+    V v = {0};
+    memcpy(&v, p, (size_t)k * sizeof(float));
+    return v;
+}
+static inline void gen_store(float *p, V v, int k) { memcpy(p, &v, (size_t)k * sizeof(float)); }
+#define vset gen_set
+#define vadd gen_add
+#define vsub gen_sub
+#define vmul gen_mul
+#define vdiv gen_div
+#define vfma gen_fma
+#define vmin gen_min
+#define vmax gen_max
+#define vclamp170(x) gen_min(gen_max(x, gen_set(-170.0f)), gen_set(170.0f))
+#define vround gen_round
+#define vscale gen_scale
+#define vloadn gen_load
+#define vstoren gen_store
+#include "learn/pertoken_body.h"
+#undef V
+#undef VL
+#undef SFX
+#undef vset
+#undef vadd
+#undef vsub
+#undef vmul
+#undef vdiv
+#undef vfma
+#undef vmin
+#undef vmax
+#undef vclamp170
+#undef vround
+#undef vscale
+#undef vloadn
+#undef vstoren
+
+#ifdef PT_X86
+/* ------------------------------------------------------------ AVX2 + FMA */
+
+/* Two 8-float registers per vector: 16 tokens, their two halves' chains
+ * interleaved. */
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+typedef struct a2v {
+    __m256 a, b;
+} a2v;
+#define V a2v
+#define VL 16
+#define SFX(name) name##_avx2
+#define A2_1(f, x) ((a2v){f((x).a), f((x).b)})
+#define A2_2(f, x, y) ((a2v){f((x).a, (y).a), f((x).b, (y).b)})
+#define A2_3(f, x, y, z) ((a2v){f((x).a, (y).a, (z).a), f((x).b, (y).b, (z).b)})
+static inline a2v a2_set(float x) { return (a2v){_mm256_set1_ps(x), _mm256_set1_ps(x)}; }
+static inline a2v a2_add(a2v x, a2v y) { return A2_2(_mm256_add_ps, x, y); }
+static inline a2v a2_sub(a2v x, a2v y) { return A2_2(_mm256_sub_ps, x, y); }
+static inline a2v a2_mul(a2v x, a2v y) { return A2_2(_mm256_mul_ps, x, y); }
+static inline a2v a2_div(a2v x, a2v y) { return A2_2(_mm256_div_ps, x, y); }
+static inline a2v a2_fma(a2v x, a2v y, a2v z) { return A2_3(_mm256_fmadd_ps, x, y, z); }
+static inline a2v a2_min(a2v x, a2v y) { return A2_2(_mm256_min_ps, x, y); }
+static inline a2v a2_max(a2v x, a2v y) { return A2_2(_mm256_max_ps, x, y); }
+static inline __m256 a2_round1(__m256 x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+static inline a2v a2_round(a2v x) { return A2_1(a2_round1, x); }
+static inline __m256 a2_pow2(__m256i k) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23)); }
+static inline __m256 a2_scale1(__m256 p, __m256 n)
+{
+    __m256i ni = _mm256_cvtps_epi32(n), n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+    return _mm256_mul_ps(_mm256_mul_ps(p, a2_pow2(n1)), a2_pow2(n2));
+}
+static inline a2v a2_scale(a2v p, a2v n) { return A2_2(a2_scale1, p, n); }
+static inline a2v a2_load(const float *p, int k)
+{
+    if (k == VL)
+        return (a2v){_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)};
+    float b[VL] = {0};
+    memcpy(b, p, (size_t)k * sizeof(float));
+    return (a2v){_mm256_loadu_ps(b), _mm256_loadu_ps(b + 8)};
+}
+static inline void a2_store(float *p, a2v v, int k)
+{
+    if (k == VL) {
+        _mm256_storeu_ps(p, v.a);
+        _mm256_storeu_ps(p + 8, v.b);
+        return;
+    }
+    float b[VL];
+    _mm256_storeu_ps(b, v.a);
+    _mm256_storeu_ps(b + 8, v.b);
+    memcpy(p, b, (size_t)k * sizeof(float));
+}
+#define vset a2_set
+#define vadd a2_add
+#define vsub a2_sub
+#define vmul a2_mul
+#define vdiv a2_div
+#define vfma a2_fma
+#define vmin a2_min
+#define vmax a2_max
+#define vclamp170(x) a2_min(a2_max(x, a2_set(-170.0f)), a2_set(170.0f))
+#define vround a2_round
+#define vscale a2_scale
+#define vloadn a2_load
+#define vstoren a2_store
+#include "learn/pertoken_body.h"
+#undef V
+#undef VL
+#undef SFX
+#undef vset
+#undef vadd
+#undef vsub
+#undef vmul
+#undef vdiv
+#undef vfma
+#undef vmin
+#undef vmax
+#undef vclamp170
+#undef vround
+#undef vscale
+#undef vloadn
+#undef vstoren
+#pragma GCC pop_options
+
+/* ---------------------------------------------------------------- AVX-512 */
+
+/* Two 16-float registers per vector: 32 tokens, their chains interleaved
+ * (one vector's chain of dependent steps is too long for the processor to
+ * overlap the next one's on its own). */
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512dq")
+typedef struct a5v {
+    __m512 a, b;
+} a5v;
+#define V a5v
+#define VL 32
+#define SFX(name) name##_avx512
+#define A5_1(f, x) ((a5v){f((x).a), f((x).b)})
+#define A5_2(f, x, y) ((a5v){f((x).a, (y).a), f((x).b, (y).b)})
+#define A5_3(f, x, y, z) ((a5v){f((x).a, (y).a, (z).a), f((x).b, (y).b, (z).b)})
+static inline a5v a5_set(float x) { return (a5v){_mm512_set1_ps(x), _mm512_set1_ps(x)}; }
+static inline a5v a5_add(a5v x, a5v y) { return A5_2(_mm512_add_ps, x, y); }
+static inline a5v a5_sub(a5v x, a5v y) { return A5_2(_mm512_sub_ps, x, y); }
+static inline a5v a5_mul(a5v x, a5v y) { return A5_2(_mm512_mul_ps, x, y); }
+static inline a5v a5_div(a5v x, a5v y) { return A5_2(_mm512_div_ps, x, y); }
+static inline a5v a5_fma(a5v x, a5v y, a5v z) { return A5_3(_mm512_fmadd_ps, x, y, z); }
+static inline a5v a5_min(a5v x, a5v y) { return A5_2(_mm512_min_ps, x, y); }
+static inline a5v a5_max(a5v x, a5v y) { return A5_2(_mm512_max_ps, x, y); }
+static inline __m512 a5_round1(__m512 x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+static inline a5v a5_round(a5v x) { return A5_1(a5_round1, x); }
+/* min(max(x, -170), 170) in one step: the smaller magnitude of x and 170,
+ * with x's sign */
+static inline __m512 a5_clamp1(__m512 x) { return _mm512_range_ps(x, _mm512_set1_ps(170.0f), 2); }
+static inline a5v a5_clamp170(a5v x) { return A5_1(a5_clamp1, x); }
+static inline a5v a5_scale(a5v p, a5v n) { return A5_2(_mm512_scalef_ps, p, n); }
+static inline __mmask16 a5_mask(int k) { return (__mmask16)(k >= 16 ? 0xffff : k <= 0 ? 0 : (1u << k) - 1); }
+static inline a5v a5_load(const float *p, int k)
+{
+    return (a5v){_mm512_maskz_loadu_ps(a5_mask(k), p), _mm512_maskz_loadu_ps(a5_mask(k - 16), p + 16)};
+}
+static inline void a5_store(float *p, a5v v, int k)
+{
+    _mm512_mask_storeu_ps(p, a5_mask(k), v.a);
+    _mm512_mask_storeu_ps(p + 16, a5_mask(k - 16), v.b);
+}
+#define vset a5_set
+#define vadd a5_add
+#define vsub a5_sub
+#define vmul a5_mul
+#define vdiv a5_div
+#define vfma a5_fma
+#define vmin a5_min
+#define vmax a5_max
+#define vclamp170 a5_clamp170
+#define vround a5_round
+#define vscale a5_scale
+#define vloadn a5_load
+#define vstoren a5_store
+#include "learn/pertoken_body.h"
+#undef V
+#undef VL
+#undef SFX
+#undef vset
+#undef vadd
+#undef vsub
+#undef vmul
+#undef vdiv
+#undef vfma
+#undef vmin
+#undef vmax
+#undef vclamp170
+#undef vround
+#undef vscale
+#undef vloadn
+#undef vstoren
+#pragma GCC pop_options
+#endif
+
+/* ---------------------------------------------------------------- dispatch */
+
+static int pt_forced = -1, pt_best = -1;
+
+void asn_nn_pertoken_force(int level) { pt_forced = level; }
+
+int asn_nn_pertoken_level(void)
+{
+    int best = __atomic_load_n(&pt_best, __ATOMIC_RELAXED);
+    if (best < 0) {
+#ifdef PT_X86
+        __builtin_cpu_init();
+        best = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") ? 2
+               : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")       ? 1
+                                                                                          : 0;
+#else
+        best = 0;
+#endif
+        __atomic_store_n(&pt_best, best, __ATOMIC_RELAXED);
+    }
+    return pt_forced >= 0 && pt_forced < best ? pt_forced : best;
+}
+
+size_t asn_nn_pertoken_size(const asn_nn_pertoken *f)
+{
+    return f->H ? 2 * (size_t)f->H + 2 * (size_t)f->m->inner : 4 * (size_t)f->m->inner;
+}
+
+void asn_nn_pertoken_prepare(asn_nn_pertoken *f, float *w)
+{
+    const asn_nn_mlp *m = f->m;
+    int NI = m->inner, H = f->H;
+    if (!H) {
+        for (int j = 0; j < NI; j++) {
+            w[j] = -m->wg[j];
+            w[NI + j] = -m->bg[j];
+            w[2 * NI + j] = -m->wu[j];
+            w[3 * NI + j] = -m->bu[j];
+        }
+    } else {
+        for (int h = 0; h < H; h++) {
+            w[h] = -f->w1[h];
+            w[H + h] = -f->b1[h];
+        }
+        for (int j = 0; j < NI; j++) {
+            w[2 * H + j] = -f->bias_g[j];
+            w[2 * H + NI + j] = -f->bias_u[j];
+        }
+    }
+    f->neg = w;
+}
+
+void asn_nn_pertoken_forward(float *out, float *lp, const float *x, const asn_nn_pertoken *f, int n)
+{
+    if (n <= 0)
+        return;
+    switch (asn_nn_pertoken_level()) {
+#ifdef PT_X86
+    case 2:
+        pt_forward_avx512(out, lp, x, f, f->neg, n);
+        return;
+    case 1:
+        pt_forward_avx2(out, lp, x, f, f->neg, n);
+        return;
+#endif
+    default:
+        pt_forward_generic(out, lp, x, f, f->neg, n);
+        return;
+    }
+}
+
+void asn_nn_pertoken_expsum(const float *x, int n, float m, double *sum, double *wsum)
+{
+    switch (asn_nn_pertoken_level()) {
+#ifdef PT_X86
+    case 2:
+        pt_expsum_avx512(x, n, m, sum, wsum);
+        return;
+    case 1:
+        pt_expsum_avx2(x, n, m, sum, wsum);
+        return;
+#endif
+    default:
+        pt_expsum_generic(x, n, m, sum, wsum);
+        return;
+    }
+}

@@ -1,0 +1,178 @@
+/* learn/pertoken_body.h — the body of pertoken.c's kernels, included once
+ * per instruction set. The including file defines V (a vector of VL
+ * floats), SFX(name) (the name with the instruction set's suffix) and, on
+ * V, lane by lane:
+ *   vset(x)                  x in every lane
+ *   vadd, vsub, vmul, vdiv   IEEE +, -, *, /
+ *   vfma(a, b, c)            a * b + c rounded once
+ *   vmin(a, b), vmax(a, b)   a < b ? a : b, a > b ? a : b
+ *   vclamp170(x)             x clamped to [-170, 170]
+ *   vround(x)                to the nearest integer, ties to even
+ *   vscale(p, n)             p * 2^n rounded once, n an integer in [-246, 246]
+ *   vloadn(p, k), vstoren(p, v, k)  the first k lanes (the others load as 0)
+ * Every operation is lane-wise and correctly rounded, so every instruction
+ * set gives the same bits. */
+
+/* exp(x), within 1.5 ulp (relative error below 1.25e-7; checked on every
+ * float of [-87, 88]), 0 or inf beyond the float range: x clamped to
+ * [-170, 170], 2^n e^r with n = round(x log2 e), r = x - n ln 2 with ln 2
+ * rounded to float, e^r = 1 + r' q(r), r' = r + n (ln 2 - float(ln 2)) the
+ * reduction's rounding put back, q of degree 5 (near-minimax for (e^r - 1) /
+ * r on |r| <= 0.354). The correction is off the chain of dependent steps,
+ * which is what bounds the speed here. */
+static inline V SFX(pt_exp)(V x)
+{
+    x = vclamp170(x);
+    V n = vround(vmul(x, vset(1.44269504088896341f)));
+    V r = vfma(n, vset(-0.693147182f), x);
+    V rc = vfma(n, vset(1.90465429995e-09f), r);
+    V q = vfma(vset(1.3935451844e-03f), r, vset(8.3705982496e-03f));
+    q = vfma(q, r, vset(4.1666448366e-02f));
+    q = vfma(q, r, vset(1.6666491938e-01f));
+    q = vfma(q, r, vset(5.0000000152e-01f));
+    q = vfma(q, r, vset(1.0000000121e+00f));
+    return vscale(vfma(rc, q, vset(1.0f)), n);
+}
+
+/* out = l + logsigmoid(l * scale + thr); logsigmoid(z) = min(z, 0) -
+ * log1p(e), e = exp(-|z|) in (0, 1], log1p(e) = e P(e), P of degree 8
+ * (near-minimax on [0, 1]: |e P(e) - log1p(e)| < 2e-8, relative error near
+ * e = 0 below 4e-8). */
+static inline V SFX(pt_trunc)(V l, float scale, float thr)
+{
+    V z = vfma(l, vset(scale), vset(thr));
+    V e = SFX(pt_exp)(vmin(z, vsub(vset(0.0f), z)));
+    V p = vfma(vset(5.1261021410e-03f), e, vset(-2.9074064677e-02f));
+    p = vfma(p, e, vset(7.7516086740e-02f));
+    p = vfma(p, e, vset(-1.3602247622e-01f));
+    p = vfma(p, e, vset(1.9076880736e-01f));
+    p = vfma(p, e, vset(-2.4835398989e-01f));
+    p = vfma(p, e, vset(3.3318121708e-01f));
+    p = vfma(p, e, vset(-4.9999444976e-01f));
+    p = vfma(p, e, vset(9.9999996593e-01f));
+    return vadd(l, vsub(vmin(z, vset(0.0f)), vmul(e, p)));
+}
+
+/* Both networks compute the negated gates -g (and -u, -pre) from negated
+ * weights (pt_prep), so that exp(-g) needs no negation: -g * -u = g * u and
+ * -pre / (1 + exp(-pre)) = -silu(pre) exactly, the sign folded into the
+ * next layer's weights. */
+
+/* LocalProbabilityTransform: l = lp + mlp(lp); w holds -wg, -bg, -wu, -bu
+ * (NI each). */
+static inline __attribute__((always_inline)) void SFX(pt_local)(float *out, float *lpo, const float *x,
+                                                                const asn_nn_pertoken *f, const float *w, int n)
+{
+    const asn_nn_mlp *m = f->m;
+    const int NI = m->inner;
+    const float *ng = w, *nbg = w + NI, *nu = w + 2 * NI, *nbu = w + 3 * NI;
+    const float hi = (float)f->lse, lo = (float)(f->lse - (double)hi);
+    for (int i = 0; i < n; i += VL) {
+        const int k = n - i < VL ? n - i : VL;
+        V lp = vsub(vsub(vloadn(x + i, k), vset(hi)), vset(lo));
+        if (lpo)
+            vstoren(lpo + i, lp, k);
+        V acc = vset(m->bd[0]);
+        for (int j = 0; j < NI; j++) {
+            V g = vfma(lp, vset(ng[j]), vset(nbg[j]));
+            V gu = vmul(g, vfma(lp, vset(nu[j]), vset(nbu[j])));
+            acc = vfma(vdiv(gu, vadd(vset(1.0f), SFX(pt_exp)(g))), vset(m->wd[j]), acc);
+        }
+        vstoren(out + i, SFX(pt_trunc)(vadd(acc, lp), f->scale, f->thr), k);
+    }
+}
+
+/* SimpleDistributionAwareTransform: l = lp + mlp([silu(lp w1 + b1), tail]),
+ * the tail folded into the gate and up biases; w holds -w1, -b1 (H each),
+ * -bias_g, -bias_u (NI each). H is a constant in the specialized copies. */
+static inline __attribute__((always_inline)) void SFX(pt_dist)(float *out, float *lpo, const float *x,
+                                                               const asn_nn_pertoken *f, const float *w, const int H,
+                                                               int n)
+{
+    const asn_nn_mlp *m = f->m;
+    const int NI = m->inner, ld = m->in;
+    const float *nw1 = w, *nb1 = w + H, *nbg = w + 2 * H, *nbu = w + 2 * H + NI;
+    const float hi = (float)f->lse, lo = (float)(f->lse - (double)hi);
+    for (int i = 0; i < n; i += VL) {
+        const int k = n - i < VL ? n - i : VL;
+        V lp = vsub(vsub(vloadn(x + i, k), vset(hi)), vset(lo));
+        if (lpo)
+            vstoren(lpo + i, lp, k);
+        V loc[ASN_NN_DIST_MAXH]; /* -silu(lp w1 + b1) */
+        for (int h = 0; h < H; h++) {
+            V pre = vfma(lp, vset(nw1[h]), vset(nb1[h]));
+            loc[h] = vdiv(pre, vadd(vset(1.0f), SFX(pt_exp)(pre)));
+        }
+        V acc = vset(m->bd[0]);
+        for (int j = 0; j < NI; j++) {
+            const float *wg = m->wg + (size_t)j * ld, *wu = m->wu + (size_t)j * ld;
+            V g = vset(nbg[j]), u = vset(nbu[j]);
+            for (int h = 0; h < H; h++) {
+                g = vfma(loc[h], vset(wg[h]), g);
+                u = vfma(loc[h], vset(wu[h]), u);
+            }
+            acc = vfma(vdiv(vmul(g, u), vadd(vset(1.0f), SFX(pt_exp)(g))), vset(m->wd[j]), acc);
+        }
+        vstoren(out + i, SFX(pt_trunc)(vadd(acc, lp), f->scale, f->thr), k);
+    }
+}
+
+static void SFX(pt_forward)(float *out, float *lpo, const float *x, const asn_nn_pertoken *f, const float *w, int n)
+{
+    if (!f->H) {
+        SFX(pt_local)(out, lpo, x, f, w, n);
+        return;
+    }
+    switch (f->H) { /* the usual sizes with constant loop bounds */
+    case 8:
+        SFX(pt_dist)(out, lpo, x, f, w, 8, n);
+        break;
+    case 16:
+        SFX(pt_dist)(out, lpo, x, f, w, 16, n);
+        break;
+    case 32:
+        SFX(pt_dist)(out, lpo, x, f, w, 32, n);
+        break;
+    default:
+        SFX(pt_dist)(out, lpo, x, f, w, f->H, n);
+        break;
+    }
+}
+
+/* Sums over n values of e = exp(x - m) and of e (x - m) (-inf entries add
+ * 0), for a row's log-sum-exp and entropy: token i goes to lane i mod 32 of
+ * 32 float sums whatever VL is, which are added in lane order in double. */
+static void SFX(pt_expsum)(const float *x, int n, float m, double *sum, double *wsum)
+{
+    enum { NV = 32 / VL };
+    V s[NV], w[NV];
+    for (int q = 0; q < NV; q++)
+        s[q] = w[q] = vset(0.0f);
+    float tail[32];
+    for (int i = 0; i < n; i += 32) {
+        const float *p = x + i;
+        if (n - i < 32) { /* the last values, padded with -inf */
+            for (int j = 0; j < 32; j++)
+                tail[j] = i + j < n ? x[i + j] : -INFINITY;
+            p = tail;
+        }
+        for (int q = 0; q < NV; q++) {
+            V t = vmax(vsub(vloadn(p + q * VL, VL), vset(m)), vset(-170.0f)); /* exp(-170) = 0 */
+            V e = SFX(pt_exp)(t);
+            s[q] = vadd(s[q], e);
+            w[q] = vfma(e, t, w[q]);
+        }
+    }
+    float ls[32], lw[32];
+    for (int q = 0; q < NV; q++) {
+        vstoren(ls + q * VL, s[q], VL);
+        vstoren(lw + q * VL, w[q], VL);
+    }
+    double a = 0, b = 0;
+    for (int j = 0; j < 32; j++) {
+        a += ls[j];
+        b += lw[j];
+    }
+    *sum = a;
+    *wsum = b;
+}

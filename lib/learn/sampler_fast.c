@@ -1,0 +1,514 @@
+/* sampler_fast.c — the fast inference pass of SamplingNetwork.
+ *
+ * A SamplingNetwork's features of a token depend on nothing but the token's
+ * log-probability lp and sums over the vocabulary (the attention's sums,
+ * the mean pooling), so the network is a smooth function of lp given those
+ * sums. The pass:
+ *   1. scans the row (log-sum-exp, -inf tokens) as the exact pass does;
+ *   2. bins the finite tokens by lp below the top one: bins of bin_width
+ *      nats down to 64 nats below the top, then 64 per octave of the
+ *      distance; each bin keeps its count and its members' exact lp sum
+ *      (integer, see bin_setup), so the bins do not depend on the threads;
+ *   3. the head — the top bins within head_range of the top holding at most
+ *      head_max tokens — keeps one representative per token, each other
+ *      non-empty bin one, at the mean lp of its members, standing for them
+ *      all: weight = count in every sum and mean over the vocabulary;
+ *   4. runs the network on the representatives;
+ *   5. gives each head token its own l' (the transformation head's output)
+ *      and each other token l' interpolated in lp (piecewise cubic through
+ *      the bins' representatives, see interp_setup); then l =
+ *      multiplier (lp + l') and out = l + logsigmoid(l scale + threshold) as
+ *      the exact pass, from the token's exact lp.
+ * Rows of at most exact_max finite tokens go through the exact pass.
+ * Everything but the network is O(V) and cheap; the network runs on a few
+ * hundred rows whatever V is. */
+#include "asn/sampler_net.h"
+#include "learn/layers.h"
+#include "learn/sampler_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The loops over tokens are written for the compiler to vectorize (with
+ * gathers on AVX2 and AVX-512); only IEEE operations, the same bits in
+ * every copy. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define FAST_CLONES __attribute__((target_clones("default", "avx2", "arch=x86-64-v4")))
+#else
+#define FAST_CLONES
+#endif
+
+#define FB 4096           /* tokens per block of the passes over the row */
+#define FINE_RANGE 64.0   /* nats of bin_width bins below the top */
+#define GEO_BITS 6        /* 2^GEO_BITS bins per octave beyond them */
+#define GEO_OCTAVES 130
+
+typedef struct fast_state {
+    asn_sampler_fast_opts o;
+    asn_sampler_ws *rws;      /* the network on the representatives */
+    asn_sampler_fast_info info;
+    /* bins: nf fine ones then the geometric ones, nb in all */
+    int nb, nf, cap_nb;
+    float top, delta, inv_delta, d0, inv_d0;
+    float *c, *sc;            /* center (lp) and 2^(23 - e) (see bin_setup) */
+    int64_t *cnt, *ks;        /* merged over threads */
+    int cap_th;               /* threads the per-thread bins have room for */
+    int64_t *tcnt, *tks;      /* per thread */
+    int cap_blk;
+    int *bmin;                /* per block of tokens: its smallest bin */
+    /* representatives and interpolation */
+    int cap_r;
+    float *rlp, *rw, *rl;
+    int *kb;                  /* knots: their bins, lp, l', slopes (interp_setup) */
+    double *km;
+    int *brep;
+    float *bm, *bq;           /* per bin: mean lp; l' about it above and below (see interp) */
+    int cap_h;
+    int32_t *hpos;            /* head tokens, among the finite ones */
+    float *hl, *ho;
+    float *tbuf;              /* per thread: 2 * FB floats */
+} fast_state;
+
+void asn_sampler_fast_defaults(asn_sampler_fast_opts *o)
+{
+    o->bin_width = 0.05f;
+    o->head_range = 10.0f;
+    o->head_max = 64;
+    o->exact_max = 1024;
+}
+
+static fast_state *fast_get(asn_sampler_ws *ws)
+{
+    void **slot = asn__sampler_ws_fast(ws);
+    if (!*slot) {
+        fast_state *f = asn_xcalloc(1, sizeof *f);
+        asn_sampler_fast_defaults(&f->o);
+        *slot = f;
+    }
+    return *slot;
+}
+
+void asn__sampler_fast_free(void *p)
+{
+    fast_state *f = p;
+    if (!f)
+        return;
+    asn_sampler_ws_free(f->rws);
+    free(f->c), free(f->sc), free(f->cnt), free(f->ks), free(f->tcnt), free(f->tks), free(f->bmin);
+    free(f->kb), free(f->km);
+    free(f->rlp), free(f->rw), free(f->rl), free(f->brep), free(f->bm), free(f->bq);
+    free(f->hpos), free(f->hl), free(f->ho), free(f->tbuf);
+    free(f);
+}
+
+int asn_sampler_ws_set_fast(asn_sampler_ws *ws, const asn_sampler_fast_opts *o, asn_err *e)
+{
+    if (!(o->bin_width >= 1e-4f && o->bin_width <= 1.0f))
+        return asn_err_set(e, "fast sampler pass: bin_width must be 1e-4..1 nats, got %g", (double)o->bin_width);
+    if (!(o->head_range >= 0.0f && o->head_range <= 1000.0f))
+        return asn_err_set(e, "fast sampler pass: head_range must be 0..1000 nats, got %g", (double)o->head_range);
+    if (o->head_max < 0 || o->head_max > (1 << 24))
+        return asn_err_set(e, "fast sampler pass: head_max must be 0..%d, got %d", 1 << 24, o->head_max);
+    if (o->exact_max < 0)
+        return asn_err_set(e, "fast sampler pass: exact_max must be >= 0, got %d", o->exact_max);
+    fast_get(ws)->o = *o;
+    return 0;
+}
+
+void asn_sampler_fast_get_info(asn_sampler_ws *ws, asn_sampler_fast_info *info)
+{
+    *info = fast_get(ws)->info;
+}
+
+/* ------------------------------------------------------------------ bins */
+
+/* The bins' geometry, in locals the compiler can keep in registers. */
+typedef struct bin_geo {
+    float top, inv_delta, inv_d0, fnf;
+    int nf, nb;
+} bin_geo;
+
+static bin_geo geo_of(const fast_state *f)
+{
+    bin_geo g = {f->top, f->inv_delta, f->inv_d0, (float)f->nf, f->nf, f->nb};
+    return g;
+}
+
+/* The bin of a token dist = top - lp >= 0 below the top: fine bins of
+ * width delta, then (dist / d0 = 2^e (1 + m / 2^GEO_BITS), m the top
+ * mantissa bits) geometric ones; at most nb - 1. Branch-free, the same
+ * float operations everywhere. */
+static inline int bin_of(bin_geo g, float dist)
+{
+    float t = dist * g.inv_delta;
+    float y = dist * g.inv_d0;
+    y = y >= 1.0f ? y : 1.0f;
+    uint32_t u;
+    memcpy(&u, &y, sizeof u);
+    int e = (int)(u >> 23) - 127, m = (int)((u >> (23 - GEO_BITS)) & ((1u << GEO_BITS) - 1));
+    int geo = g.nf + (e << GEO_BITS) + m;
+    int b = t < g.fnf ? (int)t : geo;
+    return b < g.nb ? b : g.nb - 1;
+}
+
+/* Bins of a block of tokens, and (lp - c) sc (see bin_setup) of each;
+ * returns the smallest bin. */
+FAST_CLONES
+static int bins_block(bin_geo g, const float *restrict c, const float *restrict sc, const float *restrict x, int n,
+                      float xhi, float xlo, int32_t *restrict bin, int32_t *restrict k)
+{
+    int bmin = g.nb;
+    for (int i = 0; i < n; i++) {
+        float lp = (x[i] - xhi) - xlo;
+        int b = bin_of(g, g.top - lp);
+        bin[i] = b;
+        float kf = (lp - c[b]) * sc[b]; /* |kf| < 2^24 but in rows of absurd range (then 0) */
+        k[i] = kf > -16777216.0f && kf < 16777216.0f ? (int32_t)kf : 0;
+        bmin = b < bmin ? b : bmin;
+    }
+    return bmin;
+}
+
+/* l = mult (lp + l') of a block of tokens, l' interpolated (head tokens:
+ * anything, they are written afterwards): the cubic of the token's side of
+ * its bin's representative, in dm = lp - (its lp). */
+FAST_CLONES
+static void interp_block(bin_geo g, const float *restrict bm, const float *restrict bq, const float *restrict x, int n,
+                         float xhi, float xlo, float mult, int b_head, float *restrict l)
+{
+    for (int i = 0; i < n; i++) {
+        float lp = (x[i] - xhi) - xlo;
+        int b = bin_of(g, g.top - lp);
+        b = b >= b_head ? b : b_head;
+        float dm = lp - bm[b];
+        const float *q = bq + 4 * (2 * b + (dm < 0.0f));
+        l[i] = mult * (lp + (q[0] + dm * (q[1] + dm * (q[2] + dm * q[3]))));
+    }
+}
+
+/* Each bin's center c and scale sc = 2^(23 - e), 2^e <= |lp| of every
+ * member: every member's lp and c are then multiples of 2^(e - 23) within
+ * a factor 2 of each other, so lp - c is exact and (lp - c) sc an exact
+ * integer (|.| < 2^24), whose sums over a bin are the same whatever the
+ * order. Bins too near lp = 0 for this (|lp| < 2 delta: at most one
+ * token, of probability above 0.96) get sc = 0 and go to the head. Sets
+ * nb to the bins in use (down to dist_max); returns the number of fine
+ * bins that must go to the head. */
+static int bin_setup(fast_state *f, float top, float dist_max)
+{
+    double delta = f->o.bin_width, atop = -(double)top; /* top <= 0 */
+    f->top = top;
+    f->delta = (float)delta;
+    f->inv_delta = (float)(1.0 / delta);
+    f->nf = (int)ceil(FINE_RANGE / delta);
+    f->d0 = (float)(f->nf * delta);
+    f->inv_d0 = 1.0f / f->d0;
+    f->nb = f->nf + (GEO_OCTAVES << GEO_BITS);
+    f->nb = bin_of(geo_of(f), dist_max) + 1;
+    int forced = 0;
+    for (int b = 0; b < f->nb; b++) {
+        double lo, hi; /* the bin's distances to the top */
+        if (b < f->nf) {
+            lo = b * delta, hi = (b + 1) * delta;
+        } else {
+            int g = b - f->nf, e = g >> GEO_BITS, m = g & ((1 << GEO_BITS) - 1);
+            lo = ldexp(f->d0 * (1.0 + (double)m / (1 << GEO_BITS)), e);
+            hi = ldexp(f->d0 * (1.0 + (m + 1.0) / (1 << GEO_BITS)), e);
+        }
+        f->c[b] = (float)((double)top - 0.5 * (lo + hi));
+        /* the smallest |lp| of a member, with a margin for the rounding of
+         * the bin's edges */
+        float low = (float)((atop + lo - 0.01 * (hi - lo)) * (1 - 1e-6));
+        if (!(low >= 2 * delta) || !(fabsf(f->c[b]) < 1e37f)) {
+            f->sc[b] = 0.0f;
+            if (b < f->nf)
+                forced = b + 1;
+            continue;
+        }
+        uint32_t u;
+        memcpy(&u, &low, sizeof u);
+        int e = (int)((u >> 23) & 255) - 127; /* 2^e <= low */
+        u = (uint32_t)(23 - e + 127) << 23;
+        memcpy(&f->sc[b], &u, sizeof u);
+    }
+    return forced;
+}
+
+typedef struct bin_ctx {
+    fast_state *f;
+    const asn__sampler_row *row;
+    float hi, lo;
+    int nblk;
+} bin_ctx;
+
+static void bin_thread(void *ctx, int ith, int nth)
+{
+    bin_ctx *bc = ctx;
+    fast_state *f = bc->f;
+    int64_t *cnt = f->tcnt + (size_t)ith * f->nb, *ks = f->tks + (size_t)ith * f->nb;
+    memset(cnt, 0, (size_t)f->nb * sizeof *cnt);
+    memset(ks, 0, (size_t)f->nb * sizeof *ks);
+    int b0, b1;
+    asn_split(bc->nblk, ith, nth, 1, &b0, &b1);
+    int32_t *bin = (int32_t *)(f->tbuf + (size_t)ith * 2 * FB), *k = bin + FB;
+    for (int blk = b0; blk < b1; blk++) {
+        int lo = blk * FB, hi = lo + FB < bc->row->n ? lo + FB : bc->row->n, cn = hi - lo;
+        f->bmin[blk] = bins_block(geo_of(f), f->c, f->sc, bc->row->x + lo, cn, bc->hi, bc->lo, bin, k);
+        int cur = bin[0]; /* runs of tokens in one bin add up in registers */
+        int64_t rc = 0, rk = 0;
+        for (int i = 0; i < cn; i++) {
+            if (bin[i] != cur) {
+                cnt[cur] += rc;
+                ks[cur] += rk;
+                cur = bin[i], rc = 0, rk = 0;
+            }
+            rc++;
+            rk += k[i];
+        }
+        cnt[cur] += rc;
+        ks[cur] += rk;
+    }
+}
+
+/* ------------------------------------------------------------ the output */
+
+typedef struct out_ctx {
+    fast_state *f;
+    const asn__sampler_row *row;
+    float hi, lo, mult, scale, thr;
+    int b_head, nblk;
+    float *out;
+} out_ctx;
+
+static void out_thread(void *ctx, int ith, int nth)
+{
+    out_ctx *oc = ctx;
+    const fast_state *f = oc->f;
+    float *l = f->tbuf + (size_t)ith * 2 * FB, *o = l + FB;
+    int b0, b1;
+    asn_split(oc->nblk, ith, nth, 1, &b0, &b1);
+    for (int blk = b0; blk < b1; blk++) {
+        int l0 = blk * FB, l1 = l0 + FB < oc->row->n ? l0 + FB : oc->row->n, cn = l1 - l0;
+        interp_block(geo_of(f), f->bm, f->bq, oc->row->x + l0, cn, oc->hi, oc->lo, oc->mult, oc->b_head, l);
+        asn_nn_trunc_forward(o, l, oc->scale, oc->thr, cn);
+        if (oc->row->idx)
+            for (int i = 0; i < cn; i++)
+                oc->out[oc->row->idx[l0 + i]] = o[i];
+        else
+            memcpy(oc->out + l0, o, (size_t)cn * sizeof(float));
+    }
+}
+
+/* The interpolation between the bins' representatives (knots, in bin
+ * order: lp decreasing): piecewise cubic Hermite, each knot's slope that of
+ * the parabola through it and its two neighbours (one-sided at the ends);
+ * between consecutive knots the cubic with their values and slopes, beyond
+ * the end knots the tangent line. Stored per bin and side (above, below its
+ * knot) as L + dm (s + dm (c2 + dm c3)), dm = lp - the knot's lp. */
+static void interp_setup(fast_state *f, int b_head, int n_tail)
+{
+    int K = 0;
+    int *kb = f->kb;
+    double *m = f->km, *L = m + n_tail, *sl = L + n_tail;
+    for (int b = b_head; b < f->nb && K < n_tail; b++)
+        if (f->brep[b] >= 0) {
+            kb[K] = b;
+            m[K] = f->rlp[f->brep[b]];
+            L[K] = f->rl[f->brep[b]];
+            K++;
+        }
+    for (int k = 0; k < K; k++) {
+        if (K == 1) {
+            sl[k] = 0.0;
+        } else if (K == 2) {
+            sl[k] = (L[0] - L[1]) / (m[0] - m[1]);
+        } else if (k == 0 || k == K - 1) { /* the parabola through the end three */
+            int a = k == 0 ? 0 : K - 1, bb = k == 0 ? 1 : K - 2, c = k == 0 ? 2 : K - 3;
+            double h1 = m[bb] - m[a], h2 = m[c] - m[bb];
+            double d1 = (L[bb] - L[a]) / h1, d2 = (L[c] - L[bb]) / h2;
+            sl[k] = ((2 * h1 + h2) * d1 - h1 * d2) / (h1 + h2);
+        } else {
+            double hu = m[k - 1] - m[k], hd = m[k] - m[k + 1];
+            double du = (L[k - 1] - L[k]) / hu, dd = (L[k] - L[k + 1]) / hd;
+            sl[k] = (hd * du + hu * dd) / (hu + hd);
+        }
+    }
+    for (int k = 0; k < K; k++) {
+        float *q = f->bq + 8 * (size_t)kb[k];
+        f->bm[kb[k]] = (float)m[k];
+        for (int side = 0; side < 2; side++) { /* 0: towards knot k - 1 (above), 1: k + 1 */
+            int j = side ? k + 1 : k - 1;
+            double c2 = 0, c3 = 0;
+            if (j >= 0 && j < K) {
+                double h = m[j] - m[k], d = (L[j] - L[k]) / h;
+                c2 = (3 * d - 2 * sl[k] - sl[j]) / h;
+                c3 = (sl[k] + sl[j] - 2 * d) / (h * h);
+            }
+            q[4 * side] = (float)L[k];
+            q[4 * side + 1] = (float)sl[k];
+            q[4 * side + 2] = (float)c2;
+            q[4 * side + 3] = (float)c3;
+        }
+    }
+    if (K == 0 || f->brep[b_head] < 0) { /* what interp_block reads for head tokens */
+        f->bm[b_head] = 0.0f;
+        memset(f->bq + 8 * (size_t)b_head, 0, 8 * sizeof(float));
+    }
+}
+
+/* ---------------------------------------------------------------- the pass */
+
+static void fast_reserve(fast_state *f, int nth, int nblk, int R, int H)
+{
+    int nb = (int)ceil(FINE_RANGE / f->o.bin_width) + (GEO_OCTAVES << GEO_BITS);
+    if (nb > f->cap_nb) {
+        free(f->c), free(f->sc), free(f->cnt), free(f->ks), free(f->brep), free(f->bm), free(f->bq);
+        f->c = asn_xmalloc((size_t)nb * sizeof(float));
+        f->sc = asn_xmalloc((size_t)nb * sizeof(float));
+        f->cnt = asn_xmalloc((size_t)nb * sizeof(int64_t));
+        f->ks = asn_xmalloc((size_t)nb * sizeof(int64_t));
+        f->brep = asn_xmalloc((size_t)nb * sizeof(int));
+        f->bm = asn_xmalloc((size_t)nb * sizeof(float));
+        f->bq = asn_xmalloc(8 * (size_t)nb * sizeof(float));
+        f->cap_nb = nb;
+        f->cap_th = 0; /* the per-thread bins again */
+    }
+    if (nth > f->cap_th) {
+        free(f->tcnt), free(f->tks), free(f->tbuf);
+        f->tcnt = asn_xmalloc((size_t)nth * f->cap_nb * sizeof(int64_t));
+        f->tks = asn_xmalloc((size_t)nth * f->cap_nb * sizeof(int64_t));
+        f->tbuf = asn_xmalloc((size_t)nth * 2 * FB * sizeof(float));
+        f->cap_th = nth;
+    }
+    if (nblk > f->cap_blk) {
+        free(f->bmin);
+        f->bmin = asn_xmalloc((size_t)nblk * sizeof(int));
+        f->cap_blk = nblk;
+    }
+    if (R > f->cap_r) {
+        free(f->rlp), free(f->rw), free(f->rl), free(f->kb), free(f->km);
+        f->kb = asn_xmalloc((size_t)R * sizeof(int));
+        f->km = asn_xmalloc(3 * (size_t)R * sizeof(double));
+        f->rlp = asn_xmalloc((size_t)R * sizeof(float));
+        f->rw = asn_xmalloc((size_t)R * sizeof(float));
+        f->rl = asn_xmalloc((size_t)R * sizeof(float));
+        f->cap_r = R;
+    }
+    if (H > f->cap_h) {
+        free(f->hpos), free(f->hl), free(f->ho);
+        f->hpos = asn_xmalloc((size_t)H * sizeof(int32_t));
+        f->hl = asn_xmalloc((size_t)H * sizeof(float));
+        f->ho = asn_xmalloc((size_t)H * sizeof(float));
+        f->cap_h = H;
+    }
+}
+
+int asn_sampler_forward_fast(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, const float *logits, int V,
+                             float *out, asn_err *e)
+{
+    if (asn_sampler_get_config(s)->arch != ASN_SAMPLER_NETWORK)
+        return asn_sampler_forward(s, ws, pool, logits, V, out, e);
+    asn__sampler_row row;
+    if (asn__sampler_scan(s, ws, pool, logits, V, out, &row, e) < 0)
+        return -1;
+    fast_state *f = fast_get(ws);
+    memset(&f->info, 0, sizeof f->info);
+    if (row.n == 0)
+        return 0;
+    if (row.n <= f->o.exact_max) { /* few tokens: the exact pass, token by token */
+        f->info.reps = f->info.head = row.n;
+        return asn_sampler_forward(s, ws, pool, logits, V, out, e);
+    }
+    if (!f->rws)
+        f->rws = asn_sampler_ws_new(s, 0);
+    int nth = asn_pool_size(pool), nblk = (row.n + FB - 1) / FB;
+    fast_reserve(f, nth, nblk, 1, 1);
+    /* lp as the exact pass computes it: (x - hi) - lo */
+    float hi = (float)row.lse, lo = (float)(row.lse - hi);
+    float top = (row.xmax - hi) - lo, bottom = (row.xmin - hi) - lo;
+    int forced = bin_setup(f, top, top - bottom);
+
+    /* the bins' counts and lp sums */
+    bin_ctx bc = {f, &row, hi, lo, nblk};
+    asn_pool_run(pool, bin_thread, &bc);
+    memset(f->cnt, 0, (size_t)f->nb * sizeof(int64_t));
+    memset(f->ks, 0, (size_t)f->nb * sizeof(int64_t));
+    for (int t = 0; t < nth; t++) {
+        const int64_t *tc = f->tcnt + (size_t)t * f->nb, *tk = f->tks + (size_t)t * f->nb;
+        for (int b = 0; b < f->nb; b++) {
+            f->cnt[b] += tc[b];
+            f->ks[b] += tk[b];
+        }
+    }
+
+    /* the head: the top bins within head_range holding at most head_max
+     * tokens (and the bins too near lp = 0 for the exact sums) */
+    int b_range = (int)ceil((double)f->o.head_range / f->o.bin_width);
+    if (b_range > f->nf)
+        b_range = f->nf;
+    if (b_range > f->nb)
+        b_range = f->nb;
+    int b_head = 0;
+    int64_t nh = 0;
+    while (b_head < b_range && nh + f->cnt[b_head] <= f->o.head_max)
+        nh += f->cnt[b_head++];
+    while (b_head < forced)
+        nh += f->cnt[b_head++];
+    int n_tail = 0;
+    for (int b = b_head; b < f->nb; b++)
+        n_tail += f->cnt[b] > 0;
+    int R = (int)nh + n_tail;
+    fast_reserve(f, nth, nblk, R, (int)nh > 0 ? (int)nh : 1);
+
+    /* representatives: the head tokens (in row order), then the bins */
+    int r = 0;
+    const float *x = row.x;
+    bin_geo g = geo_of(f);
+    for (int blk = 0; blk < nblk && r < nh; blk++) {
+        if (f->bmin[blk] >= b_head)
+            continue;
+        int l0 = blk * FB, l1 = l0 + FB < row.n ? l0 + FB : row.n;
+        for (int i = l0; i < l1; i++) {
+            float lp = (x[i] - hi) - lo;
+            if (bin_of(g, top - lp) < b_head) {
+                f->hpos[r] = i;
+                f->rlp[r] = lp;
+                f->rw[r] = 1.0f;
+                r++;
+            }
+        }
+    }
+    for (int b = 0; b < f->nb; b++)
+        f->brep[b] = -1;
+    for (int b = b_head; b < f->nb; b++) {
+        if (!f->cnt[b])
+            continue;
+        double mean = f->c[b]; /* sc = 0: bins beyond 1e37 below the top */
+        if (f->sc[b] > 0)
+            mean += (double)f->ks[b] / ((double)f->cnt[b] * f->sc[b]);
+        f->brep[b] = r;
+        f->rlp[r] = (float)mean;
+        f->rw[r] = (float)f->cnt[b];
+        r++;
+    }
+    f->info.reps = R;
+    f->info.head = (int)nh;
+    f->info.bins = n_tail;
+
+    /* the network on them */
+    float mult, scale, thr;
+    asn__sampler_net_reps(s, f->rws, pool, f->rlp, f->rw, R, (double)row.n, f->rl, &mult, &scale, &thr);
+
+    interp_setup(f, b_head, n_tail);
+
+    /* the outputs */
+    out_ctx oc = {f, &row, hi, lo, mult, scale, thr, b_head, nblk, out};
+    asn_pool_run(pool, out_thread, &oc);
+    for (int j = 0; j < nh; j++)
+        f->hl[j] = mult * (f->rlp[j] + f->rl[j]);
+    asn_nn_trunc_forward(f->ho, f->hl, scale, thr, (int)nh);
+    for (int j = 0; j < nh; j++)
+        out[row.idx ? row.idx[f->hpos[j]] : f->hpos[j]] = f->ho[j];
+    return 0;
+}
