@@ -81,7 +81,7 @@ static const kspec KINDS[] = {
     {"json", ASN_PROC_JSON, {{"object", T_BOOL, 0, 0, 0, 0, 0, 0}}},
     /* a sampler file (GGUF); the alias takes the reference's
      * _AdaptiveSamplerWrapper arguments (proc_learned.c) */
-    {"learned", ASN_PROC_LEARNED, {STR("path", 1)}},
+    {"learned", ASN_PROC_LEARNED, {STR("path", 1), {"exact", T_BOOL, 0, 0, 0, 0, 0, 0}}},
     {"adaptive_sampler", ASN_PROC_LEARNED,
      {STR("sampler_checkpoint_path", 1), STR("sampler_model_name", 0), STR("sampler_config_path", 0),
       STR("device", 0)}},

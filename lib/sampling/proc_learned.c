@@ -231,7 +231,12 @@ int asn_apply_learned(const asn_proc *p, float *row, int V, asn_workspace *ws, a
         l->next = ws->learned;
         ws->learned = l;
     }
-    return asn_sampler_forward(s, l->ws, NULL, row, V, row, e);
+    /* a SamplingNetwork's fast pass (its tail binned by log-probability;
+     * KL to the exact output <= 1e-6) unless exact: true; the other two
+     * architectures have one pass */
+    if (p->i[0])
+        return asn_sampler_forward(s, l->ws, NULL, row, V, row, e);
+    return asn_sampler_forward_fast(s, l->ws, NULL, row, V, row, e);
 }
 
 void asn_learned_ws_free(struct asn_learned_ws *l)
