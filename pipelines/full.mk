@@ -56,6 +56,8 @@
 # see changed variables: after changing MAX_NEW_TOKENS, SEEDS, SHARDS (a new
 # SHARDS uses new shard folders), ... use a new OUT or `make ... clean`.
 
+# this file, for `help` (before anything is included)
+SELF    := $(lastword $(MAKEFILE_LIST))
 BIN     ?= bin
 OUT     ?= out/full
 
@@ -302,7 +304,7 @@ clean:
 	rm -rf $(OUT)
 
 help:
-	@sed -n '1,6p' $(HERE)full.mk | sed 's/^# \{0,1\}//'
+	@sed -n '1,6p' $(SELF) | sed 's/^# \{0,1\}//'
 	@echo
 	@echo 'Targets: all (default), prepare, shard-K (K = 1..SHARDS), shards, samplers, clean, help'
 	@echo
