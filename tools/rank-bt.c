@@ -89,12 +89,6 @@ static const asn_tool tool = {
 
 enum { JUDGE_PAIRWISE, JUDGE_LL };
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ------------------------------------------------------------ the run */
 
@@ -245,7 +239,7 @@ static json_t *real_or_null(double x) { return isfinite(x) ? json_real(x) : json
 static int play(ranker *R, cand *cs, sub *subs, int n_sub, asn_err *e)
 {
     for (;;) {
-        double t0 = now();
+        double t0 = asn_now();
         int any = 0, n_req = 0;
         for (int s = 0; s < n_sub; s++) {
             sub *S = &subs[s];
@@ -276,11 +270,11 @@ static int play(ranker *R, cand *cs, sub *subs, int n_sub, asn_err *e)
                 S->req[k] = n_req++;
             }
         }
-        R->t_bt += now() - t0;
+        R->t_bt += asn_now() - t0;
         if (!any)
             return 0;
         if (n_req) {
-            t0 = now();
+            t0 = asn_now();
             asn_pair_req *req = asn_xmalloc((size_t)n_req * sizeof *req);
             double *p = asn_xmalloc((size_t)n_req * sizeof *p);
             for (int s = 0; s < n_sub; s++)
@@ -298,11 +292,11 @@ static int play(ranker *R, cand *cs, sub *subs, int n_sub, asn_err *e)
             free(req);
             free(p);
             R->judged += n_req;
-            R->t_judge += now() - t0;
+            R->t_judge += asn_now() - t0;
             if (rc)
                 return -1;
         }
-        t0 = now();
+        t0 = asn_now();
         for (int s = 0; s < n_sub; s++) {
             sub *S = &subs[s];
             for (int k = 0; k < S->np; k++) {
@@ -316,7 +310,7 @@ static int play(ranker *R, cand *cs, sub *subs, int n_sub, asn_err *e)
                 S->games[S->ng++] = (asn_bt_game){a, b, S->score[k]};
             }
         }
-        R->t_bt += now() - t0;
+        R->t_bt += asn_now() - t0;
     }
 }
 
@@ -376,7 +370,7 @@ static int rank_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
     }
     /* reference-ll: every candidate's score, once */
     if (!rc && R->judge == JUDGE_LL) {
-        double t0 = now();
+        double t0 = asn_now();
         asn_ll_req *req = asn_xmalloc((n + 1) * sizeof *req);
         double *mean = asn_xmalloc((n + 1) * sizeof *mean);
         int nr = 0;
@@ -399,7 +393,7 @@ static int rank_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
         free(req);
         free(mean);
         R->judged += nr;
-        R->t_judge += now() - t0;
+        R->t_judge += asn_now() - t0;
     }
     if (!rc)
         rc = play(R, cs, subs, n_sub, e);
@@ -411,12 +405,12 @@ static int rank_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
     /* ratings, and the annotations */
     for (int s = 0; s < n_sub && !rc; s++) {
         sub *S = &subs[s];
-        double t0 = now(), *r = asn_xmalloc((size_t)S->n * sizeof *r);
+        double t0 = asn_now(), *r = asn_xmalloc((size_t)S->n * sizeof *r);
         if (!strcmp(opt_method, "reference"))
             asn_bt_fit_reference(S->n, S->games, S->ng, r);
         else
             rc = asn_bt_fit(S->n, S->games, S->ng, opt_prior, r, NULL, e);
-        R->t_bt += now() - t0;
+        R->t_bt += asn_now() - t0;
         for (int k = 0; k < S->n && !rc; k++) {
             cand *c = &cs[S->member[k]];
             double bt = S->sw.games[k] ? r[k] : NAN;

@@ -37,12 +37,6 @@ static const asn_tool build_tool = {
     build_options,
 };
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Adds one corpus file: mapped when it is a regular file, else read. */
 static void add_file(asn_ngram_builder *b, const char *path)
@@ -84,11 +78,11 @@ static int build_main(int argc, char **argv)
         asn_usage_error("-o INDEX is required");
     if (!nops)
         asn_usage_error("no CORPUS files");
-    double t0 = now();
+    double t0 = asn_now();
     asn_ngram_builder *b = asn_ngram_builder_new(opt_lines);
     for (int i = 1; i <= nops; i++)
         add_file(b, argv[i]);
-    double t1 = now();
+    double t1 = asn_now();
     asn_err e;
     asn_ngram_info info;
     if (asn_ngram_builder_write(b, opt_out, &info, &e))
@@ -98,7 +92,7 @@ static int build_main(int argc, char **argv)
         fprintf(stderr,
                 "%s: %llu words, %llu distinct, %llu documents; index %.1f MB; read %.2f s, sort and write %.2f s\n",
                 asn_progname(), (unsigned long long)info.n_words, (unsigned long long)info.n_vocab,
-                (unsigned long long)info.n_docs, (double)info.bytes / 1e6, t1 - t0, now() - t1);
+                (unsigned long long)info.n_docs, (double)info.bytes / 1e6, t1 - t0, asn_now() - t1);
     return 0;
 }
 

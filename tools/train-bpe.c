@@ -52,12 +52,6 @@ static const asn_tool tool = {
     options,
 };
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void on_merge(void *ctx, int32_t done, int32_t wanted)
 {
@@ -170,7 +164,7 @@ int main(int argc, char **argv)
     int n = nops ? nops : 1;
     char **texts = asn_xcalloc((size_t)n, sizeof *texts);
     size_t *lens = asn_xcalloc((size_t)n, sizeof *lens);
-    double t0 = now();
+    double t0 = asn_now();
     for (int i = 0; i < n; i++) {
         texts[i] = asn_read_all(paths[i], &lens[i]);
         if (asn_bpe_words_add(w, texts[i], lens[i], &e))
@@ -180,7 +174,7 @@ int main(int argc, char **argv)
             texts[i] = NULL;
         }
     }
-    double t1 = now();
+    double t1 = asn_now();
 
     asn_bpe_opts o;
     asn_bpe_opts_init(&o);
@@ -198,7 +192,7 @@ int main(int argc, char **argv)
     asn_progress_done(bar);
     if (!b)
         asn_fatal("%s", e.msg);
-    double t2 = now();
+    double t2 = asn_now();
     if (asn_bpe_write(b, opt_output, &e))
         asn_fatal("%s", e.msg);
 

@@ -113,27 +113,9 @@ static const asn_tool tool = {
 
 /* --------------------------------------------------------------- helpers */
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
-static volatile sig_atomic_t stop_signal;
-static void on_signal(int sig) { stop_signal = sig; }
 
 /* OUTPUT without a ".gguf" suffix, then suffix. */
-static char *derived(const char *output, const char *suffix)
-{
-    size_t n = strlen(output);
-    if (n > 5 && !strcmp(output + n - 5, ".gguf"))
-        n -= 5;
-    char *s = asn_xmalloc(n + strlen(suffix) + 1);
-    memcpy(s, output, n);
-    strcpy(s + n, suffix);
-    return s;
-}
 
 static char *unescape(const char *s)
 {
@@ -319,14 +301,14 @@ static void report(run *r, double loss, double norm, float lr)
     r->loss_sum += loss;
     r->loss_n++;
     if (do_eval) {
-        double t0 = now();
+        double t0 = asn_now();
         if (asn_lm_eval(r->lm, r->valid, r->n_valid, (size_t)opt_eval_tokens, r->B, r->T, &val, &e))
             asn_fatal("validation: %s", e.msg);
         r->last_val = val;
-        r->t_eval += now() - t0;
+        r->t_eval += asn_now() - t0;
     }
     /* the rate counts training time only, the ETA all of it */
-    double el = now() - r->t_start, rate = (double)r->tokens_run / (el - r->t_eval);
+    double el = asn_now() - r->t_start, rate = (double)r->tokens_run / (el - r->t_eval);
     double eta = el / (double)(step - r->start_step) * (double)(opt_steps - step);
     char eb[32];
     fmt_duration(eta, eb, sizeof eb);
@@ -350,19 +332,19 @@ static void report(run *r, double loss, double norm, float lr)
         r->loss_sum = 0;
         r->loss_n = 0;
     }
-    if (r->tty && (now() - r->t_draw >= 0.2 || last || do_eval)) {
+    if (r->tty && (asn_now() - r->t_draw >= 0.2 || last || do_eval)) {
         fprintf(stderr, "\rstep %ld/%ld  loss %.4f", step, opt_steps, loss);
         if (!isnan(r->last_val))
             fprintf(stderr, "  val %.4f", r->last_val);
         fprintf(stderr, "  lr %.3g  %.0f tok/s  ETA %s   ", lr, rate, eb);
-        r->t_draw = now();
+        r->t_draw = asn_now();
     }
 }
 
 static void checkpoint(run *r)
 {
     asn_lm_state cur = r->st;
-    cur.elapsed = r->st.elapsed + (now() - r->t_start);
+    cur.elapsed = r->st.elapsed + (asn_now() - r->t_start);
     save_checkpoint(r->ckpt_path, r->lm, r->vocab, r->name, &cur, r->corpus_sha);
 }
 
@@ -438,13 +420,13 @@ int main(int argc, char **argv)
     if (asn_sched_check(&r.sched, opt_lr, &e))
         asn_usage_error("--schedule: %s", e.msg);
     r.adam = (asn_adamw){(float)opt_beta1, (float)opt_beta2, (float)opt_eps};
-    char *log_path = opt_log ? asn_xstrdup(opt_log) : derived(opt_output, ".log.jsonl");
-    char *ckpt_path = opt_ckpt ? asn_xstrdup(opt_ckpt) : derived(opt_output, ".ckpt.gguf");
-    char *train_cache = opt_no_cache ? NULL : derived(opt_output, ".train.tokens");
-    char *valid_cache = opt_no_cache ? NULL : derived(opt_output, ".valid.tokens");
+    char *log_path = opt_log ? asn_xstrdup(opt_log) : asn_derived_path(opt_output, ".log.jsonl");
+    char *ckpt_path = opt_ckpt ? asn_xstrdup(opt_ckpt) : asn_derived_path(opt_output, ".ckpt.gguf");
+    char *train_cache = opt_no_cache ? NULL : asn_derived_path(opt_output, ".train.tokens");
+    char *valid_cache = opt_no_cache ? NULL : asn_derived_path(opt_output, ".valid.tokens");
     char *doc_sep = opt_doc_sep && *opt_doc_sep ? unescape(opt_doc_sep) : NULL;
     const char *base = strrchr(opt_output, '/');
-    char *name = opt_name ? asn_xstrdup(opt_name) : derived(base ? base + 1 : opt_output, "");
+    char *name = opt_name ? asn_xstrdup(opt_name) : asn_derived_path(base ? base + 1 : opt_output, "");
     r.ckpt_path = ckpt_path;
     r.name = name;
 
@@ -502,13 +484,12 @@ int main(int argc, char **argv)
     }
 
     /* the steps */
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
+    asn_catch_stop();
     r.inp = asn_xmalloc((size_t)r.B * r.T * sizeof *r.inp);
     r.tgt = asn_xmalloc((size_t)r.B * r.T * sizeof *r.tgt);
     r.key = asn_rng_key_make((uint64_t)opt_seed, "train-lm", "windows");
     r.tty = !opt_quiet && (opt_progress || isatty(2));
-    r.t_start = now();
+    r.t_start = asn_now();
     r.start_step = r.st.step;
     int stopped = 0;
     while (r.st.step < opt_steps) {
@@ -517,9 +498,9 @@ int main(int argc, char **argv)
         double loss = train_step(&r, &norm, &lr);
         report(&r, loss, norm, lr);
         int last = r.st.step == opt_steps;
-        int timeout = opt_max_time > 0 && now() - r.t_start >= opt_max_time;
-        if (!last && (stop_signal || timeout || r.st.step == opt_stop_at)) {
-            stopped = stop_signal ? 1 : timeout ? 2 : 3;
+        int timeout = opt_max_time > 0 && asn_now() - r.t_start >= opt_max_time;
+        if (!last && (asn_stop_requested() || timeout || r.st.step == opt_stop_at)) {
+            stopped = asn_stop_requested() ? 1 : timeout ? 2 : 3;
             break;
         }
         if (!last && opt_ckpt_every && r.st.step % opt_ckpt_every == 0)

@@ -107,26 +107,8 @@ static const asn_tool tool = {
 
 /* --------------------------------------------------------------- helpers */
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
-static volatile sig_atomic_t stop_signal;
-static void on_signal(int sig) { stop_signal = sig; }
 
-static char *derived(const char *output, const char *suffix)
-{
-    size_t n = strlen(output);
-    if (n > 5 && !strcmp(output + n - 5, ".gguf"))
-        n -= 5;
-    char *s = asn_xmalloc(n + strlen(suffix) + 1);
-    memcpy(s, output, n);
-    strcpy(s + n, suffix);
-    return s;
-}
 
 /* ---------------------------------------------------------------- data */
 
@@ -321,7 +303,7 @@ static void save_checkpoint(const char *path, const asn_sampler *s, const float 
     int64_t ne[2] = {(int64_t)asn_sampler_n_params(s), 1};
     asn_gguf_add_tensor(w, "train.adam_m", ASN_T_F32, 1, ne, am);
     asn_gguf_add_tensor(w, "train.adam_v", ASN_T_F32, 1, ne, av);
-    char *tmp = derived(path, ".tmp.gguf");
+    char *tmp = asn_derived_path(path, ".tmp.gguf");
     asn_err e;
     if (asn_gguf_write(w, tmp, &e))
         asn_fatal("%s", e.msg);
@@ -431,7 +413,7 @@ static void micro_batch(trainer *tr, const float *raw, const float *tgt, int row
 
 static void log_line(trainer *tr, int final)
 {
-    double t = now();
+    double t = asn_now();
     double n = tr->n_micro ? (double)tr->n_micro : 1;
     double rate = (double)(tr->rows_done - tr->log_rows) / (t - tr->log_t > 1e-9 ? t - tr->log_t : 1e-9);
     if (tr->log) {
@@ -472,7 +454,7 @@ static void optimizer_step(trainer *tr)
 static void checkpoint(trainer *tr)
 {
     pos p = tr->p;
-    p.time += now() - tr->t0;
+    p.time += asn_now() - tr->t0;
     save_checkpoint(tr->ckpt, tr->s, tr->am, tr->av, &p, tr->n_records, tr->total_rows);
 }
 
@@ -530,7 +512,7 @@ int main(int argc, char **argv)
     if (asn_sched_check(&tr.sched, opt_lr, &e))
         asn_usage_error("%s", e.msg);
     tr.adam = (asn_adamw){(float)opt_beta1, (float)opt_beta2, (float)opt_eps};
-    char *ckpt = opt_ckpt ? asn_xstrdup(opt_ckpt) : derived(opt_output, ".ckpt.gguf");
+    char *ckpt = opt_ckpt ? asn_xstrdup(opt_ckpt) : asn_derived_path(opt_output, ".ckpt.gguf");
     tr.ckpt = ckpt;
     if (opt_resume) {
         tr.s = load_checkpoint(opt_resume, &tr.am, &tr.av, &tr.p, d.n, d.total_rows);
@@ -548,7 +530,7 @@ int main(int argc, char **argv)
         tr.am = asn_xcalloc(np, sizeof(float));
         tr.av = asn_xcalloc(np, sizeof(float));
     }
-    char *log_path = opt_log ? asn_xstrdup(opt_log) : derived(opt_output, ".log.jsonl");
+    char *log_path = opt_log ? asn_xstrdup(opt_log) : asn_derived_path(opt_output, ".log.jsonl");
     tr.log = fopen(log_path, opt_resume ? "a" : "w");
     if (!tr.log)
         asn_fatal("%s: cannot open the log", log_path);
@@ -570,9 +552,8 @@ int main(int argc, char **argv)
                 asn_progname(), asn_sampler_arch_name(asn_sampler_get_config(tr.s)->arch),
                 asn_sampler_n_params(tr.s), d.n, d.total_rows, tr.total_steps, opt_accum, opt_tb,
                 opt_resume ? " (resumed)" : "");
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    tr.t0 = tr.log_t = now();
+    asn_catch_stop();
+    tr.t0 = tr.log_t = asn_now();
     long mismatched = 0, fill = 0;
     int done = tr.p.step >= tr.total_steps, stopped = 0;
     for (; !done && (opt_max_steps || tr.p.epoch < opt_epochs); tr.p.epoch++, tr.p.k = 0) {
@@ -613,7 +594,7 @@ int main(int argc, char **argv)
                 if (tr.p.step % opt_log_every == 0 || tr.p.step == tr.total_steps)
                     log_line(&tr, tr.p.step == tr.total_steps);
                 done = tr.p.step >= tr.total_steps;
-                int stop_now = stop_signal || (opt_stop_at && tr.p.step == opt_stop_at && !done);
+                int stop_now = asn_stop_requested() || (opt_stop_at && tr.p.step == opt_stop_at && !done);
                 if (stop_now || (opt_save && tr.p.step % opt_save == 0 && !done)) {
                     /* the position after this step: the rest of record k */
                     if (tr.p.t >= d.rows[i]) {
@@ -655,7 +636,7 @@ int main(int argc, char **argv)
             checkpoint(&tr);
         if (!opt_quiet)
             fprintf(stderr, "%s: wrote %s (%ld steps, %ld rows, %.1f s)\n", asn_progname(), opt_output, tr.p.step,
-                    tr.rows_done, tr.p.time + now() - tr.t0);
+                    tr.rows_done, tr.p.time + asn_now() - tr.t0);
     }
     fclose(tr.log);
     free(order);
@@ -677,5 +658,5 @@ int main(int argc, char **argv)
     free(ckpt);
     free(log_path);
     asn_model_free(m);
-    return stop_signal ? ASN_EXIT_FAIL : 0;
+    return asn_stop_requested() ? ASN_EXIT_FAIL : 0;
 }

@@ -76,6 +76,18 @@ void asn_close_out(FILE *f, const char *path);
  * last byte; *len gets the byte count. Fatal on a read error. */
 char *asn_read_all(const char *path, size_t *len);
 
+/* Seconds on the monotonic clock (for rates and elapsed times). */
+double asn_now(void);
+
+/* OUTPUT without a ".gguf" suffix, then suffix (a new string): where a
+ * trainer puts the checkpoint and log of OUTPUT. */
+char *asn_derived_path(const char *output, const char *suffix);
+
+/* Long runs that stop cleanly: after asn_catch_stop, SIGINT and SIGTERM only
+ * set a flag, which asn_stop_requested returns (the signal, or 0). */
+void asn_catch_stop(void);
+int asn_stop_requested(void);
+
 /* ------------------------------------------------------- record streams */
 
 /* The loop of a record-annotating tool: reads every JSONL record of files

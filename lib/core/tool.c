@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -410,3 +411,34 @@ void asn_progress_done(asn_progress *p)
     fputc('\n', stderr);
     free(p);
 }
+
+/* ----------------------------------------------------------- long runs */
+
+double asn_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+char *asn_derived_path(const char *output, const char *suffix)
+{
+    size_t n = strlen(output);
+    if (n > 5 && !strcmp(output + n - 5, ".gguf"))
+        n -= 5;
+    char *s = asn_xmalloc(n + strlen(suffix) + 1);
+    memcpy(s, output, n);
+    strcpy(s + n, suffix);
+    return s;
+}
+
+static volatile sig_atomic_t stop_signal;
+static void on_stop(int sig) { stop_signal = sig; }
+
+void asn_catch_stop(void)
+{
+    signal(SIGINT, on_stop);
+    signal(SIGTERM, on_stop);
+}
+
+int asn_stop_requested(void) { return (int)stop_signal; }
