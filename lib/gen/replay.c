@@ -176,10 +176,12 @@ int asn_replay_begin(asn_replayer *r, const asn_candidate *c, asn_err *e)
         return asn_err_set(e, "the prompt has no tokens");
     for (long i = 0; i < (long)c->n_prompt + c->n_gen; i++) {
         int32_t t = i < c->n_prompt ? c->prompt[i] : c->gen[i - c->n_prompt];
-        if (t < 0 || t >= r->V)
-            return asn_err_set(e, "%s token %ld (%d) is not a token id of this model (0..%d)",
-                               i < c->n_prompt ? "prompt" : "generated", i < c->n_prompt ? i : i - c->n_prompt,
-                               (int)t, r->V - 1);
+        if (t < 0 || t >= r->V) /* the vocabulary may name more tokens than the model has rows */
+            return i < c->n_prompt
+                       ? asn_err_set(e, "prompt token %ld (%d) is not a token id of this model (0..%d)", i, (int)t,
+                                     r->V - 1)
+                       : asn_err_set(e, "field \"tokens\": element %ld is not a token id of this model (0..%d)",
+                                     i - c->n_prompt, r->V - 1);
     }
     long total = (long)c->n_prompt + c->n_gen;
     if (total - 1 > r->n_ctx)
