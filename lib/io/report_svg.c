@@ -149,6 +149,17 @@ static int n_ticks(const asn_ticks *t)
     return (int)floor((t->hi - t->lo) / t->step + 0.5) + 1;
 }
 
+/* Closes the grid group, draws the plot's frame and opens the tick group. */
+static void frame_and_ticks(FILE *f, double x0, double y0, double x1, double y1)
+{
+    char a[32], b[32], c[32], d[32];
+    fprintf(f, "</g>\n");
+    coord(a, x0), coord(b, y0), coord(c, x1 - x0), coord(d, y1 - y0);
+    fprintf(f, "<rect class=\"frame\" x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"none\" stroke=\"#555555\"/>\n",
+            a, b, c, d);
+    fprintf(f, "<g class=\"ticks\" fill=\"#333333\">\n");
+}
+
 /* The <svg> element and its white background. */
 static void svg_open(asn_plot *p, FILE *f, const char *id, const char *desc, int width, int height)
 {
@@ -188,11 +199,7 @@ void asn_plot_begin(asn_plot *p, FILE *f, const char *id, const char *desc, int 
         coord(b, x0), coord(c, x1);
         fprintf(f, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\"/>\n", b, a, c, a);
     }
-    fprintf(f, "</g>\n");
-    coord(a, x0), coord(b, y0), coord(c, x1 - x0), coord(d, y1 - y0);
-    fprintf(f, "<rect class=\"frame\" x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"none\" stroke=\"#555555\"/>\n",
-            a, b, c, d);
-    fprintf(f, "<g class=\"ticks\" fill=\"#333333\">\n");
+    frame_and_ticks(f, x0, y0, x1, y1);
     for (int i = 0; i < nx; i++) {
         double v = p->x.lo + i * p->x.step;
         coord(a, asn_plot_px(p, v)), coord(b, y1), coord(c, y1 + TICK_LEN), coord(d, y1 + TICK_LEN + 14);
@@ -482,11 +489,7 @@ void asn_plot_begin_logbars(asn_plot *p, FILE *f, const char *id, const char *de
         coord(a, asn_plot_py(p, k)), coord(b, x0), coord(c, x1);
         fprintf(f, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\"/>\n", b, a, c, a);
     }
-    fprintf(f, "</g>\n");
-    coord(a, x0), coord(b, y0), coord(c, x1 - x0), coord(d, y1 - y0);
-    fprintf(f, "<rect class=\"frame\" x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"none\" stroke=\"#555555\"/>\n",
-            a, b, c, d);
-    fprintf(f, "<g class=\"ticks\" fill=\"#333333\">\n");
+    frame_and_ticks(f, x0, y0, x1, y1);
     for (int k = dec_lo; k <= dec_hi; k++) {
         coord(a, asn_plot_py(p, k)), coord(b, x0), coord(c, x0 - TICK_LEN), coord(d, x0 - TICK_LEN - 3);
         fprintf(f, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"#555555\"/>", b, a, c, a);

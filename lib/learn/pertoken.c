@@ -86,22 +86,6 @@ static inline void gen_store(float *p, V v, int k) { memcpy(p, &v, (size_t)k * s
 #define vloadn gen_load
 #define vstoren gen_store
 #include "learn/pertoken_body.h"
-#undef V
-#undef VL
-#undef SFX
-#undef vset
-#undef vadd
-#undef vsub
-#undef vmul
-#undef vdiv
-#undef vfma
-#undef vmin
-#undef vmax
-#undef vclamp170
-#undef vround
-#undef vscale
-#undef vloadn
-#undef vstoren
 
 #ifdef PT_X86
 /* ------------------------------------------------------------ AVX2 + FMA */
@@ -170,22 +154,6 @@ static inline void a2_store(float *p, a2v v, int k)
 #define vloadn a2_load
 #define vstoren a2_store
 #include "learn/pertoken_body.h"
-#undef V
-#undef VL
-#undef SFX
-#undef vset
-#undef vadd
-#undef vsub
-#undef vmul
-#undef vdiv
-#undef vfma
-#undef vmin
-#undef vmax
-#undef vclamp170
-#undef vround
-#undef vscale
-#undef vloadn
-#undef vstoren
 #pragma GCC pop_options
 
 /* ---------------------------------------------------------------- AVX-512 */
@@ -243,22 +211,6 @@ static inline void a5_store(float *p, a5v v, int k)
 #define vloadn a5_load
 #define vstoren a5_store
 #include "learn/pertoken_body.h"
-#undef V
-#undef VL
-#undef SFX
-#undef vset
-#undef vadd
-#undef vsub
-#undef vmul
-#undef vdiv
-#undef vfma
-#undef vmin
-#undef vmax
-#undef vclamp170
-#undef vround
-#undef vscale
-#undef vloadn
-#undef vstoren
 #pragma GCC pop_options
 #endif
 

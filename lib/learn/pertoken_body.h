@@ -176,3 +176,21 @@ static void SFX(pt_expsum)(const float *x, int n, float m, double *sum, double *
     *sum = a;
     *wsum = b;
 }
+
+/* the parameters of this copy, so that the next one can define its own */
+#undef V
+#undef VL
+#undef SFX
+#undef vset
+#undef vadd
+#undef vsub
+#undef vmul
+#undef vdiv
+#undef vfma
+#undef vmin
+#undef vmax
+#undef vclamp170
+#undef vround
+#undef vscale
+#undef vloadn
+#undef vstoren
