@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char *opt_model, *opt_arch, *opt_config, *opt_output, *opt_ckpt, *opt_resume, *opt_log;
 static const char *opt_sched = "cosine";
@@ -426,7 +427,7 @@ static void log_line(trainer *tr, int final)
         json_decref(o);
     }
     if (!opt_quiet) {
-        int tty = opt_progress;
+        int tty = opt_progress || isatty(2);
         fprintf(stderr, "%s: step %ld/%ld  loss %.4f  kl %.4f  penalty %.4f  lr %.3g  %.0f tokens/s%s", asn_progname(),
                 tr->p.step, tr->total_steps, tr->sum_loss / n, tr->sum_kl / n, tr->sum_pen / n, tr->last_lr, rate,
                 tty && !final ? "\r" : "\n");
