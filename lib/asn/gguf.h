@@ -57,7 +57,8 @@ typedef struct asn_gguf_kv {
 
 /* ----------------------------------------------------------- tensor types */
 
-/* ggml type ids. */
+/* ggml type ids: all of them (ids ggml retired, 4, 5, 31-33 and 36-38,
+ * are unknown). */
 typedef enum asn_ttype {
     ASN_T_F32 = 0,
     ASN_T_F16 = 1,
@@ -73,17 +74,42 @@ typedef enum asn_ttype {
     ASN_T_Q5_K = 13,
     ASN_T_Q6_K = 14,
     ASN_T_Q8_K = 15,
+    ASN_T_IQ2_XXS = 16,
+    ASN_T_IQ2_XS = 17,
+    ASN_T_IQ3_XXS = 18,
+    ASN_T_IQ1_S = 19,
+    ASN_T_IQ4_NL = 20,
+    ASN_T_IQ3_S = 21,
+    ASN_T_IQ2_S = 22,
+    ASN_T_IQ4_XS = 23,
+    ASN_T_I8 = 24,
+    ASN_T_I16 = 25,
+    ASN_T_I32 = 26,
+    ASN_T_I64 = 27,
+    ASN_T_F64 = 28,
+    ASN_T_IQ1_M = 29,
     ASN_T_BF16 = 30,
+    ASN_T_TQ1_0 = 34,
+    ASN_T_TQ2_0 = 35,
+    ASN_T_MXFP4 = 39,
+    ASN_T_NVFP4 = 40,
+    ASN_T_Q1_0 = 41,
+    ASN_T_Q2_0 = 42,
 } asn_ttype;
 
-/* Name of a ggml type ("F32", "Q4_K", ...; "type 23" for ids we do not know). */
+/* Name of a ggml type ("F32", "Q4_K", "IQ2_XXS", ...; "type 31" for ids
+ * that are not in the enum above). */
 const char *asn_ttype_name(uint32_t type);
 /* Elements per block and bytes per block: 0, or -1 (both set to 0) if the
  * type is not one of the above. Known types that asn cannot compute with
  * still report their sizes, so a file that holds them can be read and
  * reported on. */
 int asn_ttype_block(uint32_t type, int *block_elems, int *block_bytes);
-/* 1 if asn can dequantize the type (F32, F16, BF16, Q4_0, Q8_0, Q4_K, Q6_K). */
+/* 1 if asn can dequantize the type: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1,
+ * Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS. The others (Q8_1 and
+ * Q8_K, the formats of activations inside ggml's dot products, the IQ grid and
+ * ternary types, MXFP4, NVFP4, Q1_0, Q2_0 and the integer types) are read but
+ * not computed with. */
 int asn_ttype_supported(uint32_t type);
 /* Bytes of a row of n elements (n a multiple of the block size); 0 for an
  * unknown type. */

@@ -26,23 +26,45 @@ typedef struct ttype_info {
     int supported; /* asn can dequantize it */
 } ttype_info;
 
-/* Sizes from the block structs of ggml-common.h (QK_K = 256). */
+/* Sizes from the block structs of ggml-common.h (QK_K = 256). Every id ggml
+ * assigns has a name, so that messages about a type asn cannot compute with
+ * say which one it is; ids ggml retired (4, 5, 31-33, 36-38) stay unknown. */
 static const ttype_info ttypes[] = {
     [ASN_T_F32] = {"F32", 1, 4, 1},
     [ASN_T_F16] = {"F16", 1, 2, 1},
     [ASN_T_Q4_0] = {"Q4_0", 32, 18, 1},  /* half d, 16 bytes of nibbles */
-    [ASN_T_Q4_1] = {"Q4_1", 32, 20, 0},  /* half d, half m, 16 bytes */
-    [ASN_T_Q5_0] = {"Q5_0", 32, 22, 0},  /* half d, 4 bytes qh, 16 bytes */
-    [ASN_T_Q5_1] = {"Q5_1", 32, 24, 0},  /* half d, half m, 4 + 16 bytes */
+    [ASN_T_Q4_1] = {"Q4_1", 32, 20, 1},  /* half d, half m, 16 bytes */
+    [ASN_T_Q5_0] = {"Q5_0", 32, 22, 1},  /* half d, 4 bytes qh, 16 bytes */
+    [ASN_T_Q5_1] = {"Q5_1", 32, 24, 1},  /* half d, half m, 4 + 16 bytes */
     [ASN_T_Q8_0] = {"Q8_0", 32, 34, 1},  /* half d, 32 int8 */
     [ASN_T_Q8_1] = {"Q8_1", 32, 36, 0},  /* half d, half s, 32 int8 */
-    [ASN_T_Q2_K] = {"Q2_K", 256, 84, 0}, /* 16 scales, 64 qs, half d, half dmin */
-    [ASN_T_Q3_K] = {"Q3_K", 256, 110, 0},/* 32 hmask, 64 qs, 12 scales, half d */
+    [ASN_T_Q2_K] = {"Q2_K", 256, 84, 1}, /* 16 scales, 64 qs, half d, half dmin */
+    [ASN_T_Q3_K] = {"Q3_K", 256, 110, 1},/* 32 hmask, 64 qs, 12 scales, half d */
     [ASN_T_Q4_K] = {"Q4_K", 256, 144, 1},/* half d, half dmin, 12 scales, 128 qs */
-    [ASN_T_Q5_K] = {"Q5_K", 256, 176, 0},/* as Q4_K plus 32 bytes qh */
+    [ASN_T_Q5_K] = {"Q5_K", 256, 176, 1},/* half d, half dmin, 12 scales, 32 qh, 128 qs */
     [ASN_T_Q6_K] = {"Q6_K", 256, 210, 1},/* 128 ql, 64 qh, 16 int8 scales, half d */
     [ASN_T_Q8_K] = {"Q8_K", 256, 292, 0},/* float d, 256 int8, 16 int16 sums */
+    [ASN_T_IQ2_XXS] = {"IQ2_XXS", 256, 66, 0},
+    [ASN_T_IQ2_XS] = {"IQ2_XS", 256, 74, 0},
+    [ASN_T_IQ3_XXS] = {"IQ3_XXS", 256, 98, 0},
+    [ASN_T_IQ1_S] = {"IQ1_S", 256, 50, 0},
+    [ASN_T_IQ4_NL] = {"IQ4_NL", 32, 18, 1},  /* half d, 16 bytes of table indices */
+    [ASN_T_IQ3_S] = {"IQ3_S", 256, 110, 0},
+    [ASN_T_IQ2_S] = {"IQ2_S", 256, 82, 0},
+    [ASN_T_IQ4_XS] = {"IQ4_XS", 256, 136, 1},/* half d, u16 scales_h, 4 scales_l, 128 qs */
+    [ASN_T_I8] = {"I8", 1, 1, 0},
+    [ASN_T_I16] = {"I16", 1, 2, 0},
+    [ASN_T_I32] = {"I32", 1, 4, 0},
+    [ASN_T_I64] = {"I64", 1, 8, 0},
+    [ASN_T_F64] = {"F64", 1, 8, 0},
+    [ASN_T_IQ1_M] = {"IQ1_M", 256, 56, 0},
     [ASN_T_BF16] = {"BF16", 1, 2, 1},
+    [ASN_T_TQ1_0] = {"TQ1_0", 256, 54, 0},
+    [ASN_T_TQ2_0] = {"TQ2_0", 256, 66, 0},
+    [ASN_T_MXFP4] = {"MXFP4", 32, 17, 0},
+    [ASN_T_NVFP4] = {"NVFP4", 64, 36, 0},
+    [ASN_T_Q1_0] = {"Q1_0", 128, 18, 0},
+    [ASN_T_Q2_0] = {"Q2_0", 64, 18, 0},
 };
 #define N_TTYPES (sizeof ttypes / sizeof ttypes[0])
 
@@ -224,6 +246,127 @@ static void dequant_q4_0(const uint8_t *x, float *y, int64_t n)
     }
 }
 
+/* Q4_1: Q4_0's nibble order without the offset; value = nibble * d + m. */
+static void dequant_q4_1(const uint8_t *x, float *y, int64_t n)
+{
+    for (int64_t b = 0; b < n / 32; b++, x += 20, y += 32) {
+        const float d = f16_to_f32(rd16(x));
+        const float m = f16_to_f32(rd16(x + 2));
+        const uint8_t *qs = x + 4;
+        for (int j = 0; j < 16; j++)
+            y[j] = (float)(qs[j] & 0x0f) * d + m;
+        for (int j = 0; j < 16; j++)
+            y[j + 16] = (float)(qs[j] >> 4) * d + m;
+    }
+}
+
+/* 1 << j for j < 32. Testing bit j of a word against this table instead of
+ * shifting the word by j keeps the loop vectorizable without per-lane
+ * variable shifts (SSE2 has none). */
+static const uint32_t bit_j[32] = {
+    1u << 0,  1u << 1,  1u << 2,  1u << 3,  1u << 4,  1u << 5,  1u << 6,  1u << 7,
+    1u << 8,  1u << 9,  1u << 10, 1u << 11, 1u << 12, 1u << 13, 1u << 14, 1u << 15,
+    1u << 16, 1u << 17, 1u << 18, 1u << 19, 1u << 20, 1u << 21, 1u << 22, 1u << 23,
+    1u << 24, 1u << 25, 1u << 26, 1u << 27, 1u << 28, 1u << 29, 1u << 30, 1u << 31,
+};
+
+/* The 5-bit quants of Q5_0 and Q5_1: the low 4 bits in Q4_0's nibble
+ * order, the fifth bit (16) of element j in bit j of the little-endian
+ * word at qh. */
+static void q5_unpack(const uint8_t *qh, const uint8_t *qs, int q[32])
+{
+    uint32_t h;
+    memcpy(&h, qh, 4);
+    for (int j = 0; j < 16; j++) {
+        q[j] = qs[j] & 0x0f;
+        q[j + 16] = qs[j] >> 4;
+    }
+    for (int j = 0; j < 32; j++)
+        q[j] |= h & bit_j[j] ? 16 : 0;
+}
+
+/* Q5_0: value = (q - 16) * d. */
+static void dequant_q5_0(const uint8_t *x, float *y, int64_t n)
+{
+    for (int64_t b = 0; b < n / 32; b++, x += 22, y += 32) {
+        const float d = f16_to_f32(rd16(x));
+        int q[32];
+        q5_unpack(x + 2, x + 6, q);
+        for (int j = 0; j < 32; j++)
+            y[j] = (float)(q[j] - 16) * d;
+    }
+}
+
+/* Q5_1: value = q * d + m. */
+static void dequant_q5_1(const uint8_t *x, float *y, int64_t n)
+{
+    for (int64_t b = 0; b < n / 32; b++, x += 24, y += 32) {
+        const float d = f16_to_f32(rd16(x));
+        const float m = f16_to_f32(rd16(x + 2));
+        int q[32];
+        q5_unpack(x + 4, x + 8, q);
+        for (int j = 0; j < 32; j++)
+            y[j] = (float)q[j] * d + m;
+    }
+}
+
+/* Q2_K: 16 sub-blocks of 16, each with a 4-bit scale (low nibble) and a
+ * 4-bit min (high nibble); 2-bit quants, four to a byte, but not four
+ * neighbours: each half of 128 outputs reads its 32 bytes of qs four times,
+ * at bit shifts 0, 2, 4, 6, and each pass yields 32 outputs of two
+ * sub-blocks (bytes 0-15, then 16-31). Value = (d * scale) * q - (dmin *
+ * min). The passes are single loops of 32 that pick their sub-block's
+ * scale: two loops of 16 would be unrolled and then not vectorized. */
+static void dequant_q2_k(const uint8_t *x, float *y, int64_t n)
+{
+    for (int64_t b = 0; b < n / 256; b++, x += 84) {
+        const uint8_t *sc = x, *q = x + 16;
+        const float d = f16_to_f32(rd16(x + 80));
+        const float dmin = f16_to_f32(rd16(x + 82));
+        for (int half = 0; half < 2; half++, q += 32) {
+            for (int shift = 0; shift < 8; shift += 2, sc += 2, y += 32) {
+                const float dl0 = d * (float)(sc[0] & 0x0f), ml0 = dmin * (float)(sc[0] >> 4);
+                const float dl1 = d * (float)(sc[1] & 0x0f), ml1 = dmin * (float)(sc[1] >> 4);
+                for (int l = 0; l < 32; l++) {
+                    const float dl = l < 16 ? dl0 : dl1, ml = l < 16 ? ml0 : ml1;
+                    y[l] = dl * (float)((q[l] >> shift) & 3) - ml;
+                }
+            }
+        }
+    }
+}
+
+/* The 16 6-bit scales of Q3_K: the low 4 bits of scale i are the low (i <
+ * 8) or high (i >= 8) nibble of byte i % 8; the high 2 bits are the bit
+ * pair i / 4 of byte 8 + i % 4. */
+static int q3k_scale(const uint8_t *sb, int i)
+{
+    return ((sb[i % 8] >> (4 * (i / 8))) & 0x0f) | (((sb[8 + i % 4] >> (2 * (i / 4))) & 3) << 4);
+}
+
+/* Q3_K: Q2_K's layout of 2-bit quants plus a third bit in hmask, where a
+ * set bit means q and a clear one q - 4 (an inverted sign bit): pass g of
+ * the 8 passes (g = 4 * half + shift / 2) takes bit g of hmask[l] for its
+ * output l (0 .. 31). Value = (d * (scale - 32)) * q. */
+static void dequant_q3_k(const uint8_t *x, float *y, int64_t n)
+{
+    for (int64_t b = 0; b < n / 256; b++, x += 110) {
+        const uint8_t *hm = x, *q = x + 32, *sb = x + 96;
+        const float d = f16_to_f32(rd16(x + 108));
+        int g = 0;
+        for (int half = 0; half < 2; half++, q += 32) {
+            for (int shift = 0; shift < 8; shift += 2, g++, y += 32) {
+                const float dl0 = d * (float)(q3k_scale(sb, 2 * g) - 32);
+                const float dl1 = d * (float)(q3k_scale(sb, 2 * g + 1) - 32);
+                for (int l = 0; l < 32; l++) {
+                    const int v = ((q[l] >> shift) & 3) - 4 + 4 * ((hm[l] >> g) & 1);
+                    y[l] = (l < 16 ? dl0 : dl1) * (float)v;
+                }
+            }
+        }
+    }
+}
+
 /* Q4_K: 8 sub-blocks of 32, each with a 6-bit scale and a 6-bit min packed
  * into 12 bytes; value = (d * scale) * q - (dmin * min). */
 static void q4k_scale_min(int s, const uint8_t *sb, uint8_t *sc, uint8_t *m)
@@ -259,6 +402,27 @@ static void dequant_q4_k(const uint8_t *x, float *y, int64_t n)
     }
 }
 
+/* Q5_K: Q4_K plus a fifth bit, 16, for sub-block s in bit s of qh[l]. */
+static void dequant_q5_k(const uint8_t *x, float *y, int64_t n)
+{
+    for (int64_t b = 0; b < n / 256; b++, x += 176) {
+        const float d = f16_to_f32(rd16(x));
+        const float dmin = f16_to_f32(rd16(x + 2));
+        const uint8_t *scales = x + 4, *qh = x + 16, *q = x + 48;
+        for (int g = 0; g < 4; g++, q += 32, y += 64) {
+            uint8_t sc, m;
+            q4k_scale_min(2 * g, scales, &sc, &m);
+            const float d1 = d * (float)sc, m1 = dmin * (float)m;
+            q4k_scale_min(2 * g + 1, scales, &sc, &m);
+            const float d2 = d * (float)sc, m2 = dmin * (float)m;
+            for (int l = 0; l < 32; l++)
+                y[l] = d1 * (float)((q[l] & 0x0f) | (((qh[l] >> (2 * g)) & 1) << 4)) - m1;
+            for (int l = 0; l < 32; l++)
+                y[l + 32] = d2 * (float)((q[l] >> 4) | (((qh[l] >> (2 * g + 1)) & 1) << 4)) - m2;
+        }
+    }
+}
+
 /* Q6_K: 16 sub-blocks of 16 with int8 scales; 6-bit quants split into 4 low
  * bits (ql) and 2 high bits (qh); d comes last. Two halves of 128 outputs,
  * value = (d * scale) * (q - 32). */
@@ -288,6 +452,46 @@ static void dequant_q6_k(const uint8_t *x, float *y, int64_t n)
     }
 }
 
+/* The non-linear 4-bit grid of IQ4_NL and IQ4_XS: index -> value. */
+static const int8_t iq4_grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                    1,    13,   25,  38,  53,  69,  89,  113};
+
+/* 32 outputs of IQ4_NL or an IQ4_XS sub-block, value = scale * grid[q]
+ * (nibble order of Q4_0). The 16 possible products are formed once and
+ * looked up: the same f32 products, without a gather per element. */
+static void iq4_sub_block(float scale, const uint8_t *qs, float *y)
+{
+    float v[16];
+    for (int k = 0; k < 16; k++)
+        v[k] = scale * (float)iq4_grid[k];
+    for (int j = 0; j < 16; j++) {
+        y[j] = v[qs[j] & 0x0f];
+        y[j + 16] = v[qs[j] >> 4];
+    }
+}
+
+static void dequant_iq4_nl(const uint8_t *x, float *y, int64_t n)
+{
+    for (int64_t b = 0; b < n / 32; b++, x += 18, y += 32)
+        iq4_sub_block(f16_to_f32(rd16(x)), x + 2, y);
+}
+
+/* IQ4_XS: 8 sub-blocks of 32 with 6-bit scales (offset 32): the low 4 bits
+ * in the nibbles of scales_l (sub-block 2i in the low nibble of byte i),
+ * the high 2 bits in bit pairs of the 16-bit scales_h. */
+static void dequant_iq4_xs(const uint8_t *x, float *y, int64_t n)
+{
+    for (int64_t b = 0; b < n / 256; b++, x += 136) {
+        const float d = f16_to_f32(rd16(x));
+        const unsigned sh = rd16(x + 2);
+        const uint8_t *sl = x + 4, *qs = x + 8;
+        for (int s = 0; s < 8; s++, qs += 16, y += 32) {
+            int ls = ((sl[s / 2] >> (4 * (s % 2))) & 0x0f) | (((sh >> (2 * s)) & 3) << 4);
+            iq4_sub_block(d * (float)(ls - 32), qs, y);
+        }
+    }
+}
+
 int asn_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n)
 {
     const uint8_t *x = src;
@@ -300,8 +504,16 @@ int asn_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n)
     case ASN_T_BF16: dequant_bf16(x, dst, n); break;
     case ASN_T_Q8_0: dequant_q8_0(x, dst, n); break;
     case ASN_T_Q4_0: dequant_q4_0(x, dst, n); break;
+    case ASN_T_Q4_1: dequant_q4_1(x, dst, n); break;
+    case ASN_T_Q5_0: dequant_q5_0(x, dst, n); break;
+    case ASN_T_Q5_1: dequant_q5_1(x, dst, n); break;
+    case ASN_T_Q2_K: dequant_q2_k(x, dst, n); break;
+    case ASN_T_Q3_K: dequant_q3_k(x, dst, n); break;
     case ASN_T_Q4_K: dequant_q4_k(x, dst, n); break;
+    case ASN_T_Q5_K: dequant_q5_k(x, dst, n); break;
     case ASN_T_Q6_K: dequant_q6_k(x, dst, n); break;
+    case ASN_T_IQ4_NL: dequant_iq4_nl(x, dst, n); break;
+    case ASN_T_IQ4_XS: dequant_iq4_xs(x, dst, n); break;
     default: return -1;
     }
     return 0;
