@@ -121,9 +121,9 @@ size_t asn_ttype_row_bytes(uint32_t type, int64_t n);
  * block size. */
 int asn_dequantize_row(uint32_t type, const void *src, float *dst, int64_t n);
 /* Quantizes n floats into dst (asn_ttype_row_bytes(type, n) bytes), for
- * F32, F16, BF16, Q8_0, Q4_0: Q8_0 and Q4_0 byte for byte as ggml's
- * reference quantizers (quantize_row_q8_0_ref, quantize_row_q4_0_ref).
- * -1 for other types or n not a multiple of the block size. Used by
+ * F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1: the quantized types byte
+ * for byte as ggml's reference quantizers (quantize_row_q8_0_ref and so
+ * on). -1 for other types or n not a multiple of the block size. Used by
  * writers and tests. */
 int asn_quantize_row(uint32_t type, const float *src, void *dst, int64_t n);
 

@@ -10,6 +10,7 @@
  * by byte or through memcpy, never through a cast pointer. */
 #include "asn/gguf.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -548,31 +549,116 @@ static void quant_q8_0(const float *x, uint8_t *y, int64_t n)
     }
 }
 
+/* The value of largest magnitude in a block of 32 (the first of equal
+ * magnitudes; 0 if all are 0 or NaN), the scale of Q4_0 and Q5_0. */
+static float signed_absmax(const float *x)
+{
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 32; j++) {
+        if (amax < fabsf(x[j])) {
+            amax = fabsf(x[j]);
+            max = x[j];
+        }
+    }
+    return max;
+}
+
+/* Smallest and largest value of a block of 32 as ggml's reference
+ * quantizers find them (starting from +-FLT_MAX; NaN is skipped). */
+static void block_min_max(const float *x, float *min, float *max)
+{
+    *min = FLT_MAX;
+    *max = -FLT_MAX;
+    for (int j = 0; j < 32; j++) {
+        if (x[j] < *min)
+            *min = x[j];
+        if (x[j] > *max)
+            *max = x[j];
+    }
+}
+
+/* A quant level from v = (scaled value + offset + 0.5): ggml truncates
+ * toward zero and caps at top. For finite input v lies in [0, top + 1.5],
+ * so trunc is floor; the checks keep non-finite input defined. */
+static inline int level(float v, int top)
+{
+    return v >= (float)top ? top : v > 0.0f ? (int)v : 0;
+}
+
 /* ggml's quantize_row_q4_0_ref: d = (the value of largest magnitude) / -8,
  * q = min(15, trunc(x / d + 8.5)); element j goes to the low nibble of byte
  * j, element j + 16 to its high nibble. */
 static void quant_q4_0(const float *x, uint8_t *y, int64_t n)
 {
     for (int64_t b = 0; b < n / 32; b++, x += 32, y += 18) {
-        float amax = 0.0f, max = 0.0f;
-        for (int j = 0; j < 32; j++) {
-            if (amax < fabsf(x[j])) {
-                amax = fabsf(x[j]);
-                max = x[j];
-            }
-        }
-        const float d = max / -8.0f;
+        const float d = signed_absmax(x) / -8.0f;
         const float id = d != 0.0f ? 1.0f / d : 0.0f;
         wr16(y, asn_f32_to_f16(d));
-        for (int j = 0; j < 16; j++) {
-            int q[2];
-            for (int k = 0; k < 2; k++) {
-                /* for finite input v lies in [0.5, 16.5]: trunc is floor */
-                float v = x[j + 16 * k] * id + 8.5f;
-                q[k] = v >= 15.0f ? 15 : v > 0.0f ? (int)v : 0;
-            }
-            y[2 + j] = (uint8_t)(q[0] | (q[1] << 4));
-        }
+        for (int j = 0; j < 16; j++)
+            y[2 + j] = (uint8_t)(level(x[j] * id + 8.5f, 15) | (level(x[j + 16] * id + 8.5f, 15) << 4));
+    }
+}
+
+/* ggml's quantize_row_q4_1_ref: d = (max - min) / 15, m = min (both stored
+ * as halves), q = min(15, trunc((x - min) / d + 0.5)) with the f32 d. */
+static void quant_q4_1(const float *x, uint8_t *y, int64_t n)
+{
+    for (int64_t b = 0; b < n / 32; b++, x += 32, y += 20) {
+        float min, max;
+        block_min_max(x, &min, &max);
+        const float d = (max - min) / 15.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        wr16(y, asn_f32_to_f16(d));
+        wr16(y + 2, asn_f32_to_f16(min));
+        for (int j = 0; j < 16; j++)
+            y[4 + j] = (uint8_t)(level((x[j] - min) * id + 0.5f, 15) |
+                                 (level((x[j + 16] - min) * id + 0.5f, 15) << 4));
+    }
+}
+
+/* Packs 32 5-bit levels as Q5_0 and Q5_1 store them: the low 4 bits in
+ * Q4_0's nibble order at qs, the fifth bit of element j in bit j of the
+ * little-endian word at qh. */
+static void q5_pack(const int q[32], uint8_t *qh, uint8_t *qs)
+{
+    uint32_t h = 0;
+    for (int j = 0; j < 32; j++)
+        h |= (uint32_t)(q[j] >> 4) << j;
+    memcpy(qh, &h, 4);
+    for (int j = 0; j < 16; j++)
+        qs[j] = (uint8_t)((q[j] & 0x0f) | ((q[j + 16] & 0x0f) << 4));
+}
+
+/* ggml's quantize_row_q5_0_ref: Q4_0's rule with 32 levels, d = (the value
+ * of largest magnitude) / -16, q = min(31, trunc(x / d + 16.5)). */
+static void quant_q5_0(const float *x, uint8_t *y, int64_t n)
+{
+    for (int64_t b = 0; b < n / 32; b++, x += 32, y += 22) {
+        const float d = signed_absmax(x) / -16.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        int q[32];
+        for (int j = 0; j < 32; j++)
+            q[j] = level(x[j] * id + 16.5f, 31);
+        wr16(y, asn_f32_to_f16(d));
+        q5_pack(q, y + 2, y + 6);
+    }
+}
+
+/* ggml's quantize_row_q5_1_ref: Q4_1's rule with 32 levels, d = (max -
+ * min) / 31, q = trunc((x - min) / d + 0.5) (at most 31 for finite x). */
+static void quant_q5_1(const float *x, uint8_t *y, int64_t n)
+{
+    for (int64_t b = 0; b < n / 32; b++, x += 32, y += 24) {
+        float min, max;
+        block_min_max(x, &min, &max);
+        const float d = (max - min) / 31.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        int q[32];
+        for (int j = 0; j < 32; j++)
+            q[j] = level((x[j] - min) * id + 0.5f, 31);
+        wr16(y, asn_f32_to_f16(d));
+        wr16(y + 2, asn_f32_to_f16(min));
+        q5_pack(q, y + 4, y + 8);
     }
 }
 
@@ -594,16 +680,22 @@ int asn_quantize_row(uint32_t type, const float *src, void *dst, int64_t n)
             wr16(y + 2 * i, asn_f32_to_bf16(src[i]));
         return 0;
     case ASN_T_Q8_0:
-        if (n % 32)
-            return -1;
-        quant_q8_0(src, y, n);
-        return 0;
     case ASN_T_Q4_0:
-        if (n % 32)
-            return -1;
-        quant_q4_0(src, y, n);
-        return 0;
+    case ASN_T_Q4_1:
+    case ASN_T_Q5_0:
+    case ASN_T_Q5_1:
+        break;
     default:
         return -1;
     }
+    if (n % 32)
+        return -1;
+    switch (type) {
+    case ASN_T_Q8_0: quant_q8_0(src, y, n); break;
+    case ASN_T_Q4_0: quant_q4_0(src, y, n); break;
+    case ASN_T_Q4_1: quant_q4_1(src, y, n); break;
+    case ASN_T_Q5_0: quant_q5_0(src, y, n); break;
+    case ASN_T_Q5_1: quant_q5_1(src, y, n); break;
+    }
+    return 0;
 }
