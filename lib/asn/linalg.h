@@ -35,4 +35,22 @@ void asn_matmul_f32(const float *X, int T, int ldx, int K, const float *W, int l
 /* The dot product of two f32 vectors in the order above. */
 float asn_dot(const float *a, const float *b, int K);
 
+/* The same product for quantized W in integer arithmetic (qmatmul.c): X is
+ * quantized to 8 bits per block of W's super-block, W is never expanded to
+ * f32. Each output has its own fixed order of float operations, so results
+ * are bit-identical whatever T, N, the thread count or the kernel variant;
+ * they differ from asn_matmul's by the activations' rounding (as
+ * llama.cpp's quantized products do). Returns -1 (nothing computed) when
+ * the type has no integer kernel or K is not a multiple of its super-block. */
+int asn_qmatmul(asn_pool *pool, const float *X, int T, int ldx, int K, const void *W, uint32_t wtype,
+                int N, const float *bias, float *Y, int ldy);
+/* 1 if asn_qmatmul computes W of this type with K columns. */
+int asn_qmatmul_supported(uint32_t wtype, int K);
+/* The name of the integer kernel this machine runs ("avx512", "avx2",
+ * "base"; ASN_MATMUL_KERNEL forces one). */
+const char *asn_qmatmul_kernel(void);
+/* Selects the integer kernel by name for the whole process (tests and
+ * benchmarks compare them); -1 if this machine cannot run it. */
+int asn_qmatmul_set_kernel(const char *name);
+
 #endif

@@ -53,6 +53,12 @@ typedef struct asn_engine asn_engine;
  * model's training context). Threads come from pool (may be NULL). */
 asn_engine *asn_engine_new(const asn_model *m, int n_ctx, asn_pool *pool, asn_err *e);
 void asn_engine_free(asn_engine *en);
+/* Quantized weights: by default multiplied in integer arithmetic with
+ * activations quantized to 8 bits (asn_qmatmul, llama.cpp's accuracy);
+ * exact = 1 dequantizes them to f32 instead (asn_matmul: the results of the
+ * dequantized F32 model, bit for bit). The environment variable
+ * ASN_EXACT_MATMUL=1 sets it for every engine. */
+void asn_engine_set_exact(asn_engine *en, int exact);
 
 /* A new empty sequence; returns its id (>= 0). */
 int asn_seq_new(asn_engine *en);

@@ -25,6 +25,9 @@ void asn_pool_run(asn_pool *p, asn_pool_fn fn, void *ctx);
  * with it) and reused across tasks. With p == NULL a single process-wide
  * buffer is returned (for single-threaded callers). */
 void *asn_pool_scratch(asn_pool *p, int ith, size_t bytes);
+/* Scratch memory that the caller fills before asn_pool_run and every thread
+ * then reads (separate from each thread's own). */
+void *asn_pool_shared_scratch(asn_pool *p, size_t bytes);
 
 /* The part [*lo, *hi) of n items that thread ith of nth takes, in blocks of
  * `align` items (the last thread takes the remainder). */

@@ -65,8 +65,9 @@ asn_pool *asn_pool_new(int n)
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->done, NULL);
     p->threads = asn_xcalloc((size_t)n, sizeof *p->threads);
-    p->scratch = asn_xcalloc((size_t)n, sizeof *p->scratch);
-    p->scratch_cap = asn_xcalloc((size_t)n, sizeof *p->scratch_cap);
+    /* one slot per thread and one shared slot (asn_pool_shared_scratch) */
+    p->scratch = asn_xcalloc((size_t)n + 1, sizeof *p->scratch);
+    p->scratch_cap = asn_xcalloc((size_t)n + 1, sizeof *p->scratch_cap);
     for (int i = 1; i < n; i++) {
         worker_arg *w = asn_xmalloc(sizeof *w);
         w->p = p;
@@ -93,7 +94,7 @@ void asn_pool_free(asn_pool *p)
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->wake);
     pthread_cond_destroy(&p->done);
-    for (int i = 0; i < p->n; i++)
+    for (int i = 0; i <= p->n; i++)
         free(p->scratch[i]);
     free(p->scratch);
     free(p->scratch_cap);
@@ -101,18 +102,28 @@ void asn_pool_free(asn_pool *p)
     free(p);
 }
 
-void *asn_pool_scratch(asn_pool *p, int ith, size_t bytes)
+static void *grow(void **slot, size_t *cap, size_t bytes)
 {
-    static void *solo;
-    static size_t solo_cap;
-    void **slot = p ? &p->scratch[ith] : &solo;
-    size_t *cap = p ? &p->scratch_cap[ith] : &solo_cap;
     if (bytes > *cap) {
         free(*slot);
         *slot = asn_xmalloc(bytes);
         *cap = bytes;
     }
     return *slot;
+}
+
+void *asn_pool_scratch(asn_pool *p, int ith, size_t bytes)
+{
+    static void *solo;
+    static size_t solo_cap;
+    return p ? grow(&p->scratch[ith], &p->scratch_cap[ith], bytes) : grow(&solo, &solo_cap, bytes);
+}
+
+void *asn_pool_shared_scratch(asn_pool *p, size_t bytes)
+{
+    static void *solo;
+    static size_t solo_cap;
+    return p ? grow(&p->scratch[p->n], &p->scratch_cap[p->n], bytes) : grow(&solo, &solo_cap, bytes);
 }
 
 int asn_pool_size(const asn_pool *p) { return p ? p->n : 1; }

@@ -31,6 +31,7 @@ typedef struct seq {
 struct asn_engine {
     const asn_model *m;
     asn_pool *pool;
+    int exact; /* quantized weights dequantized to f32 (asn_matmul) */
     int n_ctx, kvd;
     size_t page_floats; /* n_layer * 2 * PAGE * kvd */
     float **page;
@@ -113,10 +114,17 @@ asn_engine *asn_engine_new(const asn_model *m, int n_ctx, asn_pool *pool, asn_er
     asn_engine *en = asn_xcalloc(1, sizeof *en);
     en->m = m;
     en->pool = pool;
+    const char *ex = getenv("ASN_EXACT_MATMUL");
+    en->exact = ex && *ex && strcmp(ex, "0");
     en->n_ctx = n_ctx;
     en->kvd = c->n_head_kv * c->head_dim;
     en->page_floats = (size_t)c->n_layer * 2 * PAGE * (size_t)en->kvd;
     return en;
+}
+
+void asn_engine_set_exact(asn_engine *en, int exact)
+{
+    en->exact = exact;
 }
 
 void asn_engine_free(asn_engine *en)
@@ -304,7 +312,10 @@ static void grow_scratch(asn_engine *en, size_t T)
 
 static void matmul(asn_engine *en, const float *X, int T, const wmat *w, const float *bias, float *Y)
 {
-    asn_matmul(en->pool, X, T, w->cols, w->cols, w->data, w->type, w->rows, bias, Y, w->rows);
+    if (!en->exact && asn_qmatmul_supported(w->type, w->cols))
+        asn_qmatmul(en->pool, X, T, w->cols, w->cols, w->data, w->type, w->rows, bias, Y, w->rows);
+    else
+        asn_matmul(en->pool, X, T, w->cols, w->cols, w->data, w->type, w->rows, bias, Y, w->rows);
 }
 
 /* ------------------------------------------------------------- decode */

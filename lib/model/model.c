@@ -107,7 +107,8 @@ static int tensor(asn_model *m, const char *name, int required, const asn_gguf_t
         return required ? asn_err_set(e, "%s: tensor %s is missing", m->path, name) : 0;
     if (!asn_ttype_supported((*t)->type))
         return asn_err_set(e, "%s: tensor %s has type %s, which asn cannot compute with "
-                              "(supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)",
+                              "(supported: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, "
+                              "Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)",
                            m->path, name, asn_ttype_name((*t)->type));
     return 0;
 }

@@ -7,6 +7,7 @@
  *    of 64 other sequences, 1 vs 2 threads, forked vs fresh sequences;
  *  - load errors and bad batches. */
 #include "asn/json.h"
+#include "asn/linalg.h"
 #include "asn/model.h"
 #include "t.h"
 
@@ -73,7 +74,24 @@ static int prefill(asn_engine *en, const int32_t *tokens, int n, float *out)
     return rc;
 }
 
-static void test_reference(const char *name)
+/* Normalized mean squared error of got against ref. */
+static double nmse(const float *got, const float *ref, size_t n)
+{
+    double se = 0, ss = 0;
+    for (size_t i = 0; i < n; i++) {
+        se += ((double)got[i] - ref[i]) * ((double)got[i] - ref[i]);
+        ss += (double)ref[i] * ref[i];
+    }
+    return se / (ss > 0 ? ss : 1);
+}
+
+/* exact: quantized weights dequantized to f32 (the float64 pass agrees to
+ * 1e-4); otherwise the integer product, whose 8-bit activations give
+ * logits within a few percent on these small random models (a wrong scale
+ * or offset gives an error of the order of the logits themselves; the
+ * accuracy against llama.cpp is measured on full-size shapes by
+ * tests/fixtures/accuracy_vs_float64.py). Both must be deterministic. */
+static void test_reference(const char *name, int exact)
 {
     asn_err e;
     char tn[200];
@@ -90,11 +108,21 @@ static void test_reference(const char *name)
         return;
     }
     asn_engine *en = asn_engine_new(m, 0, NULL, &e);
+    asn_engine_set_exact(en, exact);
     float *got = malloc((size_t)f.n * V * sizeof *got);
     prefill(en, f.tokens, f.n, got);
     float md = max_diff(got, f.logits, (size_t)f.n * V);
-    snprintf(tn, sizeof tn, "%s: logits of %d positions match PyTorch float64 (max |diff| %.2g)", name, f.n, md);
-    T_OK(tn, md <= 1e-4f, "max abs difference %g > 1e-4", md);
+    const char *mode = exact ? "exact" : "integer";
+    if (exact || !asn_qmatmul_supported(asn_gguf_find_tensor(asn_model_gguf(m), "blk.0.ffn_up.weight")->type, asn_model_cfg(m)->n_embd)) {
+        snprintf(tn, sizeof tn, "%s (%s): logits of %d positions match PyTorch float64 (max |diff| %.2g)", name,
+                 mode, f.n, md);
+        T_OK(tn, md <= 1e-4f, "max abs difference %g > 1e-4", md);
+    } else {
+        double err = nmse(got, f.logits, (size_t)f.n * V);
+        snprintf(tn, sizeof tn, "%s (%s): logits of %d positions near PyTorch float64 (NMSE %.2g, max |diff| %.2g)",
+                 name, mode, f.n, err, md);
+        T_OK(tn, err <= 2e-2, "NMSE %g > 2e-2", err);
+    }
 
     /* token by token: the same bits as the prefill */
     float *step = malloc((size_t)f.n * V * sizeof *step);
@@ -104,12 +132,13 @@ static void test_reference(const char *name)
         asn_engine_decode(en, &it, 1, &e);
     }
     asn_seq_free(en, s);
-    snprintf(tn, sizeof tn, "%s: token-by-token decode is bit-identical to prefill", name);
+    snprintf(tn, sizeof tn, "%s (%s): token-by-token decode is bit-identical to prefill", name, mode);
     T_OK(tn, !memcmp(step, got, (size_t)f.n * V * sizeof *got), "max diff %g", max_diff(step, got, (size_t)f.n * V));
 
     /* in a batch of 64 sequences, with 2 threads and forks of a shared prefix */
     asn_pool *pool = asn_pool_new(2);
     asn_engine *en2 = asn_engine_new(m, 0, pool, &e);
+    asn_engine_set_exact(en2, exact);
     int root = asn_seq_new(en2);
     asn_batch_item it = {root, f.tokens, 8, NULL, 0, NULL};
     asn_engine_decode(en2, &it, 1, &e);
@@ -131,7 +160,7 @@ static void test_reference(const char *name)
     /* the sequence under test: fork of the 8-token prefix, then the rest */
     items[64] = (asn_batch_item){asn_seq_fork(en2, root), f.tokens + 8, f.n - 8, outs + (size_t)64 * V, 0, NULL};
     int rc = asn_engine_decode(en2, items, 65, &e);
-    snprintf(tn, sizeof tn, "%s: last logits in a batch of 65 (forks, 2 threads) equal the solo prefill", name);
+    snprintf(tn, sizeof tn, "%s (%s): last logits in a batch of 65 (forks, 2 threads) equal the solo prefill", name, mode);
     T_OK(tn, rc == 0 && !memcmp(outs + (size_t)64 * V, got + (size_t)(f.n - 1) * V, (size_t)V * sizeof(float)),
          "rc %d, max diff %g", rc, max_diff(outs + (size_t)64 * V, got + (size_t)(f.n - 1) * V, (size_t)V));
     /* a forked sequence's other members are unaffected by its writes */
@@ -142,7 +171,7 @@ static void test_reference(const char *name)
     float *all3 = malloc((size_t)28 * V * sizeof *all3);
     prefill(en, seq3, 8 + items[3].n, all3);
     memcpy(alone, all3 + (size_t)(8 + items[3].n - 1) * V, (size_t)V * sizeof *alone);
-    snprintf(tn, sizeof tn, "%s: a fork sharing the prefix equals a fresh sequence", name);
+    snprintf(tn, sizeof tn, "%s (%s): a fork sharing the prefix equals a fresh sequence", name, mode);
     T_OK(tn, !memcmp(alone, outs + (size_t)3 * V, (size_t)V * sizeof *alone), "max diff %g",
          max_diff(alone, outs + (size_t)3 * V, (size_t)V));
     free(all3);
@@ -246,7 +275,7 @@ static void test_errors(void)
 int main(void)
 {
     for (int i = 0; MODELS[i]; i++)
-        test_reference(MODELS[i]);
+        test_reference(MODELS[i], 1), test_reference(MODELS[i], 0);
     test_errors();
     T_DONE();
 }

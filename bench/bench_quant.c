@@ -1,0 +1,305 @@
+/* bench_quant.c — the engine on the GGUF files users download, beside the
+ * machine's limits and, when given, llama.cpp on the same files:
+ *   - limits measured in this run: streaming read bandwidth over 1 GiB
+ *     (STREAM-style, all threads), peak f32 FMA GFLOPS and peak int8
+ *     multiply-add GOPS of tight register-only loops;
+ *   - per model: prefill tokens/s (one 512-token prompt), batch-1 decode
+ *     tokens/s (128 tokens), and 32 and 256 streams forked from a 64-token
+ *     prompt (16 steps each), with the integer kernel that ran;
+ *   - with LLAMA_BENCH=path/to/llama-bench: its pp512 / tg128 on the same
+ *     file and threads, and asn ÷ llama.cpp.
+ * Usage: bench_quant [-t THREADS] MODEL.gguf...   (no model: limits only)
+ * Run it on an idle machine: a build on another core halves every figure. */
+#include "asn/linalg.h"
+#include "asn/model.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The shared 125M writer is not used here: the models are the files given. */
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "bench_util.h"
+
+/* ------------------------------------------------------------- limits */
+
+typedef struct lim_arg {
+    const float *p;
+    size_t n;
+    double out;
+} lim_arg;
+
+static void run_threads(int threads, void *(*fn)(void *), lim_arg *a)
+{
+    pthread_t th[64];
+    for (int i = 1; i < threads; i++)
+        pthread_create(&th[i], NULL, fn, &a[i]);
+    fn(&a[0]);
+    for (int i = 1; i < threads; i++)
+        pthread_join(th[i], NULL);
+}
+
+typedef float v8f __attribute__((vector_size(32)));
+
+/* Sum of a buffer with 8 independent 8-lane accumulators: the loads, not
+ * the adds, are the bound. */
+__attribute__((target("avx2"))) static void *read_part(void *arg)
+{
+    lim_arg *a = arg;
+    v8f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, s5 = {0}, s6 = {0}, s7 = {0}, x;
+    for (size_t i = 0; i + 64 <= a->n; i += 64) {
+#define L(S, O) memcpy(&x, a->p + i + (O), 32), S += x;
+        L(s0, 0) L(s1, 8) L(s2, 16) L(s3, 24) L(s4, 32) L(s5, 40) L(s6, 48) L(s7, 56)
+#undef L
+    }
+    v8f s = s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7;
+    a->out = s[0] + s[7];
+    return NULL;
+}
+
+static double read_bandwidth(int threads)
+{
+    size_t n = (size_t)1 << 28;
+    float *p = malloc(n * sizeof *p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = 1.0f;
+    double best = 0;
+    for (int rep = 0; rep < 4; rep++) {
+        lim_arg a[64];
+        for (int i = 0; i < threads; i++)
+            a[i] = (lim_arg){p + n / threads * i, n / threads, 0};
+        double t0 = now();
+        run_threads(threads, read_part, a);
+        double bw = (double)n * sizeof *p / (now() - t0);
+        best = bw > best ? bw : best;
+    }
+    free(p);
+    return best;
+}
+
+#include <immintrin.h>
+
+/* 12 independent FMA chains of 8 lanes (AVX2) or 16 (AVX-512). */
+#define FMA_LOOP(NAME, TARGET, VT, SET1, FMADD, LANES)                                            \
+    __attribute__((target(TARGET))) static void *NAME(void *arg)                                   \
+    {                                                                                              \
+        lim_arg *a = arg;                                                                          \
+        VT m = SET1(0.999f), c = SET1(0.001f), acc[12];                                            \
+        for (int k = 0; k < 12; k++)                                                               \
+            acc[k] = SET1((float)k);                                                               \
+        for (size_t it = 0; it < a->n; it++)                                                       \
+            for (int k = 0; k < 12; k++)                                                           \
+                acc[k] = FMADD(acc[k], m, c);                                                      \
+        float s = 0, l[LANES];                                                                     \
+        for (int k = 0; k < 12; k++) {                                                             \
+            memcpy(l, &acc[k], sizeof l);                                                          \
+            s += l[0];                                                                             \
+        }                                                                                          \
+        a->out = s;                                                                                \
+        return NULL;                                                                               \
+    }
+FMA_LOOP(fma_avx2, "avx2,fma", __m256, _mm256_set1_ps, _mm256_fmadd_ps, 8)
+FMA_LOOP(fma_avx512, "avx512f,fma", __m512, _mm512_set1_ps, _mm512_fmadd_ps, 16)
+
+static double fma_gflops(int threads, int avx512)
+{
+    lim_arg a[64];
+    size_t n = 20000000;
+    for (int i = 0; i < threads; i++)
+        a[i] = (lim_arg){NULL, n, 0};
+    double t0 = now();
+    run_threads(threads, avx512 ? fma_avx512 : fma_avx2, a);
+    return 2.0 * 12 * (avx512 ? 16 : 8) * (double)n * threads / (now() - t0) / 1e9;
+}
+
+/* int8 multiply-adds: 8 chains of maddubs + madd + add (AVX2) or of
+ * vpdpbusd (AVX-512 VNNI): 32 / 64 byte products per instruction chain. */
+__attribute__((target("avx2"))) static void *int8_avx2(void *arg)
+{
+    lim_arg *a = arg;
+    __m256i x = _mm256_set1_epi8(3), y = _mm256_set1_epi8(-2), one = _mm256_set1_epi16(1), acc[8];
+    for (int k = 0; k < 8; k++)
+        acc[k] = _mm256_set1_epi32(k);
+    for (size_t it = 0; it < a->n; it++)
+        for (int k = 0; k < 8; k++) {
+            __asm__("" : "+x"(x));
+            acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), one));
+        }
+    int s = 0;
+    for (int k = 0; k < 8; k++)
+        s += _mm256_extract_epi32(acc[k], 0);
+    a->out = s;
+    return NULL;
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void *int8_vnni(void *arg)
+{
+    lim_arg *a = arg;
+    __m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2), acc[8];
+    for (int k = 0; k < 8; k++)
+        acc[k] = _mm512_set1_epi32(k);
+    for (size_t it = 0; it < a->n; it++)
+        for (int k = 0; k < 8; k++)
+            acc[k] = _mm512_dpbusd_epi32(acc[k], x, y);
+    int s = 0;
+    for (int k = 0; k < 8; k++)
+        s += _mm_cvtsi128_si32(_mm512_castsi512_si128(acc[k]));
+    a->out = s;
+    return NULL;
+}
+
+static double int8_gops(int threads, int vnni)
+{
+    lim_arg a[64];
+    size_t n = 20000000;
+    for (int i = 0; i < threads; i++)
+        a[i] = (lim_arg){NULL, n, 0};
+    double t0 = now();
+    run_threads(threads, vnni ? int8_vnni : int8_avx2, a);
+    return 2.0 * 8 * (vnni ? 64 : 32) * (double)n * threads / (now() - t0) / 1e9;
+}
+
+/* --------------------------------------------------------------- engine */
+
+typedef struct figures {
+    double pp, tg, s32, s256;
+} figures;
+
+static double streams(asn_engine *en, const int32_t *prompt, int V, int B)
+{
+    asn_err e;
+    int root = asn_seq_new(en), steps = 16;
+    asn_batch_item it = {root, prompt, 64, NULL, 0, NULL};
+    asn_engine_decode(en, &it, 1, &e);
+    asn_batch_item *items = malloc((size_t)B * sizeof *items);
+    int32_t *tok = malloc((size_t)B * sizeof *tok);
+    float *logits = malloc((size_t)B * V * sizeof *logits);
+    for (int b = 0; b < B; b++) {
+        tok[b] = (int32_t)(b * 31 % V);
+        items[b] = (asn_batch_item){asn_seq_fork(en, root), &tok[b], 1, logits + (size_t)b * V, 0, NULL};
+    }
+    double t0 = now();
+    for (int st = 0; st < steps; st++)
+        if (asn_engine_decode(en, items, B, &e)) {
+            fprintf(stderr, "bench_quant: %s\n", e.msg);
+            exit(1);
+        }
+    double tps = B * steps / (now() - t0);
+    for (int b = 0; b < B; b++)
+        asn_seq_free(en, items[b].seq);
+    asn_seq_free(en, root);
+    free(items), free(tok), free(logits);
+    return tps;
+}
+
+static figures measure(const char *path, int threads)
+{
+    asn_err e;
+    asn_model *m = asn_model_load(path, &e);
+    if (!m) {
+        fprintf(stderr, "bench_quant: %s\n", e.msg);
+        exit(1);
+    }
+    int V = asn_model_cfg(m)->n_vocab;
+    asn_pool *pool = asn_pool_new(threads);
+    asn_engine *en = asn_engine_new(m, 1024, pool, &e);
+    int32_t prompt[512];
+    for (int i = 0; i < 512; i++)
+        prompt[i] = (int32_t)(1 + i * 7919 % (V - 1));
+    float *logits = malloc((size_t)V * sizeof *logits);
+    figures f = {0};
+    for (int rep = 0; rep < 2; rep++) { /* best of two: the first also pages the file in */
+        int s = asn_seq_new(en);
+        asn_batch_item it = {s, prompt, 512, logits, 0, NULL};
+        double t0 = now();
+        asn_engine_decode(en, &it, 1, &e);
+        double pp = 512 / (now() - t0);
+        f.pp = pp > f.pp ? pp : f.pp;
+        asn_seq_free(en, s);
+    }
+    int s = asn_seq_new(en);
+    asn_batch_item it = {s, prompt, 16, logits, 0, NULL};
+    asn_engine_decode(en, &it, 1, &e);
+    double t0 = now();
+    for (int i = 0; i < 128; i++) {
+        it = (asn_batch_item){s, &prompt[16 + i], 1, logits, 0, NULL};
+        asn_engine_decode(en, &it, 1, &e);
+    }
+    f.tg = 128 / (now() - t0);
+    asn_seq_free(en, s);
+    f.s32 = streams(en, prompt, V, 32);
+    f.s256 = streams(en, prompt, V, 256);
+    free(logits);
+    asn_engine_free(en);
+    asn_pool_free(pool);
+    asn_model_free(m);
+    return f;
+}
+
+/* llama-bench's mean tokens/s for pp512 and tg128 (CSV output), or 0. */
+static void llama_bench(const char *bin, const char *path, int threads, double *pp, double *tg)
+{
+    char cmd[8192], line[8192];
+    snprintf(cmd, sizeof cmd, "'%s' -m '%s' -t %d -p 512 -n 128 -r 3 -o csv 2>/dev/null", bin, path, threads);
+    *pp = *tg = 0;
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return;
+    int col_p = -1, col_n = -1, col_ts = -1;
+    while (fgets(line, sizeof line, p)) {
+        char *fields[128];
+        int nf = 0;
+        for (char *s = line, *tok; nf < 128 && (tok = strsep(&s, ",")); nf++) {
+            size_t l = strlen(tok);
+            while (l && (tok[l - 1] == '\n' || tok[l - 1] == '"'))
+                tok[--l] = 0;
+            fields[nf] = tok + (tok[0] == '"');
+        }
+        if (col_ts < 0) {
+            for (int i = 0; i < nf; i++) {
+                if (!strcmp(fields[i], "n_prompt")) col_p = i;
+                if (!strcmp(fields[i], "n_gen")) col_n = i;
+                if (!strcmp(fields[i], "avg_ts")) col_ts = i;
+            }
+            continue;
+        }
+        if (col_p < 0 || col_n < 0 || nf <= col_ts)
+            continue;
+        if (atoi(fields[col_p]) > 0)
+            *pp = atof(fields[col_ts]);
+        else if (atoi(fields[col_n]) > 0)
+            *tg = atof(fields[col_ts]);
+    }
+    pclose(p);
+}
+
+int main(int argc, char **argv)
+{
+    int threads = 2, first = 1;
+    if (argc > 2 && !strcmp(argv[1], "-t"))
+        threads = atoi(argv[2]), first = 3;
+    __builtin_cpu_init();
+    int v4 = __builtin_cpu_supports("avx512f"), vnni = __builtin_cpu_supports("avx512vnni");
+    double bw = read_bandwidth(threads);
+    printf("bench_quant: %d threads; read bandwidth %.1f GB/s; peak f32 FMA %.0f GFLOPS (%s); "
+           "peak int8 %.0f GOPS (%s)\n",
+           threads, bw / 1e9, fma_gflops(threads, v4), v4 ? "AVX-512" : "AVX2", int8_gops(threads, vnni),
+           vnni ? "AVX-512 VNNI" : "AVX2 maddubs");
+    printf("integer kernel: %s\n", asn_qmatmul_kernel());
+    const char *lb = getenv("LLAMA_BENCH");
+    for (int i = first; i < argc; i++) {
+        figures f = measure(argv[i], threads);
+        const char *name = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
+        printf("%-28s asn: prefill %7.1f  decode %6.1f  32 streams %7.1f  256 streams %7.1f tok/s\n", name,
+               f.pp, f.tg, f.s32, f.s256);
+        if (lb) {
+            double pp, tg;
+            llama_bench(lb, argv[i], threads, &pp, &tg);
+            printf("%-28s llama.cpp: prefill %7.1f  decode %6.1f   asn/llama.cpp: prefill %.2f  decode %.2f\n",
+                   "", pp, tg, pp > 0 ? f.pp / pp : 0, tg > 0 ? f.tg / tg : 0);
+        }
+        fflush(stdout);
+    }
+    return 0;
+}
