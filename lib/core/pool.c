@@ -1,21 +1,48 @@
 /* pool.c — the worker pool: threads wait on a generation counter, run the
  * current task with their fixed index, and the last to finish wakes the
- * caller. */
+ * caller.
+ *
+ * A forward pass hands the pool a hundred short tasks per token, so both
+ * sides first spin on the counters (about a hundred microseconds) and only
+ * then sleep on a condition variable: a futex round trip per task would
+ * cost more than a decode step's matrix products. The counters are
+ * changed under the mutex whenever the other side may sleep, so no wake-up
+ * is lost. */
 #include "asn/pool.h"
 #include "asn/core.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+/* Waiting: PAUSES busy iterations, then yields of the CPU up to SPIN
+ * iterations in all (another runnable thread, perhaps the one being waited
+ * for, gets the core when there are more threads than cores), then sleep. */
+enum { PAUSES = 1 << 10, SPIN = 1 << 13 };
+
+static inline void relax(int spins)
+{
+    if (spins >= PAUSES) {
+        sched_yield();
+        return;
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 
 struct asn_pool {
     int n;
     pthread_t *threads;
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
-    unsigned long gen;   /* bumped for each task */
-    int pending;         /* workers still running the current task */
-    int quit;
+    atomic_ulong gen;    /* bumped for each task */
+    atomic_int pending;  /* workers still running the current task */
+    atomic_int quit;
     asn_pool_fn fn;
     void *ctx;
     void **scratch;
@@ -34,22 +61,29 @@ static void *worker(void *arg)
     int ith = w->ith;
     free(w);
     unsigned long seen = 0;
-    pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (p->gen == seen && !p->quit)
-            pthread_cond_wait(&p->wake, &p->mu);
-        if (p->quit)
+        unsigned long g;
+        int spins = 0;
+        while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen && !atomic_load(&p->quit)) {
+            if (++spins < SPIN) {
+                relax(spins);
+                continue;
+            }
+            pthread_mutex_lock(&p->mu);
+            while (atomic_load(&p->gen) == seen && !atomic_load(&p->quit))
+                pthread_cond_wait(&p->wake, &p->mu);
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (atomic_load(&p->quit))
             break;
-        seen = p->gen;
-        asn_pool_fn fn = p->fn;
-        void *ctx = p->ctx;
-        pthread_mutex_unlock(&p->mu);
-        fn(ctx, ith, p->n);
-        pthread_mutex_lock(&p->mu);
-        if (--p->pending == 0)
+        seen = g;
+        p->fn(p->ctx, ith, p->n);
+        if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
+            pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
-    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
@@ -86,7 +120,7 @@ void asn_pool_free(asn_pool *p)
     if (!p)
         return;
     pthread_mutex_lock(&p->mu);
-    p->quit = 1;
+    atomic_store(&p->quit, 1);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (int i = 1; i < p->n; i++)
@@ -134,18 +168,24 @@ void asn_pool_run(asn_pool *p, asn_pool_fn fn, void *ctx)
         fn(ctx, 0, 1);
         return;
     }
-    pthread_mutex_lock(&p->mu);
     p->fn = fn;
     p->ctx = ctx;
-    p->pending = p->n - 1;
-    p->gen++;
+    atomic_store_explicit(&p->pending, p->n - 1, memory_order_relaxed);
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     fn(ctx, 0, p->n);
-    pthread_mutex_lock(&p->mu);
-    while (p->pending > 0)
-        pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    for (int spins = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; spins++) {
+        if (spins < SPIN) {
+            relax(spins);
+            continue;
+        }
+        pthread_mutex_lock(&p->mu);
+        while (atomic_load(&p->pending) > 0)
+            pthread_cond_wait(&p->done, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
 }
 
 void asn_split(int n, int ith, int nth, int align, int *lo, int *hi)
