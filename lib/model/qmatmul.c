@@ -29,11 +29,15 @@
 
 enum { ROWS = 8 }; /* rows unpacked together and per thread block */
 
-/* The activations: T rows of K quants, K / S scales, K / 16 sums. */
+/* The activations: T rows of K quants (q[t * K + k]) and K / 16 sums of 16
+ * (bs[t * K / 16 + h]); the scale and the sum of the quants of each
+ * super-block b, block-major so that a tile's tokens are adjacent:
+ * dx[b * T + t], bsum[b * T + t] (both padded by 4 entries). */
 typedef struct qacts {
     const int8_t *q;
-    const float *dx;
     const int16_t *bs;
+    const float *dx;
+    const int32_t *bsum;
 } qacts;
 
 typedef struct qjob {
@@ -90,7 +94,8 @@ int asn_qmatmul_supported(uint32_t type, int K)
 #if defined(__x86_64__)
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
-static void quantize_acts(const float *x, int K, int S, int8_t *q, float *dx, int16_t *bs)
+static void quantize_acts(const float *x, int K, int S, int T, int8_t *q, float *dx, int16_t *bs,
+                          int32_t *bsum)
 {
     for (int b = 0; b < K / S; b++) {
         const float *xb = x + (size_t)b * S;
@@ -98,7 +103,7 @@ static void quantize_acts(const float *x, int K, int S, int8_t *q, float *dx, in
         for (int j = 0; j < S; j++)
             amax = fabsf(xb[j]) > amax ? fabsf(xb[j]) : amax; /* fmaxf's result, vectorizable */
         float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
-        dx[b] = d;
+        dx[(size_t)b * T] = d;
         for (int j = 0; j < S; j++) {
             float v = roundf(xb[j] * id); /* within [-127, 127] for finite x */
             q[(size_t)b * S + j] = (int8_t)(v >= 127.0f ? 127 : v <= -127.0f ? -127 : v == v ? (int)v : 0);
@@ -109,6 +114,12 @@ static void quantize_acts(const float *x, int K, int S, int8_t *q, float *dx, in
         for (int j = 0; j < 16; j++)
             s += q[16 * h + j];
         bs[h] = (int16_t)s;
+    }
+    for (int b = 0; b < K / S; b++) {
+        int s = 0;
+        for (int h = b * (S / 16); h < (b + 1) * (S / 16); h++)
+            s += bs[h];
+        bsum[(size_t)b * T] = s;
     }
 }
 
@@ -143,7 +154,7 @@ static float dot_generic(const qjob *j, const qrows *u, int r, int t)
     const int8_t *w = u->w + (size_t)r * j->K, *q = j->a.q + (size_t)t * j->K;
     const int16_t *sc = u->sc + (size_t)r * (j->K / 16), *mn = u->mn + (size_t)r * (j->K / 16);
     const int16_t *bs = j->a.bs + (size_t)t * (j->K / 16);
-    const float *dx = j->a.dx + (size_t)t * j->nsb;
+    const float *dx = j->a.dx + t;
     float acc = 0.0f;
     for (int b = 0; b < j->nsb; b++) {
         int I = 0, M = 0;
@@ -155,9 +166,9 @@ static float dot_generic(const qjob *j, const qrows *u, int r, int t)
             if (j->has_min)
                 M += mn[h] * bs[h];
         }
-        acc = step(acc, u->D[b * ROWS + r], dx[b], I);
+        acc = step(acc, u->D[b * ROWS + r], dx[(size_t)b * j->T], I);
         if (j->has_min)
-            acc = step(acc, u->Dm[b * ROWS + r], dx[b], M);
+            acc = step(acc, u->Dm[b * ROWS + r], dx[(size_t)b * j->T], M);
     }
     return acc;
 }
@@ -347,6 +358,39 @@ QK_INLINE __m256i k_dot(int sgn, __m256i w, __m256i aw, __m256i q, __m256i sx)
     return _mm256_madd_epi16(p, sx);
 }
 
+/* The integer instruction set of a kernel variant: 0 maddubs + madd
+ * (AVX2), 1 vpdpbusd in its AVX-512 VNNI encoding, 2 in its AVX-VNNI (VEX)
+ * encoding. Written as asm so that one source serves every variant. */
+QK_INLINE __m256i k_dpbusd(int vnni, __m256i acc, __m256i u, __m256i q)
+{
+    if (vnni == 2)
+        __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(q));
+    else
+        __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(q));
+    return acc;
+}
+
+/* With VNNI, the weights of unit-scale types are multiplied as unsigned
+ * bytes: signed ones offset by 128 (flipped top bit), and 128 * sum(q)
+ * taken off the integer total afterwards. */
+QK_INLINE int k_offset(int vnni, uint32_t t)
+{
+    return vnni && k_unit(t) && k_signed(t);
+}
+
+QK_INLINE __m256i k_weights(int vnni, uint32_t t, __m256i w)
+{
+    return k_offset(vnni, t) ? _mm256_xor_si256(w, _mm256_set1_epi8((char)0x80)) : w;
+}
+
+/* acc + the 8-lane sum of one 32-weight group times one token's quants. */
+QK_INLINE __m256i k_acc(int vnni, uint32_t t, __m256i acc, __m256i w, __m256i aw, __m256i q, __m256i sx)
+{
+    if (vnni && k_unit(t))
+        return k_dpbusd(vnni, acc, w, q);
+    return _mm256_add_epi32(acc, k_dot(k_signed(t), w, aw, q, sx));
+}
+
 /* The scale operand of group g: its two per-16 scales, 8 lanes each, from
  * the 16 scales of the super-block. */
 QK_INLINE __m256i k_sx(const int16_t *sc, int g)
@@ -390,13 +434,13 @@ QK_INLINE __m256i k_mins(const int16_t *const mn[8], const int16_t *const bs[8])
 
 /* One token against the ROWS rows of the block, reading the weights in
  * their packed form (decode: each weight is used once). */
-QK_INLINE void fused_t(const qjob *j, int r0, uint32_t t)
+QK_INLINE void fused_t(const qjob *j, int r0, uint32_t t, int vnni)
 {
     const int S = t == ASN_T_Q8_0 || t == ASN_T_Q4_0 || t == ASN_T_Q4_1 || t == ASN_T_Q5_0 ||
                           t == ASN_T_Q5_1 || t == ASN_T_IQ4_NL
                       ? 32
                       : 256;
-    const int sgn = k_signed(t), unit = k_unit(t), mins = has_min(t), nb = k_bytes(t);
+    const int unit = k_unit(t), mins = has_min(t), nb = k_bytes(t);
     const uint8_t *row[ROWS];
     for (int r = 0; r < ROWS; r++)
         row[r] = j->W + (size_t)(r0 + r < j->N ? r0 + r : j->N - 1) * j->row_bytes;
@@ -422,13 +466,16 @@ QK_INLINE void fused_t(const qjob *j, int r0, uint32_t t)
         for (int g = 0; g < S / 32; g++) {
             __m256i x = k_load(q + (size_t)b * S + 32 * g);
             for (int r = 0; r < ROWS; r++) {
-                __m256i w = k_group(t, row[r] + (size_t)b * nb, g);
+                __m256i w = k_weights(vnni, t, k_group(t, row[r] + (size_t)b * nb, g));
                 __m256i sx = unit ? ones : k_sx(sc[r], g);
-                a[r] = _mm256_add_epi32(a[r], k_dot(sgn, w, _mm256_sign_epi8(w, w), x, sx));
+                a[r] = k_acc(vnni, t, a[r], w, _mm256_sign_epi8(w, w), x, sx);
             }
         }
         __m256 vdx = _mm256_set1_ps(j->a.dx[b]);
-        acc = vstep(acc, _mm256_loadu_ps(D), vdx, reduce8(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]));
+        __m256i I = reduce8(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
+        if (k_offset(vnni, t))
+            I = _mm256_sub_epi32(I, _mm256_set1_epi32(128 * j->a.bsum[b]));
+        acc = vstep(acc, _mm256_loadu_ps(D), vdx, I);
         if (mins) {
             __m256i M;
             if (S == 256) {
@@ -437,8 +484,7 @@ QK_INLINE void fused_t(const qjob *j, int r0, uint32_t t)
                     mp[r] = mn[r], bp[r] = j->a.bs + (size_t)b * 16;
                 M = k_mins(mp, bp);
             } else {
-                int bsum = j->a.bs[2 * b] + j->a.bs[2 * b + 1];
-                M = _mm256_set1_epi32(bsum); /* mn = 1 on both halves */
+                M = _mm256_set1_epi32(j->a.bsum[b]); /* mn = 1 on both halves */
             }
             acc = vstep(acc, _mm256_loadu_ps(Dm), vdx, M);
         }
@@ -453,7 +499,7 @@ QK_INLINE void fused_t(const qjob *j, int r0, uint32_t t)
 /* The ROWS rows of the block unpacked once (w, per-16 scales and mins, the
  * factors), then every token against them in tiles of 4 rows x 2 tokens:
  * lane p = (row p % 4, token t0 or t1). */
-QK_INLINE void unpack_t(const qjob *j, int r0, qrows *u, uint32_t t)
+QK_INLINE void unpack_t(const qjob *j, int r0, qrows *u, uint32_t t, int vnni)
 {
     const int S = j->S, nb = k_bytes(t), K = j->K;
     for (int r = 0; r < ROWS; r++) {
@@ -468,110 +514,140 @@ QK_INLINE void unpack_t(const qjob *j, int r0, qrows *u, uint32_t t)
 #pragma GCC unroll 8
             for (int g = 0; g < S / 32; g++)
                 _mm256_storeu_si256((__m256i *)(u->w + (size_t)r * K + (size_t)b * S + 32 * g),
-                                    k_group(t, x + (size_t)b * nb, g));
+                                    k_weights(vnni, t, k_group(t, x + (size_t)b * nb, g)));
         }
     }
 }
 
-QK_INLINE __m256 tile_4x2(const qjob *j, const qrows *u, int rb, int t0, int t1, uint32_t t)
+/* 4 rows x NT tokens (NT = 2 or 4) of the unpacked block: NT / 2 vectors
+ * of 8 outputs, lane p of vector v = (row rb + p % 4, token tk[2v + p / 4]). */
+QK_INLINE void tile_4xn(const qjob *j, const qrows *u, int rb, const int *tk, int NT, uint32_t t, int vnni,
+                        __m256 *out)
 {
     const int K = j->K, S = j->S;
-    const int sgn = k_signed(t), unit = k_unit(t), mins = has_min(t);
-    const int8_t *q0 = j->a.q + (size_t)t0 * K, *q1 = j->a.q + (size_t)t1 * K;
+    const int unit = k_unit(t), mins = has_min(t);
+    const int8_t *qt[4];
+    for (int i = 0; i < NT; i++)
+        qt[i] = j->a.q + (size_t)tk[i] * K;
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int b = 0; b < j->nsb; b++) {
-        __m256i a[8];
-        for (int p = 0; p < 8; p++)
+        __m256i a[16];
+        for (int p = 0; p < 4 * NT; p++)
             a[p] = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int g = 0; g < S / 32; g++) {
             size_t k = (size_t)b * S + 32 * g;
-            __m256i x0 = k_load(q0 + k), x1 = k_load(q1 + k);
+            __m256i x[4];
+            for (int i = 0; i < NT; i++)
+                x[i] = k_load(qt[i] + k);
             for (int r = 0; r < 4; r++) {
                 __m256i w = k_load(u->w + (size_t)(rb + r) * K + k), aw = _mm256_sign_epi8(w, w);
                 __m256i sx = unit ? ones : k_sx(u->sc + (size_t)(rb + r) * (K / 16) + b * 16, g);
-                a[r] = _mm256_add_epi32(a[r], k_dot(sgn, w, aw, x0, sx));
-                a[r + 4] = _mm256_add_epi32(a[r + 4], k_dot(sgn, w, aw, x1, sx));
+                for (int i = 0; i < NT; i++)
+                    a[4 * i + r] = k_acc(vnni, t, a[4 * i + r], w, aw, x[i], sx);
             }
         }
-        __m256 vdx = _mm256_setr_m128(_mm_set1_ps(j->a.dx[(size_t)t0 * j->nsb + b]),
-                                      _mm_set1_ps(j->a.dx[(size_t)t1 * j->nsb + b]));
         const float *Db = u->D + (size_t)b * ROWS + rb, *Dmb = u->Dm + (size_t)b * ROWS + rb;
-        acc = vstep(acc, _mm256_broadcast_ps((const __m128 *)Db), vdx,
-                    reduce8(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]));
-        if (mins) {
-            __m256i M;
-            if (S == 256) {
-                const int16_t *mp[8], *bp[8];
-                for (int p = 0; p < 8; p++) {
-                    mp[p] = u->mn + (size_t)(rb + p % 4) * (K / 16) + b * 16;
-                    bp[p] = j->a.bs + (size_t)(p < 4 ? t0 : t1) * (K / 16) + b * 16;
+        for (int v = 0; v < NT / 2; v++) {
+            int t0 = tk[2 * v], t1 = tk[2 * v + 1];
+            /* lanes 0-3 token t0, 4-7 token t1: tokens are adjacent
+             * (tk[2v + 1] = tk[2v] + 1, or past T: discarded lanes) */
+            const __m256i pick = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+            __m256 vdx = _mm256_permutevar8x32_ps(
+                _mm256_castps128_ps256(_mm_castpd_ps(_mm_load_sd((const double *)(j->a.dx + (size_t)b * j->T + t0)))), pick);
+            __m256i vbs = _mm256_permutevar8x32_epi32(
+                _mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(j->a.bsum + (size_t)b * j->T + t0))), pick);
+            __m256i *av = a + 8 * v;
+            __m256i I = reduce8(av[0], av[1], av[2], av[3], av[4], av[5], av[6], av[7]);
+            const int16_t *b0 = j->a.bs + (size_t)t0 * (K / 16) + (size_t)b * (S / 16);
+            const int16_t *b1 = j->a.bs + (size_t)t1 * (K / 16) + (size_t)b * (S / 16);
+            if (k_offset(vnni, t))
+                I = _mm256_sub_epi32(I, _mm256_slli_epi32(vbs, 7));
+            acc[v] = vstep(acc[v], _mm256_broadcast_ps((const __m128 *)Db), vdx, I);
+            if (mins) {
+                __m256i M;
+                if (S == 256) {
+                    const int16_t *mp[8], *bp[8];
+                    for (int p = 0; p < 8; p++) {
+                        mp[p] = u->mn + (size_t)(rb + p % 4) * (K / 16) + b * 16;
+                        bp[p] = p < 4 ? b0 : b1;
+                    }
+                    M = k_mins(mp, bp);
+                } else {
+                    M = vbs; /* mn = 1 on both halves */
                 }
-                M = k_mins(mp, bp);
-            } else {
-                const int16_t *b0 = j->a.bs + (size_t)t0 * (K / 16) + 2 * b;
-                const int16_t *b1 = j->a.bs + (size_t)t1 * (K / 16) + 2 * b;
-                M = _mm256_setr_m128i(_mm_set1_epi32(b0[0] + b0[1]), _mm_set1_epi32(b1[0] + b1[1]));
+                acc[v] = vstep(acc[v], _mm256_broadcast_ps((const __m128 *)Dmb), vdx, M);
             }
-            acc = vstep(acc, _mm256_broadcast_ps((const __m128 *)Dmb), vdx, M);
         }
     }
-    return acc;
+    for (int v = 0; v < NT / 2; v++)
+        out[v] = acc[v];
 }
 
-QK_INLINE void block_t(const qjob *j, int r0, qrows *u, uint32_t t)
+/* T == 1: the fused kernel; else unpack the block and run tiles of 4 rows
+ * x NT tokens (the last tile repeats its last token). */
+QK_INLINE void block_t(const qjob *j, int r0, qrows *u, uint32_t t, int NT, int vnni)
 {
     if (j->T == 1) {
-        fused_t(j, r0, t);
+        fused_t(j, r0, t, vnni);
         return;
     }
-    unpack_t(j, r0, u, t);
+    unpack_t(j, r0, u, t, vnni);
     int rn = j->N - r0 < ROWS ? j->N - r0 : ROWS;
-    float out[8];
-    for (int t0 = 0; t0 < j->T; t0 += 2) {
-        int t1 = t0 + 1 < j->T ? t0 + 1 : t0;
+    for (int t0 = 0; t0 < j->T; t0 += NT) {
+        int tk[4];
+        for (int i = 0; i < NT; i++)
+            tk[i] = t0 + i < j->T ? t0 + i : j->T - 1;
         for (int rb = 0; rb < rn; rb += 4) {
-            _mm256_storeu_ps(out, tile_4x2(j, u, rb, t0, t1, t));
-            for (int p = 0; p < 8; p++) {
-                int r = rb + p % 4, tt = p < 4 ? t0 : t1;
-                if (r < rn && (p < 4 || t1 != t0))
-                    j->Y[(size_t)tt * j->ldy + r0 + r] = out[p] + (j->bias ? j->bias[r0 + r] : 0.0f);
-            }
+            __m256 o[2];
+            float out[16];
+            tile_4xn(j, u, rb, tk, NT, t, vnni, o);
+            for (int v = 0; v < NT / 2; v++)
+                _mm256_storeu_ps(out + 8 * v, o[v]);
+            for (int i = 0; i < NT && t0 + i < j->T; i++)
+                for (int r = rb; r < rb + 4 && r < rn; r++)
+                    j->Y[(size_t)(t0 + i) * j->ldy + r0 + r] =
+                        out[8 * (i / 2) + 4 * (i % 2) + (r - rb)] + (j->bias ? j->bias[r0 + r] : 0.0f);
         }
     }
 }
 
 /* One instance of the kernel per type, the type a constant in each. */
-QK_INLINE void block_x86(const qjob *j, int r0, qrows *u)
+QK_INLINE void block_x86(const qjob *j, int r0, qrows *u, int NT, int vnni)
 {
     switch (j->type) {
-    case ASN_T_Q8_0: block_t(j, r0, u, ASN_T_Q8_0); break;
-    case ASN_T_Q4_0: block_t(j, r0, u, ASN_T_Q4_0); break;
-    case ASN_T_Q4_1: block_t(j, r0, u, ASN_T_Q4_1); break;
-    case ASN_T_Q5_0: block_t(j, r0, u, ASN_T_Q5_0); break;
-    case ASN_T_Q5_1: block_t(j, r0, u, ASN_T_Q5_1); break;
-    case ASN_T_IQ4_NL: block_t(j, r0, u, ASN_T_IQ4_NL); break;
-    case ASN_T_Q2_K: block_t(j, r0, u, ASN_T_Q2_K); break;
-    case ASN_T_Q3_K: block_t(j, r0, u, ASN_T_Q3_K); break;
-    case ASN_T_Q4_K: block_t(j, r0, u, ASN_T_Q4_K); break;
-    case ASN_T_Q5_K: block_t(j, r0, u, ASN_T_Q5_K); break;
-    case ASN_T_Q6_K: block_t(j, r0, u, ASN_T_Q6_K); break;
-    default: block_t(j, r0, u, ASN_T_IQ4_XS); break;
+#define QK_CASE(T) case T: block_t(j, r0, u, T, NT, vnni); break;
+    QK_CASE(ASN_T_Q8_0) QK_CASE(ASN_T_Q4_0) QK_CASE(ASN_T_Q4_1) QK_CASE(ASN_T_Q5_0)
+    QK_CASE(ASN_T_Q5_1) QK_CASE(ASN_T_IQ4_NL) QK_CASE(ASN_T_Q2_K) QK_CASE(ASN_T_Q3_K)
+    QK_CASE(ASN_T_Q4_K) QK_CASE(ASN_T_Q5_K) QK_CASE(ASN_T_Q6_K) QK_CASE(ASN_T_IQ4_XS)
+#undef QK_CASE
     }
 }
 
 #pragma GCC pop_options
 
-/* One copy of the kernels per instruction-set level. */
+/* One copy of the kernels per instruction-set level: AVX2 (16 vector
+ * registers: tiles of 4 x 2), AVX2 with AVX-VNNI, AVX-512 (32 registers:
+ * 4 x 4), AVX-512 with VNNI. */
 __attribute__((target("arch=x86-64-v3"))) static void block_avx2(const qjob *j, int r0, qrows *u)
 {
-    block_x86(j, r0, u);
+    block_x86(j, r0, u, 2, 0);
+}
+
+__attribute__((target("arch=x86-64-v3,avxvnni"))) static void block_avxvnni(const qjob *j, int r0, qrows *u)
+{
+    block_x86(j, r0, u, 2, 2);
 }
 
 __attribute__((target("arch=x86-64-v4"))) static void block_avx512(const qjob *j, int r0, qrows *u)
 {
-    block_x86(j, r0, u);
+    block_x86(j, r0, u, 4, 0);
+}
+
+__attribute__((target("arch=x86-64-v4,avx512vnni"))) static void block_avx512vnni(const qjob *j, int r0, qrows *u)
+{
+    block_x86(j, r0, u, 4, 1);
 }
 #endif
 
@@ -587,7 +663,9 @@ typedef struct qkernel {
 static const qkernel k_generic = {"base", block_generic};
 #if defined(__x86_64__)
 static const qkernel k_avx2 = {"avx2", block_avx2};
+static const qkernel k_avxvnni = {"avxvnni", block_avxvnni};
 static const qkernel k_avx512 = {"avx512", block_avx512};
+static const qkernel k_avx512vnni = {"avx512vnni", block_avx512vnni};
 #endif
 static const qkernel *chosen;
 
@@ -604,8 +682,12 @@ static const qkernel *by_name(const char *name)
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
     if (!strcmp(name, "avx2") && v3)
         return &k_avx2;
+    if (!strcmp(name, "avxvnni") && v3 && __builtin_cpu_supports("avxvnni"))
+        return &k_avxvnni;
     if (!strcmp(name, "avx512") && v4)
         return &k_avx512;
+    if (!strcmp(name, "avx512vnni") && v4 && __builtin_cpu_supports("avx512vnni"))
+        return &k_avx512vnni;
 #endif
     return NULL;
 }
@@ -616,10 +698,10 @@ static const qkernel *pick(void)
         /* ASN_MATMUL_KERNEL=avx512|avx2|base forces a kernel, as for f32 */
         const char *force = getenv("ASN_MATMUL_KERNEL");
         const qkernel *k = force ? by_name(force) : NULL;
-        if (!k)
-            k = by_name("avx512");
-        if (!k)
-            k = by_name("avx2");
+        /* the first this machine runs, fastest first */
+        static const char *order[] = {"avx512vnni", "avx512", "avxvnni", "avx2"};
+        for (size_t i = 0; !k && i < sizeof order / sizeof order[0]; i++)
+            k = by_name(order[i]);
         chosen = k ? k : &k_generic;
 #if defined(__x86_64__)
         if (getenv("ASN_QPF"))
@@ -680,16 +762,19 @@ int asn_qmatmul(asn_pool *pool, const float *X, int T, int ldx, int K, const voi
               .pool = pool};
     j.nsb = K / j.S;
     j.has_min = has_min(wtype);
-    size_t qbytes = (size_t)T * K, dbytes = (size_t)T * j.nsb * sizeof(float),
+    size_t qbytes = (size_t)T * K, dbytes = ((size_t)T * j.nsb + 4) * sizeof(float),
            bbytes = (size_t)T * (K / 16) * sizeof(int16_t);
-    uint8_t *m = asn_pool_shared_scratch(pool, dbytes + bbytes + qbytes + 64);
+    uint8_t *m = asn_pool_shared_scratch(pool, 2 * dbytes + bbytes + qbytes + 64);
     float *dx = (float *)m;
-    int16_t *bs = (int16_t *)(m + dbytes);
-    int8_t *q = (int8_t *)(m + dbytes + bbytes);
+    int32_t *bsum = (int32_t *)(m + dbytes);
+    int16_t *bs = (int16_t *)(m + 2 * dbytes);
+    int8_t *q = (int8_t *)(m + 2 * dbytes + bbytes);
     for (int t = 0; t < T; t++)
-        quantize_acts(X + (size_t)t * ldx, K, j.S, q + (size_t)t * K, dx + (size_t)t * j.nsb,
-                      bs + (size_t)t * (K / 16));
-    j.a = (qacts){q, dx, bs};
+        quantize_acts(X + (size_t)t * ldx, K, j.S, T, q + (size_t)t * K, dx + t, bs + (size_t)t * (K / 16),
+                      bsum + t);
+    for (int i = 0; i < 4; i++) /* the padding: defined values in lanes that are discarded */
+        dx[(size_t)T * j.nsb + i] = 0, bsum[(size_t)T * j.nsb + i] = 0;
+    j.a = (qacts){q, bs, dx, bsum};
     qtask tk = {&j, pick()};
     asn_pool_run(pool, run, &tk);
     return 0;

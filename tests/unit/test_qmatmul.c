@@ -81,12 +81,12 @@ static int run(asn_pool *pool, const char *kernel, const float *X, int T, int K,
 
 int main(void)
 {
-    const char *kernels[] = {"base", "avx2", "avx512"};
+    const char *kernels[] = {"base", "avx2", "avxvnni", "avx512", "avx512vnni"};
     asn_pool *pool2 = asn_pool_new(2), *pool3 = asn_pool_new(3);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const qt *t = &types[ti];
         const char *tn = asn_ttype_name(t->type);
-        int K = t->S == 32 ? 160 : 512, N = 21, T = 5;
+        int K = t->S == 32 ? 160 : 512, N = 21, T = 7;
         size_t rb;
         uint8_t *W = random_weights(t, N, K, &rb);
         float *X = malloc(sizeof(float) * T * K), *bias = malloc(sizeof(float) * N);
@@ -132,7 +132,7 @@ int main(void)
         T_OK(name, worst_bound <= 1.0, "error %.3g x the bound", worst_bound);
 
         /* determinism */
-        for (size_t ki = 1; ki < 3; ki++) {
+        for (size_t ki = 1; ki < sizeof kernels / sizeof kernels[0]; ki++) {
             rc = run(pool2, kernels[ki], X, T, K, W, t->type, N, bias, Y2);
             if (rc == -2) {
                 printf("ok - %s: kernel %s (not on this machine, skipped)\n", tn, kernels[ki]);
