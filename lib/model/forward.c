@@ -21,6 +21,8 @@
 #include <string.h>
 
 enum { PAGE = 16 }; /* positions per KV page */
+enum { ATT_GROUP = 4 }; /* tokens of one sequence that attention handles together (attn_run
+                          * is written for 4) */
 
 typedef struct seq {
     int used, len;
@@ -47,6 +49,7 @@ struct asn_engine {
     size_t cap_tokens;
     float *x, *h, *q, *k, *v, *att, *g, *u;
     int *tok_seq, *tok_pos;
+    int *grp, n_grp; /* attention groups: first token of each (see attn_run) */
     float *logits; /* rows of the LM head's output */
     size_t cap_logits;
 };
@@ -143,7 +146,7 @@ void asn_engine_free(asn_engine *en)
     free(en->rope_sin);
     free(en->x), free(en->h), free(en->q), free(en->k), free(en->v);
     free(en->att), free(en->g), free(en->u);
-    free(en->tok_seq), free(en->tok_pos);
+    free(en->tok_seq), free(en->tok_pos), free(en->grp);
     free(en->logits);
     free(en);
 }
@@ -252,7 +255,14 @@ typedef float v16f __attribute__((vector_size(64)));
 /* Cloned per instruction set: the loops over positions and head
  * dimensions are element-wise (no reduction changes order with the vector
  * width, and multiply-adds are not fused in this file), so every clone
- * gives the same bits. */
+ * gives the same bits.
+ *
+ * A job is one head of a group of up to ATT_GROUP consecutive tokens of
+ * one sequence (a prompt's tokens in prefill): their scores against each
+ * KV page are one small matrix product, and each V row is loaded once for
+ * all of them. A token's results do not depend on its group: each score is
+ * asn/linalg.h's fixed-order dot product, each output sums its positions in
+ * order. */
 #if defined(__x86_64__)
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
@@ -263,58 +273,71 @@ static void attn_run(void *arg, int ith, int nth)
     const asn_model_config *c = &en->m->cfg;
     int hd = c->head_dim, group = c->n_head / c->n_head_kv, qd = c->n_head * hd;
     float scale = 1.0f / sqrtf((float)hd);
-    float *sc = asn_pool_scratch(en->pool, ith, (size_t)en->n_ctx * sizeof(float));
+    size_t ld = (size_t)en->n_ctx; /* score row of each token of the group */
+    float *scores = asn_pool_scratch(en->pool, ith, ATT_GROUP * ld * sizeof(float));
     int lo, hi;
-    asn_split(a->T * c->n_head, ith, nth, 1, &lo, &hi);
+    asn_split(en->n_grp * c->n_head, ith, nth, 1, &lo, &hi);
     for (int job = lo; job < hi; job++) {
-        int t = job / c->n_head, h = job % c->n_head, kvh = h / group;
-        const seq *s = &en->seqs[en->tok_seq[t]];
-        int pos = en->tok_pos[t];
-        const float *q = en->q + (size_t)t * qd + (size_t)h * hd;
-        /* scores a page (16 positions) at a time: one small product */
-        for (int j0 = 0; j0 <= pos; j0 += PAGE) {
-            int nj = pos + 1 - j0 < PAGE ? pos + 1 - j0 : PAGE;
-            asn_matmul_f32(q, 1, hd, hd, kv_at(en, s, a->layer, 0, j0) + (size_t)kvh * hd, en->kvd, nj,
-                           sc + j0, nj);
+        int g = job / c->n_head, h = job % c->n_head, kvh = h / group;
+        int t0 = en->grp[g], nt = en->grp[g + 1] - t0;
+        const seq *s = &en->seqs[en->tok_seq[t0]];
+        int first = en->tok_pos[t0], last = en->tok_pos[t0 + nt - 1];
+        /* scores a page (16 positions) at a time, all tokens of the group
+         * (a token's positions past its own are computed, never used) */
+        for (int j0 = 0; j0 <= last; j0 += PAGE) {
+            int nj = last + 1 - j0 < PAGE ? last + 1 - j0 : PAGE;
+            asn_matmul_f32(en->q + (size_t)t0 * qd + (size_t)h * hd, nt, qd, hd,
+                           kv_at(en, s, a->layer, 0, j0) + (size_t)kvh * hd, en->kvd, nj, scores + j0, (int)ld);
         }
-        float mx = -INFINITY;
-        for (int j = 0; j <= pos; j++) {
-            sc[j] *= scale;
-            mx = sc[j] > mx ? sc[j] : mx;
-        }
-        float sum = 0;
-        for (int j = 0; j <= pos; j++) {
-            sc[j] = expf(sc[j] - mx);
-            sum += sc[j];
-        }
-        float *out = en->att + (size_t)t * qd + (size_t)h * hd;
-        for (int j = 0; j <= pos; j++)
-            sc[j] /= sum;
-        /* out[d] = sum over j in order of w_j * v_j[d], 64 dimensions at a
-         * time in registers (four independent chains of 16) */
-        for (int d0 = 0; d0 < hd; d0 += 64) {
-            float acc[64] = {0};
-            if (d0 + 64 <= hd) {
-                v16f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, v;
-                for (int j = 0; j <= pos; j++) {
-                    const float *vj = kv_at(en, s, a->layer, 1, j) + (size_t)kvh * hd + d0;
-                    v16f w = {0};
-                    w += sc[j]; /* broadcast */
-                    memcpy(&v, vj, 64), a0 += w * v;
-                    memcpy(&v, vj + 16, 64), a1 += w * v;
-                    memcpy(&v, vj + 32, 64), a2 += w * v;
-                    memcpy(&v, vj + 48, 64), a3 += w * v;
-                }
-                memcpy(acc, &a0, 64), memcpy(acc + 16, &a1, 64);
-                memcpy(acc + 32, &a2, 64), memcpy(acc + 48, &a3, 64);
-            } else {
-                for (int j = 0; j <= pos; j++) {
-                    const float *vj = kv_at(en, s, a->layer, 1, j) + (size_t)kvh * hd + d0;
-                    for (int d = 0; d < hd - d0; d++)
-                        acc[d] += sc[j] * vj[d];
-                }
+        for (int i = 0; i < nt; i++) {
+            float *sc = scores + i * ld;
+            int pos = first + i;
+            float mx = -INFINITY;
+            for (int j = 0; j <= pos; j++) {
+                sc[j] *= scale;
+                mx = sc[j] > mx ? sc[j] : mx;
             }
-            memcpy(out + d0, acc, (size_t)(hd - d0 < 64 ? hd - d0 : 64) * sizeof *out);
+            float sum = 0;
+            for (int j = 0; j <= pos; j++) {
+                sc[j] = expf(sc[j] - mx);
+                sum += sc[j];
+            }
+            for (int j = 0; j <= pos; j++)
+                sc[j] /= sum;
+        }
+        /* out[d] = sum over j in order of w_j * v_j[d], 32 dimensions of
+         * every token of the group at a time in registers; token i sees
+         * positions up to first + i */
+        for (int d0 = 0; d0 < hd; d0 += 32) {
+            /* accumulators as variables, not an array, so they stay in
+             * registers; ATT_GROUP = 4 */
+            v16f a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0}, a31 = {0};
+            int dn = hd - d0 < 32 ? hd - d0 : 32;
+            size_t n0 = (size_t)(dn < 16 ? dn : 16) * sizeof(float), n1 = (size_t)(dn - 16 > 0 ? dn - 16 : 0) * sizeof(float);
+            const float *w0 = scores, *w1 = scores + ld, *w2 = scores + 2 * ld, *w3 = scores + 3 * ld;
+            for (int j = 0; j <= last; j++) {
+                const float *vj = kv_at(en, s, a->layer, 1, j) + (size_t)kvh * hd + d0;
+                v16f v0 = {0}, v1 = {0}, w;
+                memcpy(&v0, vj, n0);
+                memcpy(&v1, vj + 16, n1);
+#define ATT_ACC(I)                                                                                \
+    if (I < nt && j <= first + I) {                                                               \
+        w = (v16f){0} + w##I[j]; /* broadcast */                                                  \
+        a##I##0 += w * v0;                                                                        \
+        a##I##1 += w * v1;                                                                        \
+    }
+                ATT_ACC(0) ATT_ACC(1) ATT_ACC(2) ATT_ACC(3)
+#undef ATT_ACC
+            }
+            float *out = en->att + (size_t)t0 * qd + (size_t)h * hd + d0;
+#define ATT_OUT(I)                                                                                \
+    if (I < nt) {                                                                                 \
+        float o_[32];                                                                             \
+        memcpy(o_, &a##I##0, 64), memcpy(o_ + 16, &a##I##1, 64);                                  \
+        memcpy(out + (size_t)I * qd, o_, n0 + n1);                                                \
+    }
+            ATT_OUT(0) ATT_OUT(1) ATT_OUT(2) ATT_OUT(3)
+#undef ATT_OUT
         }
     }
 }
@@ -336,6 +359,7 @@ static void grow_scratch(asn_engine *en, size_t T)
     en->g = asn_xrealloc(en->g, T * ff * sizeof(float));
     en->u = asn_xrealloc(en->u, T * ff * sizeof(float));
     en->tok_seq = asn_xrealloc(en->tok_seq, T * sizeof(int));
+    en->grp = asn_xrealloc(en->grp, (T + 1) * sizeof(int));
     en->tok_pos = asn_xrealloc(en->tok_pos, T * sizeof(int));
     en->cap_tokens = T;
 }
@@ -388,6 +412,13 @@ int asn_engine_decode(asn_engine *en, const asn_batch_item *items, int n_items, 
             en->tok_pos[t] = s->len + j;
         }
     }
+    /* attention groups: up to ATT_GROUP consecutive tokens of one item */
+    en->n_grp = 0;
+    t = 0;
+    for (int i = 0; i < n_items; t += (size_t)items[i].n, i++)
+        for (int j = 0; j < items[i].n; j += ATT_GROUP)
+            en->grp[en->n_grp++] = (int)t + j;
+    en->grp[en->n_grp] = (int)t;
     const int d = c->n_embd, qd = c->n_head * c->head_dim, kvd = en->kvd, ff = c->n_ff;
     const size_t row_bytes = asn_ttype_row_bytes(m->tok_embd.type, d);
     t = 0;
