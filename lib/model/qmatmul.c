@@ -383,11 +383,26 @@ QK_INLINE __m256i k_weights(int vnni, uint32_t t, __m256i w)
     return k_offset(vnni, t) ? _mm256_xor_si256(w, _mm256_set1_epi8((char)0x80)) : w;
 }
 
-/* acc + the 8-lane sum of one 32-weight group times one token's quants. */
+/* vpdpwssd: acc + pairwise products of int16 lanes, as k_dpbusd. */
+QK_INLINE __m256i k_dpwssd(int vnni, __m256i acc, __m256i a, __m256i b)
+{
+    if (vnni == 2)
+        __asm__("%{vex%} vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b));
+    else
+        __asm__("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+    return acc;
+}
+
+/* acc + the 8-lane sum of one 32-weight group times one token's quants:
+ * with VNNI one vpdpbusd (unit scales) or maddubs + vpdpwssd (scales). */
 QK_INLINE __m256i k_acc(int vnni, uint32_t t, __m256i acc, __m256i w, __m256i aw, __m256i q, __m256i sx)
 {
     if (vnni && k_unit(t))
         return k_dpbusd(vnni, acc, w, q);
+    if (vnni) {
+        __m256i p = k_signed(t) ? _mm256_maddubs_epi16(aw, _mm256_sign_epi8(q, w)) : _mm256_maddubs_epi16(w, q);
+        return k_dpwssd(vnni, acc, p, sx);
+    }
     return _mm256_add_epi32(acc, k_dot(k_signed(t), w, aw, q, sx));
 }
 
