@@ -12,6 +12,13 @@
  * block of rows at a time into f32 and multiplied the same way, so results
  * equal those of the dequantized F32 model exactly.
  *
+ * Each kernel variant (ASN_MATMUL_KERNEL=avx512|avx2|base) holds a 16-lane
+ * sum in vectors of its own width: one AVX-512 register, two AVX2 halves,
+ * four SSE2 (or NEON) quarters. The lanes and the tree are the same, so
+ * avx512 and avx2 agree bit for bit and base differs only in rounding each
+ * product apart (no FMA, below); test_matmul.c checks each variant against
+ * a scalar model of the order.
+ *
  * Multiply-adds are fused (FMA) on machines that have it (every x86-64-v3
  * CPU); a machine without FMA computes the same order unfused, so bits can
  * differ between such machines, never within one. */

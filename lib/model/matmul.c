@@ -11,22 +11,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Native vector widths: one 16-lane accumulator is one v16 (AVX-512), two
+ * v8 halves (AVX2) or four v4 quarters (SSE2, NEON); part p holds lanes
+ * p * width ... (p + 1) * width - 1. A vector wider than the target's
+ * registers would be split by the compiler through memory and general
+ * registers, so each kernel uses only its own width. */
 typedef float v16 __attribute__((vector_size(64)));
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v4 __attribute__((vector_size(16)));
 
 /* The helpers are inlined into each target's kernel: no vector crosses an
  * ABI boundary. */
 #pragma GCC diagnostic ignored "-Wpsabi"
 
-static inline __attribute__((always_inline)) v16 load16(const float *p)
-{
-    v16 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-/* Lanes reduced pairwise: (i, i+8), then (i, i+4), (i, i+2), (i, i+1), as
- * vector adds of shuffled copies (the same additions as the scalar tree). */
-static inline __attribute__((always_inline)) float hsum(v16 a)
+/* The lanes of one vector reduced pairwise, (i, i + width/2) first, down to
+ * (i, i+1); with the parts added first ((i, i+8) across parts, ...) this is
+ * the one tree of every kernel: (i, i+8), (i, i+4), (i, i+2), (i, i+1). */
+static inline __attribute__((always_inline)) float hsum_v16(v16 a)
 {
     a += __builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
     a += __builtin_shufflevector(a, a, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
@@ -35,133 +36,157 @@ static inline __attribute__((always_inline)) float hsum(v16 a)
     return a[0];
 }
 
-enum { MAXR = 4, MAXT = 4 };
-
-/* out[r * MAXT + t] = dot(W row r, X row t) for r < R, t < T (R, T <= 4,
- * compile-time constants). Accumulators are separate variables, not an
- * array, so that they stay in registers. */
-static inline __attribute__((always_inline)) void tile(const float *X, int ldx, const float *W,
-                                                       int ldw, int K, int R, int T, float *out)
+static inline __attribute__((always_inline)) float hsum_v8(v8 a)
 {
-    v16 a00 = {0};
-    v16 a01 = {0};
-    v16 a02 = {0};
-    v16 a03 = {0};
-    v16 a10 = {0};
-    v16 a11 = {0};
-    v16 a12 = {0};
-    v16 a13 = {0};
-    v16 a20 = {0};
-    v16 a21 = {0};
-    v16 a22 = {0};
-    v16 a23 = {0};
-    v16 a30 = {0};
-    v16 a31 = {0};
-    v16 a32 = {0};
-    v16 a33 = {0};
-    const float *w_[MAXR], *x_[MAXT];
-    for (int r = 0; r < MAXR; r++)
-        w_[r] = W + (size_t)(r < R ? r : 0) * ldw;
-    for (int t = 0; t < MAXT; t++)
-        x_[t] = X + (size_t)(t < T ? t : 0) * ldx;
-    int k = 0;
-    for (; k + 16 <= K; k += 16) {
-        v16 w0 = load16(w_[0] + k), x0 = load16(x_[0] + k), w1 = {0}, w2 = {0}, w3 = {0}, x1 = {0}, x2 = {0}, x3 = {0};
-        if (R > 1) w1 = load16(w_[1] + k);
-        if (R > 2) w2 = load16(w_[2] + k);
-        if (R > 3) w3 = load16(w_[3] + k);
-        if (T > 1) x1 = load16(x_[1] + k);
-        if (T > 2) x2 = load16(x_[2] + k);
-        if (T > 3) x3 = load16(x_[3] + k);
-        if (R > 0 && T > 0) a00 += w0 * x0;
-        if (R > 0 && T > 1) a01 += w0 * x1;
-        if (R > 0 && T > 2) a02 += w0 * x2;
-        if (R > 0 && T > 3) a03 += w0 * x3;
-        if (R > 1 && T > 0) a10 += w1 * x0;
-        if (R > 1 && T > 1) a11 += w1 * x1;
-        if (R > 1 && T > 2) a12 += w1 * x2;
-        if (R > 1 && T > 3) a13 += w1 * x3;
-        if (R > 2 && T > 0) a20 += w2 * x0;
-        if (R > 2 && T > 1) a21 += w2 * x1;
-        if (R > 2 && T > 2) a22 += w2 * x2;
-        if (R > 2 && T > 3) a23 += w2 * x3;
-        if (R > 3 && T > 0) a30 += w3 * x0;
-        if (R > 3 && T > 1) a31 += w3 * x1;
-        if (R > 3 && T > 2) a32 += w3 * x2;
-        if (R > 3 && T > 3) a33 += w3 * x3;
-    }
-    if (k < K) { /* zero-padded tail: the same lanes, the same order */
-        v16 w0 = {0}, w1 = {0}, w2 = {0}, w3 = {0}, x0 = {0}, x1 = {0}, x2 = {0}, x3 = {0};
-        size_t n = (size_t)(K - k) * sizeof(float);
-        memcpy(&w0, w_[0] + k, n);
-        memcpy(&x0, x_[0] + k, n);
-        if (R > 1) memcpy(&w1, w_[1] + k, n);
-        if (R > 2) memcpy(&w2, w_[2] + k, n);
-        if (R > 3) memcpy(&w3, w_[3] + k, n);
-        if (T > 1) memcpy(&x1, x_[1] + k, n);
-        if (T > 2) memcpy(&x2, x_[2] + k, n);
-        if (T > 3) memcpy(&x3, x_[3] + k, n);
-        if (R > 0 && T > 0) a00 += w0 * x0;
-        if (R > 0 && T > 1) a01 += w0 * x1;
-        if (R > 0 && T > 2) a02 += w0 * x2;
-        if (R > 0 && T > 3) a03 += w0 * x3;
-        if (R > 1 && T > 0) a10 += w1 * x0;
-        if (R > 1 && T > 1) a11 += w1 * x1;
-        if (R > 1 && T > 2) a12 += w1 * x2;
-        if (R > 1 && T > 3) a13 += w1 * x3;
-        if (R > 2 && T > 0) a20 += w2 * x0;
-        if (R > 2 && T > 1) a21 += w2 * x1;
-        if (R > 2 && T > 2) a22 += w2 * x2;
-        if (R > 2 && T > 3) a23 += w2 * x3;
-        if (R > 3 && T > 0) a30 += w3 * x0;
-        if (R > 3 && T > 1) a31 += w3 * x1;
-        if (R > 3 && T > 2) a32 += w3 * x2;
-        if (R > 3 && T > 3) a33 += w3 * x3;
-    }
-    if (R > 0 && T > 0) out[0 * MAXT + 0] = hsum(a00);
-    if (R > 0 && T > 1) out[0 * MAXT + 1] = hsum(a01);
-    if (R > 0 && T > 2) out[0 * MAXT + 2] = hsum(a02);
-    if (R > 0 && T > 3) out[0 * MAXT + 3] = hsum(a03);
-    if (R > 1 && T > 0) out[1 * MAXT + 0] = hsum(a10);
-    if (R > 1 && T > 1) out[1 * MAXT + 1] = hsum(a11);
-    if (R > 1 && T > 2) out[1 * MAXT + 2] = hsum(a12);
-    if (R > 1 && T > 3) out[1 * MAXT + 3] = hsum(a13);
-    if (R > 2 && T > 0) out[2 * MAXT + 0] = hsum(a20);
-    if (R > 2 && T > 1) out[2 * MAXT + 1] = hsum(a21);
-    if (R > 2 && T > 2) out[2 * MAXT + 2] = hsum(a22);
-    if (R > 2 && T > 3) out[2 * MAXT + 3] = hsum(a23);
-    if (R > 3 && T > 0) out[3 * MAXT + 0] = hsum(a30);
-    if (R > 3 && T > 1) out[3 * MAXT + 1] = hsum(a31);
-    if (R > 3 && T > 2) out[3 * MAXT + 2] = hsum(a32);
-    if (R > 3 && T > 3) out[3 * MAXT + 3] = hsum(a33);
+    a += __builtin_shufflevector(a, a, 4, 5, 6, 7, 0, 1, 2, 3);
+    a += __builtin_shufflevector(a, a, 2, 3, 0, 1, 6, 7, 4, 5);
+    a += __builtin_shufflevector(a, a, 1, 0, 3, 2, 5, 4, 7, 6);
+    return a[0];
 }
 
-/* A tile of rn <= R rows and tn <= 4 tokens, with R and the token count
- * compile-time constants in every call to tile(). */
-static inline __attribute__((always_inline)) void tile_any(const float *x, int ldx, const float *w,
-                                                           int ldw, int K, int R, int rn, int tn,
-                                                           float *out)
+static inline __attribute__((always_inline)) float hsum_v4(v4 a)
 {
-    int rows = rn == R ? R : 1, reps = rn == R ? 1 : rn;
-    for (int i = 0; i < reps; i++) {
-        const float *wi = w + (size_t)i * ldw;
-        float *oi = out + i * MAXT;
-        switch (tn) {
-        case 1: rows == R ? tile(x, ldx, wi, ldw, K, R, 1, oi) : tile(x, ldx, wi, ldw, K, 1, 1, oi); break;
-        case 2: rows == R ? tile(x, ldx, wi, ldw, K, R, 2, oi) : tile(x, ldx, wi, ldw, K, 1, 2, oi); break;
-        case 3: rows == R ? tile(x, ldx, wi, ldw, K, R, 3, oi) : tile(x, ldx, wi, ldw, K, 1, 3, oi); break;
-        default: rows == R ? tile(x, ldx, wi, ldw, K, R, 4, oi) : tile(x, ldx, wi, ldw, K, 1, 4, oi); break;
-        }
-    }
+    a += __builtin_shufflevector(a, a, 2, 3, 0, 1);
+    a += __builtin_shufflevector(a, a, 1, 0, 3, 2);
+    return a[0];
 }
 
-/* Multiplies all T rows of X by `nrows` rows of W (f32, stride ldw). Rows
- * go in chunks of about 256 KB so that a chunk stays in L2 while every
- * token passes over it. */
-#define DEFINE_BLOCK(NAME, TARGET, RR, TT)                                                        \
-    __attribute__((target(TARGET))) static void NAME(const float *X, int T, int ldx, int K,       \
-                                                     const float *W, int ldw, int nrows,          \
-                                                     const float *bias, float *Y, int ldy)         \
+enum { MAXR = 8, MAXT = 8 };
+
+/* Keeps a loaded vector in a register: without it GCC folds the load into
+ * each multiply-add that uses it, reading memory once per use. */
+#if defined(__x86_64__)
+#define IN_REG(v) __asm__("" : "+v"(v))
+#elif defined(__aarch64__)
+#define IN_REG(v) __asm__("" : "+w"(v))
+#else
+#define IN_REG(v) ((void)0)
+#endif
+
+/* One tile of tn = N tokens (N <= TT): R rows at once or one row at a time. */
+#define TILE_CASE(NAME, N)                                                                        \
+    do {                                                                                          \
+        if (TT >= N)                                                                              \
+            rows == R ? NAME(x, ldx, wi, ldw, K, R, N, oi) : NAME(x, ldx, wi, ldw, K, 1, N, oi);  \
+    } while (0)
+
+/* NAME(X, ldx, W, ldw, K, R, T, out): out[r * MAXT + t] = dot(W row r, X row
+ * t) for r < R, t < T (R <= MAXR, T <= MAXT, compile-time constants), with
+ * vectors of type V (VW lanes, 16 / VW parts per accumulator). The
+ * accumulator array is indexed only by constants once the loops are
+ * unrolled, so the compiler keeps it in registers; a tile must fit the
+ * target's vector registers (R * T * 16 / VW accumulators, plus the loaded
+ * operands), or accumulators spill to the stack. NAME##_any: a tile of
+ * rn <= R rows and tn <= TT tokens, with R and the token count
+ * compile-time constants in every call to NAME. */
+#define DEFINE_TILE(NAME, V, VW, HSUM)                                                            \
+    static inline __attribute__((always_inline)) V NAME##_load(const float *p)                    \
+    {                                                                                             \
+        V v;                                                                                      \
+        memcpy(&v, p, sizeof v);                                                                  \
+        return v;                                                                                 \
+    }                                                                                             \
+                                                                                                  \
+    static inline __attribute__((always_inline)) void NAME(const float *X, int ldx, const float *W, \
+                                                           int ldw, int K, int R, int T, float *out) \
+    {                                                                                             \
+        enum { NP = 16 / VW };                                                                    \
+        V acc[MAXR][MAXT][NP];                                                                    \
+        const float *w_[MAXR], *x_[MAXT];                                                         \
+        for (int r = 0; r < MAXR; r++)                                                            \
+            w_[r] = W + (size_t)(r < R ? r : 0) * ldw;                                            \
+        for (int t = 0; t < MAXT; t++)                                                            \
+            x_[t] = X + (size_t)(t < T ? t : 0) * ldx;                                            \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                       \
+            _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)                                   \
+                _Pragma("GCC unroll 8") for (int p = 0; p < NP; p++)                              \
+                    acc[r][t][p] = (V){0};                                                        \
+        int k = 0;                                                                                \
+        for (; k + 16 <= K; k += 16) {                                                            \
+            /* the shorter side of the tile held in registers, the other streamed */              \
+            _Pragma("GCC unroll 8") for (int p = 0; p < NP; p++) {                                \
+                if (R <= T) {                                                                     \
+                    V w[MAXR];                                                                    \
+                    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                           \
+                        w[r] = NAME##_load(w_[r] + k + p * VW);                                   \
+                    _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {                         \
+                        V x = NAME##_load(x_[t] + k + p * VW);                                    \
+                        IN_REG(x);                                                                \
+                        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                       \
+                            acc[r][t][p] += w[r] * x;                                             \
+                    }                                                                             \
+                } else {                                                                          \
+                    V x[MAXT];                                                                    \
+                    _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)                           \
+                        x[t] = NAME##_load(x_[t] + k + p * VW);                                   \
+                    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                         \
+                        V w = NAME##_load(w_[r] + k + p * VW);                                    \
+                        IN_REG(w);                                                                \
+                        _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)                       \
+                            acc[r][t][p] += w * x[t];                                             \
+                    }                                                                             \
+                }                                                                                 \
+            }                                                                                     \
+        }                                                                                         \
+        if (k < K) { /* zero-padded tail: the same lanes, the same order */                       \
+            float wb[MAXR][16], xb[MAXT][16];                                                     \
+            size_t n = (size_t)(K - k) * sizeof(float);                                           \
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                                 \
+                memset(wb[r], 0, sizeof wb[r]);                                                   \
+                memcpy(wb[r], w_[r] + k, n);                                                      \
+            }                                                                                     \
+            _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {                                 \
+                memset(xb[t], 0, sizeof xb[t]);                                                   \
+                memcpy(xb[t], x_[t] + k, n);                                                      \
+            }                                                                                     \
+            _Pragma("GCC unroll 8") for (int p = 0; p < NP; p++)                                  \
+                _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                               \
+                    _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)                           \
+                        acc[r][t][p] += NAME##_load(wb[r] + p * VW) * NAME##_load(xb[t] + p * VW); \
+        }                                                                                         \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                       \
+            _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {                                 \
+                /* parts folded (i, i+8), then (i, i+4) while lanes span parts */                 \
+                _Pragma("GCC unroll 8") for (int h = NP / 2; h > 0; h /= 2)                       \
+                    _Pragma("GCC unroll 8") for (int p = 0; p < h; p++)                           \
+                        acc[r][t][p] += acc[r][t][p + h];                                         \
+                out[r * MAXT + t] = HSUM(acc[r][t][0]);                                           \
+            }                                                                                     \
+    }                                                                                             \
+                                                                                                  \
+    static inline __attribute__((always_inline)) void NAME##_any(const float *x, int ldx,         \
+                                                                 const float *w, int ldw, int K,  \
+                                                                 int R, int TT, int rn, int tn,   \
+                                                                 float *out)                      \
+    {                                                                                             \
+        int rows = rn == R ? R : 1, reps = rn == R ? 1 : rn;                                      \
+        for (int i = 0; i < reps; i++) {                                                          \
+            const float *wi = w + (size_t)i * ldw;                                                \
+            float *oi = out + i * MAXT;                                                           \
+            switch (tn) {                                                                         \
+            case 1: TILE_CASE(NAME, 1); break;                                                    \
+            case 2: TILE_CASE(NAME, 2); break;                                                    \
+            case 3: TILE_CASE(NAME, 3); break;                                                    \
+            case 4: TILE_CASE(NAME, 4); break;                                                    \
+            case 5: TILE_CASE(NAME, 5); break;                                                    \
+            case 6: TILE_CASE(NAME, 6); break;                                                    \
+            case 7: TILE_CASE(NAME, 7); break;                                                    \
+            case 8: TILE_CASE(NAME, 8); break;                                                    \
+            }                                                                                     \
+        }                                                                                         \
+    }
+
+DEFINE_TILE(tile16, v16, 16, hsum_v16)
+DEFINE_TILE(tile8, v8, 8, hsum_v8)
+DEFINE_TILE(tile4, v4, 4, hsum_v4)
+
+/* Multiplies all T rows of X by `nrows` rows of W (f32, stride ldw) in tiles
+ * of RR rows by TT tokens. Rows go in chunks of about 256 KB so that a chunk
+ * stays in L2 while every token passes over it. */
+#define DEFINE_ROWS(TILE)                                                                         \
+    static inline __attribute__((always_inline)) void TILE##_rows(                                \
+        const float *X, int T, int ldx, int K, const float *W, int ldw, int nrows,                \
+        const float *bias, float *Y, int ldy, int RR, int TT)                                     \
     {                                                                                             \
         float out[MAXR * MAXT];                                                                   \
         int chunk = (65536 / (K > 0 ? K : 1)) / RR * RR;                                          \
@@ -174,7 +199,7 @@ static inline __attribute__((always_inline)) void tile_any(const float *x, int l
                 for (int r0 = c0; r0 < cend; r0 += RR) {                                          \
                     int rn = cend - r0 < RR ? cend - r0 : RR;                                     \
                     const float *x = X + (size_t)t0 * ldx, *w = W + (size_t)r0 * ldw;             \
-                    tile_any(x, ldx, w, ldw, K, RR, rn, tn, out);                                 \
+                    TILE##_any(x, ldx, w, ldw, K, RR, TT, rn, tn, out);                           \
                     for (int r = 0; r < rn; r++)                                                  \
                         for (int t = 0; t < tn; t++)                                              \
                             Y[(size_t)(t0 + t) * ldy + r0 + r] =                                  \
@@ -184,24 +209,50 @@ static inline __attribute__((always_inline)) void tile_any(const float *x, int l
         }                                                                                         \
     }
 
-#define DEFINE_DOT(NAME, TARGET)                                                                  \
-    __attribute__((target(TARGET))) static float NAME(const float *a, const float *b, int K)      \
+DEFINE_ROWS(tile16)
+DEFINE_ROWS(tile8)
+DEFINE_ROWS(tile4)
+
+/* A kernel: tiles of RR rows by TT tokens, or R1 rows by one token when
+ * there is a single token (decode), where there is nothing to share a
+ * loaded row of W with. */
+#define DEFINE_BLOCK(NAME, TARGET, TILE, RR, TT, R1)                                              \
+    TARGET static void NAME(const float *X, int T, int ldx, int K, const float *W, int ldw,       \
+                            int nrows, const float *bias, float *Y, int ldy)                      \
     {                                                                                             \
-        float out[MAXR * MAXT];                                                                   \
-        tile(a, K, b, K, K, 1, 1, out);                                                           \
-        return out[0];                                                                            \
+        if (T == 1)                                                                               \
+            TILE##_rows(X, T, ldx, K, W, ldw, nrows, bias, Y, ldy, R1, 1);                        \
+        else                                                                                      \
+            TILE##_rows(X, T, ldx, K, W, ldw, nrows, bias, Y, ldy, RR, TT);                       \
     }
 
-DEFINE_BLOCK(block_avx512, "arch=x86-64-v4", 4, 4)
-DEFINE_BLOCK(block_avx2, "arch=x86-64-v3", 2, 2)
-DEFINE_BLOCK(block_base, "arch=x86-64", 2, 2)
-DEFINE_DOT(dot_avx512, "arch=x86-64-v4")
-DEFINE_DOT(dot_avx2, "arch=x86-64-v3")
-DEFINE_DOT(dot_base, "arch=x86-64")
+#define DEFINE_DOT(NAME, TARGET, TILE)                                                            \
+    TARGET static float NAME(const float *a, const float *b, int K)                               \
+    {                                                                                             \
+        float out[MAXR * MAXT];                                                                   \
+        TILE(a, K, b, K, K, 1, 1, out);                                                           \
+        return out[0];                                                                            \
+    }
 
 typedef void (*block_fn)(const float *, int, int, int, const float *, int, int, const float *, float *, int);
 typedef float (*dot_fn)(const float *, const float *, int);
 static dot_fn dot_impl;
+
+#if defined(__x86_64__)
+#define V4_TARGET __attribute__((target("arch=x86-64-v4")))
+#define V3_TARGET __attribute__((target("arch=x86-64-v3")))
+#define V1_TARGET __attribute__((target("arch=x86-64")))
+/* Tile shapes by measurement (one core, T = 32..128, K and N 768..2048):
+ * AVX-512, 32 registers: 5 rows x 5 tokens, 25 accumulators; AVX2, 16
+ * registers: 2 x 3, 12 accumulator halves + 2 rows + 1 token; SSE2, 16
+ * registers: 1 x 3, 12 accumulator quarters. A single token takes as many
+ * rows as fit (8, 6, 3): more rows streamed at once, faster from memory. */
+DEFINE_BLOCK(block_avx512, V4_TARGET, tile16, 5, 5, 8)
+DEFINE_BLOCK(block_avx2, V3_TARGET, tile8, 2, 3, 6)
+DEFINE_BLOCK(block_base, V1_TARGET, tile4, 1, 3, 3)
+DEFINE_DOT(dot_avx512, V4_TARGET, tile16)
+DEFINE_DOT(dot_avx2, V3_TARGET, tile8)
+DEFINE_DOT(dot_base, V1_TARGET, tile4)
 
 static block_fn pick_block(void)
 {
@@ -224,6 +275,20 @@ static block_fn pick_block(void)
     }
     return fn;
 }
+#else
+/* Other architectures: 128-bit GCC vectors (NEON on aarch64), the same
+ * order. Whether the multiply-add fuses is the target's (-ffp-contract=fast).
+ * Tiles sized for aarch64's 32 vector registers (24 accumulator quarters),
+ * not measured. */
+DEFINE_BLOCK(block_generic, , tile4, 2, 3, 6)
+DEFINE_DOT(dot_generic, , tile4)
+
+static block_fn pick_block(void)
+{
+    dot_impl = dot_generic;
+    return block_generic;
+}
+#endif
 
 /* ------------------------------------------------------------- driver */
 

@@ -1,0 +1,186 @@
+/* test_matmul.c — the f32 matrix product (asn_matmul, asn_matmul_f32,
+ * asn_dot) against a scalar model of its summation order (asn/linalg.h):
+ * 16 lane-wise partial sums over k = 0, 16, 32, ... (the last block
+ * zero-padded), lanes added (i, i+8), (i, i+4), (i, i+2), (i, i+1).
+ * Every kernel variant this machine can run (ASN_MATMUL_KERNEL, each in a
+ * child process since the choice is made once) must equal the model bit
+ * for bit — fused multiply-adds for avx512 and avx2, unfused for base — at
+ * sizes that are not multiples of any tile or of 16, with row strides, in
+ * row chunks, with 1 and 3 threads; so the variants equal one another
+ * wherever they share FMA, and every output is the same alone or in any
+ * batch. The model itself is checked against float64. */
+#include "asn/gguf.h"
+#include "asn/linalg.h"
+#include "asn/pool.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "t.h"
+
+static uint64_t rng = 88172645463325252ull;
+static float rndf(void)
+{
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (float)((double)(rng >> 40) / 16777216.0 * 2.0 - 1.0);
+}
+
+/* The order of asn/linalg.h, one lane at a time. This file is compiled
+ * with -ffp-contract=off: w * x + a rounds twice unless fmaf is called. */
+static float model_dot(const float *x, const float *w, int K, int fused)
+{
+    float a[16] = {0};
+    for (int k0 = 0; k0 < K; k0 += 16)
+        for (int i = 0; i < 16; i++) {
+            float xv = k0 + i < K ? x[k0 + i] : 0.0f, wv = k0 + i < K ? w[k0 + i] : 0.0f;
+            if (fused) {
+                a[i] = fmaf(wv, xv, a[i]);
+            } else {
+                float p = wv * xv;
+                a[i] = a[i] + p;
+            }
+        }
+    for (int h = 8; h > 0; h /= 2)
+        for (int i = 0; i < h; i++)
+            a[i] = a[i] + a[i + h];
+    return a[0];
+}
+
+static int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+typedef struct shape {
+    int T, N, K;
+} shape;
+
+/* T and N around every tile size (1..8 tokens or rows, remainders of 2, 3,
+ * 5, 6, 8), K around 16; the last ones span several row chunks. */
+static const shape shapes[] = {
+    {1, 1, 1},    {1, 7, 5},     {2, 3, 15},   {3, 5, 16},   {4, 6, 17},   {5, 9, 31},
+    {6, 11, 32},  {7, 13, 33},   {8, 17, 47},  {9, 10, 64},  {10, 12, 100}, {11, 19, 129},
+    {13, 23, 255}, {16, 16, 256}, {17, 25, 257}, {1, 67, 768}, {3, 31, 768}, {25, 40, 1000},
+    {2, 150, 1000}, {7, 130, 1024}, {64, 70, 96},
+};
+
+/* Runs every shape on the kernel this process picked; fused: which model
+ * to match (-1: whichever the first output matches, for machines where
+ * that is the compiler's choice). Returns the number of failed checks. */
+static int check_kernel(const char *name, int fused)
+{
+    int failed = 0;
+    double worst = 0; /* error relative to sum |w x|, over all outputs */
+    asn_pool *pools[2] = {asn_pool_new(1), asn_pool_new(3)};
+    int n_model = 0, n_threads = 0, n_f32 = 0, n_dot = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int T = shapes[s].T, N = shapes[s].N, K = shapes[s].K;
+        int ldx = K + 3, ldw = K + 5, ldy = N + 2;
+        float *X = malloc(sizeof *X * (size_t)T * ldx), *W = malloc(sizeof *W * (size_t)N * ldw),
+              *Wc = malloc(sizeof *Wc * (size_t)N * K), *bias = malloc(sizeof *bias * (size_t)N),
+              *Y = malloc(sizeof *Y * (size_t)T * ldy), *Y3 = malloc(sizeof *Y3 * (size_t)T * ldy),
+              *Yf = malloc(sizeof *Yf * (size_t)T * ldy);
+        for (size_t i = 0; i < (size_t)T * ldx; i++)
+            X[i] = rndf();
+        for (size_t i = 0; i < (size_t)N * ldw; i++)
+            W[i] = rndf();
+        for (int r = 0; r < N; r++) {
+            memcpy(Wc + (size_t)r * K, W + (size_t)r * ldw, sizeof *Wc * (size_t)K);
+            bias[r] = rndf();
+        }
+        asn_matmul(pools[0], X, T, ldx, K, Wc, ASN_T_F32, N, bias, Y, ldy);
+        asn_matmul(pools[1], X, T, ldx, K, Wc, ASN_T_F32, N, bias, Y3, ldy);
+        asn_matmul_f32(X, T, ldx, K, W, ldw, N, Yf, ldy);
+        if (fused < 0) {
+            float m = model_dot(X, W, K, 1) + bias[0];
+            fused = same_bits(Y[0], m) ? 1 : 0;
+        }
+        for (int t = 0; t < T; t++)
+            for (int r = 0; r < N; r++) {
+                const float *x = X + (size_t)t * ldx, *w = W + (size_t)r * ldw;
+                float m = model_dot(x, w, K, fused);
+                size_t o = (size_t)t * ldy + r;
+                if (!same_bits(Y[o], m + bias[r]) && n_model++ < 3)
+                    printf("# %s T=%d N=%d K=%d t=%d r=%d: %.9g, the model %.9g\n", name, T, N, K, t, r,
+                           Y[o], m + bias[r]);
+                if (!same_bits(Y3[o], Y[o]))
+                    n_threads++;
+                if (!same_bits(Yf[o], m))
+                    n_f32++;
+                double exact = 0, mag = 0;
+                for (int k = 0; k < K; k++)
+                    exact += (double)x[k] * w[k], mag += fabs((double)x[k] * w[k]);
+                double err = fabs((double)m - exact) / (mag > 0 ? mag : 1);
+                worst = err > worst ? err : worst;
+            }
+        float d = asn_dot(X, W, K);
+        if (!same_bits(d, model_dot(X, W, K, fused)))
+            n_dot++;
+        free(X), free(W), free(Wc), free(bias), free(Y), free(Y3), free(Yf);
+    }
+    char tn[160];
+#define CHECK(what, n)                                                                             \
+    do {                                                                                           \
+        snprintf(tn, sizeof tn, "matmul %s (%s): %s", name, fused ? "fused" : "unfused", what);    \
+        T_OK(tn, (n) == 0, "%d outputs differ", n);                                                \
+        failed += (n) != 0;                                                                        \
+    } while (0)
+    CHECK("asn_matmul equals the order model bit for bit at every shape", n_model);
+    CHECK("3 threads equal 1 thread", n_threads);
+    CHECK("asn_matmul_f32 with row strides equals the order model", n_f32);
+    CHECK("asn_dot equals the order model", n_dot);
+    /* f32 sums of up to 1000 terms: a few K * 2^-24 of sum |w x| at most */
+    snprintf(tn, sizeof tn, "matmul %s: the order model is within 1000 * 2^-24 of float64 (relative to sum |w x|)", name);
+    T_OK(tn, worst <= 1000.0 / 16777216.0, "worst %g", worst);
+    failed += !(worst <= 1000.0 / 16777216.0);
+    asn_pool_free(pools[0]);
+    asn_pool_free(pools[1]);
+    return failed;
+}
+
+/* Runs check_kernel in a child with ASN_MATMUL_KERNEL=name (NULL: the
+ * machine's choice); the kernel is picked once per process. */
+static void in_child(const char *name, int fused)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (name)
+            setenv("ASN_MATMUL_KERNEL", name, 1);
+        int failed = check_kernel(name ? name : "default", fused);
+        fflush(stdout);
+        _exit(failed ? 1 : 0);
+    }
+    int status = 0;
+    char tn[80];
+    snprintf(tn, sizeof tn, "matmul %s: the checking process ran to the end", name ? name : "default");
+    T_OK(tn, pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status),
+         "fork or wait failed, or killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    if (pid > 0 && WIFEXITED(status) && WEXITSTATUS(status))
+        t_failed++; /* the child printed which check */
+}
+
+int main(void)
+{
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    in_child("base", 0);
+    if (avx2)
+        in_child("avx2", 1);
+    else
+        printf("ok - matmul avx2: # SKIP no AVX2/FMA on this machine\n");
+    if (avx512)
+        in_child("avx512", 1);
+    else
+        printf("ok - matmul avx512: # SKIP no AVX-512 on this machine\n");
+    in_child(NULL, avx2);
+#else
+    in_child(NULL, -1);
+#endif
+    T_DONE();
+}
