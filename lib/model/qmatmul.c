@@ -767,6 +767,28 @@ static void run(void *arg, int ith, int nth)
         tk->k->block(j, r0, &u);
 }
 
+/* The activations of a batch, tokens split across the pool. */
+typedef struct qquant {
+    const float *X;
+    int ldx;
+    const qjob *j;
+    int8_t *q;
+    float *dx;
+    int16_t *bs;
+    int32_t *bsum;
+} qquant;
+
+static void quant_run(void *arg, int ith, int nth)
+{
+    qquant *a = arg;
+    const qjob *j = a->j;
+    int lo, hi;
+    asn_split(j->T, ith, nth, 1, &lo, &hi);
+    for (int t = lo; t < hi; t++)
+        quantize_acts(a->X + (size_t)t * a->ldx, j->K, j->S, j->T, a->q + (size_t)t * j->K, a->dx + t,
+                      a->bs + (size_t)t * (j->K / 16), a->bsum + t);
+}
+
 int asn_qmatmul(asn_pool *pool, const float *X, int T, int ldx, int K, const void *W, uint32_t wtype,
                 int N, const float *bias, float *Y, int ldy)
 {
@@ -784,9 +806,11 @@ int asn_qmatmul(asn_pool *pool, const float *X, int T, int ldx, int K, const voi
     int32_t *bsum = (int32_t *)(m + dbytes);
     int16_t *bs = (int16_t *)(m + 2 * dbytes);
     int8_t *q = (int8_t *)(m + 2 * dbytes + bbytes);
-    for (int t = 0; t < T; t++)
-        quantize_acts(X + (size_t)t * ldx, K, j.S, T, q + (size_t)t * K, dx + t, bs + (size_t)t * (K / 16),
-                      bsum + t);
+    qquant qq = {X, ldx, &j, q, dx, bs, bsum};
+    if (T >= 8)
+        asn_pool_run(pool, quant_run, &qq);
+    else
+        quant_run(&qq, 0, 1);
     for (int i = 0; i < 4; i++) /* the padding: defined values in lanes that are discarded */
         dx[(size_t)T * j.nsb + i] = 0, bsum[(size_t)T * j.nsb + i] = 0;
     j.a = (qacts){q, bs, dx, bsum};

@@ -86,7 +86,7 @@ int main(void)
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const qt *t = &types[ti];
         const char *tn = asn_ttype_name(t->type);
-        int K = t->S == 32 ? 160 : 512, N = 21, T = 7;
+        int K = t->S == 32 ? 160 : 512, N = 21, T = 9;
         size_t rb;
         uint8_t *W = random_weights(t, N, K, &rb);
         float *X = malloc(sizeof(float) * T * K), *bias = malloc(sizeof(float) * N);
