@@ -47,7 +47,7 @@ BENCHES  := $(BENCH_SRC:bench/%.c=$(O)/build/bench/%)
 DEPS_OK  := build/.deps-ok
 
 .SECONDARY:
-.PHONY: all deps test test-unit test-san bench bench-kl fuzz install clean demo demo-models demo-check
+.PHONY: all deps test test-unit test-san test-arm bench bench-quant bench-kl fuzz install clean demo demo-models demo-check
 all: $(TOOLS) $(TESTS) $(REPLAYS) $(BENCHES)
 
 # Missing Debian packages are installed (as root) or named with the exact
@@ -103,6 +103,40 @@ test-san:
 
 bench: all
 	@for b in $(BENCHES); do $$b || exit 1; done
+
+# The engine on the GGUF files users download, beside llama.cpp: random-weight
+# models of the 125M Llama and Qwen2.5-0.5B shapes (F32 from the generator in
+# tests/fixtures; Q8_0 and Q4_K_M made by llama.cpp's llama-quantize, which
+# LLAMA_QUANTIZE names), timed by bench_quant with LLAMA_BENCH's figures
+# beside asn's when set. BENCH_DIR holds the models (about 4 GB).
+BENCH_DIR ?= build/bench/models
+BENCH_QTYPES ?= Q8_0 Q4_K_M
+bench-quant: all
+	@mkdir -p $(BENCH_DIR)
+	@[ -f $(BENCH_DIR)/llama-125m-F32.gguf ] || /usr/bin/python3 tests/fixtures/make_shape_models.py llama-125m \
+	  $(BENCH_DIR)/llama-125m-F32.gguf tests/data/gguf/ggml-vocab-llama-spm.gguf
+	@[ -f $(BENCH_DIR)/qwen2.5-0.5b-F32.gguf ] || /usr/bin/python3 tests/fixtures/make_shape_models.py qwen2.5-0.5b \
+	  $(BENCH_DIR)/qwen2.5-0.5b-F32.gguf tests/data/gguf/ggml-vocab-qwen2.gguf
+	@for s in llama-125m qwen2.5-0.5b; do for q in $(BENCH_QTYPES); do f=$(BENCH_DIR)/$$s-$$q.gguf; \
+	  [ -f $$f ] || { [ -n "$(LLAMA_QUANTIZE)" ] && "$(LLAMA_QUANTIZE)" $(BENCH_DIR)/$$s-F32.gguf $$f $$q >/dev/null 2>&1; } \
+	  || echo "bench-quant: $$f missing (set LLAMA_QUANTIZE=path/to/llama-quantize)"; done; done
+	@$(O)/build/bench/bench_quant $(BENCH_DIR)/*.gguf
+
+# The engine's tests on ARM (aarch64): cross-compiled and run under qemu, the
+# portable kernels against the same float64 references (Debian packages
+# gcc-aarch64-linux-gnu, libc6-dev-arm64-cross and qemu-user-static).
+ARM_CC ?= aarch64-linux-gnu-gcc
+ARM_TESTS := test_qmatmul test_matmul test_ttype
+ARM_ENGINE := lib/model/qmatmul.c lib/model/ttype.c lib/core/pool.c tests/arm/xalloc.c
+test-arm:
+	@command -v $(ARM_CC) >/dev/null && command -v qemu-aarch64-static >/dev/null || { \
+	  echo "test-arm: apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static"; exit 1; }
+	@mkdir -p build/arm
+	@$(ARM_CC) -std=c11 -D_GNU_SOURCE -O2 -Ilib -ffp-contract=fast -c lib/model/matmul.c -o build/arm/matmul.o
+	@for t in $(ARM_TESTS); do $(ARM_CC) -std=c11 -D_GNU_SOURCE -O2 -Ilib -ffp-contract=off -static \
+	  tests/unit/$$t.c $(ARM_ENGINE) build/arm/matmul.o -o build/arm/$$t -lm -lpthread || exit 1; done
+	@for t in $(ARM_TESTS); do ASN_TESTDATA=$(CURDIR)/tests/data qemu-aarch64-static build/arm/$$t; done \
+	  | awk '/^ok /{p++} /^not ok /{f++; print} END {printf "%d passed, %d failed\n", p, f; exit f > 0}'
 
 # Learned samplers against their targets on held-out data (minutes).
 bench-kl: all
