@@ -107,8 +107,9 @@ bench: all
 # The engine on the GGUF files users download, beside llama.cpp: random-weight
 # models of the 125M Llama and Qwen2.5-0.5B shapes (F32 from the generator in
 # tests/fixtures; Q8_0 and Q4_K_M made by llama.cpp's llama-quantize, which
-# LLAMA_QUANTIZE names), timed by bench_quant with LLAMA_BENCH's figures
-# beside asn's when set. BENCH_DIR holds the models (about 4 GB).
+# LLAMA_QUANTIZE names), timed by bench_quant with the figures of
+# LLAMA_BENCH (llama-bench) and LLAMA_BATCHED (llama-batched) beside asn's
+# when set. BENCH_DIR holds the models (about 4 GB).
 BENCH_DIR ?= build/bench/models
 BENCH_QTYPES ?= Q8_0 Q4_K_M
 bench-quant: all

@@ -4,10 +4,13 @@
  *     (STREAM-style, all threads), peak f32 FMA GFLOPS and peak int8
  *     multiply-add GOPS of tight register-only loops;
  *   - per model: prefill tokens/s (one 512-token prompt), batch-1 decode
- *     tokens/s (128 tokens), and 32 and 256 streams forked from a 64-token
- *     prompt (16 steps each), with the integer kernel that ran;
+ *     tokens/s (128 tokens), and 32 and 256 streams forked from a 20-token
+ *     prompt (44 steps each: 64 positions, as llama-batched -n 64), with the
+ *     integer kernel that ran;
  *   - with LLAMA_BENCH=path/to/llama-bench: its pp512 / tg128 on the same
- *     file and threads, and asn ÷ llama.cpp.
+ *     file and threads, and asn ÷ llama.cpp; with LLAMA_BATCHED=path/to/
+ *     llama-batched: its decode speed at 32 and 256 sequences (-kvu, a
+ *     20-token prompt, -n 64) beside asn's streams.
  * Usage: bench_quant [-t THREADS] MODEL.gguf...   (no model: limits only)
  * Run it on an idle machine: a build on another core halves every figure. */
 #include "asn/linalg.h"
@@ -169,8 +172,8 @@ typedef struct figures {
 static double streams(asn_engine *en, const int32_t *prompt, int V, int B)
 {
     asn_err e;
-    int root = asn_seq_new(en), steps = 16;
-    asn_batch_item it = {root, prompt, 64, NULL, 0, NULL};
+    int root = asn_seq_new(en), steps = 44;
+    asn_batch_item it = {root, prompt, 20, NULL, 0, NULL};
     asn_engine_decode(en, &it, 1, &e);
     asn_batch_item *items = malloc((size_t)B * sizeof *items);
     int32_t *tok = malloc((size_t)B * sizeof *tok);
@@ -274,6 +277,27 @@ static void llama_bench(const char *bin, const char *path, int threads, double *
     pclose(p);
 }
 
+/* llama-batched's decode tokens/s with B sequences, or 0. */
+static double llama_batched(const char *bin, const char *path, int threads, int B)
+{
+    char cmd[8192], line[8192];
+    /* 20 tokens with the SPM and Qwen2 vocabularies' tokenizers, or near it */
+    snprintf(cmd, sizeof cmd,
+             "'%s' -m '%s' -t %d -np %d -n 64 -kvu -p 'The quick brown fox jumps over the lazy dog while seven "
+             "bakers argue about the price' 2>&1",
+             bin, path, threads, B);
+    FILE *p = popen(cmd, "r");
+    double v = 0;
+    while (p && fgets(line, sizeof line, p)) {
+        char *sp = strstr(line, "speed: ");
+        if (sp && strstr(line, "decoded"))
+            v = atof(sp + 7);
+    }
+    if (p)
+        pclose(p);
+    return v;
+}
+
 int main(int argc, char **argv)
 {
     int threads = 2, first = 1;
@@ -287,7 +311,7 @@ int main(int argc, char **argv)
            threads, bw / 1e9, fma_gflops(threads, v4), v4 ? "AVX-512" : "AVX2", int8_gops(threads, vnni),
            vnni ? "AVX-512 VNNI" : "AVX2 maddubs");
     printf("integer kernel: %s\n", asn_qmatmul_kernel());
-    const char *lb = getenv("LLAMA_BENCH");
+    const char *lb = getenv("LLAMA_BENCH"), *lbat = getenv("LLAMA_BATCHED");
     for (int i = first; i < argc; i++) {
         figures f = measure(argv[i], threads);
         const char *name = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
@@ -298,6 +322,11 @@ int main(int argc, char **argv)
             llama_bench(lb, argv[i], threads, &pp, &tg);
             printf("%-28s llama.cpp: prefill %7.1f  decode %6.1f   asn/llama.cpp: prefill %.2f  decode %.2f\n",
                    "", pp, tg, pp > 0 ? f.pp / pp : 0, tg > 0 ? f.tg / tg : 0);
+        }
+        if (lbat) {
+            double b32 = llama_batched(lbat, argv[i], threads, 32), b256 = llama_batched(lbat, argv[i], threads, 256);
+            printf("%-28s llama-batched: 32 streams %7.1f  256 streams %7.1f   asn/llama.cpp: %.2f / %.2f\n", "",
+                   b32, b256, b32 > 0 ? f.s32 / b32 : 0, b256 > 0 ? f.s256 / b256 : 0);
         }
         fflush(stdout);
     }
