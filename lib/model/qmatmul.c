@@ -192,15 +192,19 @@ static void block_generic(const qjob *j, int r0, qrows *u)
 
 #define QK_INLINE static inline __attribute__((always_inline))
 
-/* Blocks ahead that the decode kernel prefetches (ASN_QPF overrides, for tuning). */
-static int PF = 4;
-
 /* What the kernel needs to know of a type at compile time: weights signed
- * (else unsigned bytes, no sign trick), scales all 1, a min term. */
+ * (else unsigned bytes, no sign trick), scales all 1, a min term, and an
+ * offset: Q6_K and Q3_K weights are multiplied as the unsigned quants
+ * u = w + off, and off * sum_h sc[h] * sum(q over h) is taken off the
+ * integer total (the same integer, fewer instructions than signs). */
 QK_INLINE int k_signed(uint32_t t)
 {
     return t == ASN_T_Q8_0 || t == ASN_T_Q4_0 || t == ASN_T_Q5_0 || t == ASN_T_IQ4_NL ||
-           t == ASN_T_Q3_K || t == ASN_T_Q6_K || t == ASN_T_IQ4_XS;
+           t == ASN_T_IQ4_XS;
+}
+QK_INLINE int k_off_shift(uint32_t t) /* log2 of the offset, 0: none */
+{
+    return t == ASN_T_Q6_K ? 5 : t == ASN_T_Q3_K ? 2 : 0;
 }
 QK_INLINE int k_unit(uint32_t t)
 {
@@ -264,7 +268,8 @@ QK_INLINE __m256i k_iq4(__m256i nib)
     return _mm256_shuffle_epi8(tab, nib);
 }
 
-/* Weights 32 g .. 32 g + 31 of a (super-)block, as qunpack.h writes them. */
+/* Weights 32 g .. 32 g + 31 of a (super-)block, as qunpack.h writes them
+ * (plus the offset of Q3_K and Q6_K, see k_off_shift). */
 QK_INLINE __m256i k_group(uint32_t t, const uint8_t *x, int g)
 {
     const __m256i m4 = _mm256_set1_epi8(15), m3 = _mm256_set1_epi8(3), m1 = _mm256_set1_epi8(1);
@@ -281,7 +286,7 @@ QK_INLINE __m256i k_group(uint32_t t, const uint8_t *x, int g)
     case ASN_T_Q3_K: {
         __m256i lo = _mm256_and_si256(_mm256_srli_epi16(k_load(x + 32 + 32 * (g / 4)), 2 * (g % 4)), m3);
         __m256i hi = _mm256_and_si256(_mm256_srli_epi16(k_load(x), g), m1);
-        return _mm256_sub_epi8(_mm256_or_si256(lo, _mm256_slli_epi16(hi, 2)), _mm256_set1_epi8(4));
+        return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 2)); /* w + 4 */
     }
     case ASN_T_Q4_K:
         return _mm256_and_si256(_mm256_srli_epi16(k_load(x + 16 + 32 * (g / 2)), 4 * (g % 2)), m4);
@@ -294,7 +299,7 @@ QK_INLINE __m256i k_group(uint32_t t, const uint8_t *x, int g)
         int i = g / 4, s = g % 4;
         __m256i lo = _mm256_and_si256(_mm256_srli_epi16(k_load(x + 64 * i + 32 * (s & 1)), 4 * (s >> 1)), m4);
         __m256i hi = _mm256_and_si256(_mm256_srli_epi16(k_load(x + 128 + 32 * i), 2 * s), m3);
-        return _mm256_sub_epi8(_mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)), _mm256_set1_epi8(32));
+        return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)); /* w + 32 */
     }
     default: /* IQ4_XS */
         return k_iq4(k_nibbles16(x + 8 + 16 * g));
@@ -314,16 +319,20 @@ QK_INLINE void k_meta(uint32_t t, const uint8_t *x, int16_t *sc, int16_t *mn, fl
         mn[0] = mn[1] = 1;
         return;
     case ASN_T_Q4_K: case ASN_T_Q5_K: {
-        uint32_t a[3], s4, m4;
-        memcpy(a, x + 4, 12);
+        /* the 12 bytes p of 6-bit scales and mins, in vector registers:
+         * sc[0..3] = p[0..3] & 63, mn[0..3] = p[4..7] & 63,
+         * sc[4..7] = (p[8..11] & 15) | (p[0..3] >> 6) << 4,
+         * mn[4..7] = (p[8..11] >> 4) | (p[4..7] >> 6) << 4 */
         *D = k_half(x), *Dm = -k_half(x + 2);
-        s4 = (a[2] & 0x0f0f0f0f) | ((a[0] >> 6) & 0x03030303) << 4;
-        m4 = ((a[2] >> 4) & 0x0f0f0f0f) | ((a[1] >> 6) & 0x03030303) << 4;
-        __m128i s = _mm_set_epi32(0, 0, (int)s4, (int)(a[0] & 0x3f3f3f3f));
-        __m128i m = _mm_set_epi32(0, 0, (int)m4, (int)(a[1] & 0x3f3f3f3f));
-        s = _mm_unpacklo_epi8(s, s), m = _mm_unpacklo_epi8(m, m); /* each twice: per 16 */
-        _mm256_storeu_si256((__m256i *)sc, _mm256_cvtepu8_epi16(s));
-        _mm256_storeu_si256((__m256i *)mn, _mm256_cvtepu8_epi16(m));
+        __m128i p = _mm_loadu_si128((const __m128i *)(x + 4)); /* 4 bytes past: the quants */
+        __m128i lo = _mm_and_si128(p, _mm_set1_epi8(63));
+        __m128i top = _mm_and_si128(_mm_srli_epi16(p, 2), _mm_set1_epi8(0x30));
+        __m128i p8 = _mm_shuffle_epi8(p, _mm_setr_epi8(8, 9, 10, 11, 8, 9, 10, 11, -1, -1, -1, -1, -1, -1, -1, -1));
+        __m128i nib = _mm_blend_epi16(p8, _mm_srli_epi16(p8, 4), 0x0c); /* bytes 4..7 shifted */
+        __m128i hi = _mm_or_si128(_mm_and_si128(nib, _mm_set1_epi8(15)), top);
+        __m128i sm = _mm_unpacklo_epi32(lo, hi); /* sc0-3, sc4-7, mn0-3, mn4-7 */
+        _mm256_storeu_si256((__m256i *)sc, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(sm, sm)));
+        _mm256_storeu_si256((__m256i *)mn, _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm)));
         return;
     }
     case ASN_T_Q6_K:
@@ -490,6 +499,12 @@ QK_INLINE void fused_t(const qjob *j, int r0, uint32_t t, int vnni)
         __m256i I = reduce8(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
         if (k_offset(vnni, t))
             I = _mm256_sub_epi32(I, _mm256_set1_epi32(128 * j->a.bsum[b]));
+        if (k_off_shift(t)) {
+            const int16_t *sp[8], *bp[8];
+            for (int r = 0; r < ROWS; r++)
+                sp[r] = sc[r], bp[r] = j->a.bs + (size_t)b * 16;
+            I = _mm256_sub_epi32(I, _mm256_slli_epi32(k_mins(sp, bp), k_off_shift(t)));
+        }
         acc = vstep(acc, _mm256_loadu_ps(D), vdx, I);
         if (mins) {
             __m256i M;
@@ -579,6 +594,14 @@ QK_INLINE void tile_4xn(const qjob *j, const qrows *u, int rb, const int *tk, in
             const int16_t *b1 = j->a.bs + (size_t)t1 * (K / 16) + (size_t)b * (S / 16);
             if (k_offset(vnni, t))
                 I = _mm256_sub_epi32(I, _mm256_slli_epi32(vbs, 7));
+            if (k_off_shift(t)) {
+                const int16_t *sp[8], *bp[8];
+                for (int p = 0; p < 8; p++) {
+                    sp[p] = u->sc + (size_t)(rb + p % 4) * (K / 16) + b * 16;
+                    bp[p] = p < 4 ? b0 : b1;
+                }
+                I = _mm256_sub_epi32(I, _mm256_slli_epi32(k_mins(sp, bp), k_off_shift(t)));
+            }
             acc[v] = vstep(acc[v], _mm256_broadcast_ps((const __m128 *)Db), vdx, I);
             if (mins) {
                 __m256i M;
@@ -718,10 +741,6 @@ static const qkernel *pick(void)
         for (size_t i = 0; !k && i < sizeof order / sizeof order[0]; i++)
             k = by_name(order[i]);
         chosen = k ? k : &k_generic;
-#if defined(__x86_64__)
-        if (getenv("ASN_QPF"))
-            PF = atoi(getenv("ASN_QPF"));
-#endif
     }
     return chosen;
 }
