@@ -387,9 +387,17 @@ QK_INLINE int k_offset(int vnni, uint32_t t)
     return vnni && k_unit(t) && k_signed(t);
 }
 
-QK_INLINE __m256i k_weights(int vnni, uint32_t t, __m256i w)
+QK_INLINE __m256i k_weights(int vnni, uint32_t t, const uint8_t *x, int g)
 {
-    return k_offset(vnni, t) ? _mm256_xor_si256(w, _mm256_set1_epi8((char)0x80)) : w;
+    if (!k_offset(vnni, t))
+        return k_group(t, x, g);
+    /* Q4_0 and Q5_0: one addition instead of taking the middle off and
+     * adding 128 */
+    if (t == ASN_T_Q4_0)
+        return _mm256_add_epi8(k_nibbles16(x + 2), _mm256_set1_epi8(120));
+    if (t == ASN_T_Q5_0)
+        return _mm256_add_epi8(_mm256_or_si256(k_nibbles16(x + 6), k_bits16(x + 2)), _mm256_set1_epi8(112));
+    return _mm256_xor_si256(k_group(t, x, g), _mm256_set1_epi8((char)0x80));
 }
 
 /* vpdpwssd: acc + pairwise products of int16 lanes, as k_dpbusd. */
@@ -490,7 +498,7 @@ QK_INLINE void fused_t(const qjob *j, int r0, uint32_t t, int vnni)
         for (int g = 0; g < S / 32; g++) {
             __m256i x = k_load(q + (size_t)b * S + 32 * g);
             for (int r = 0; r < ROWS; r++) {
-                __m256i w = k_weights(vnni, t, k_group(t, row[r] + (size_t)b * nb, g));
+                __m256i w = k_weights(vnni, t, row[r] + (size_t)b * nb, g);
                 __m256i sx = unit ? ones : k_sx(sc[r], g);
                 a[r] = k_acc(vnni, t, a[r], w, _mm256_sign_epi8(w, w), x, sx);
             }
@@ -544,7 +552,7 @@ QK_INLINE void unpack_t(const qjob *j, int r0, qrows *u, uint32_t t, int vnni)
 #pragma GCC unroll 8
             for (int g = 0; g < S / 32; g++)
                 _mm256_storeu_si256((__m256i *)(u->w + (size_t)r * K + (size_t)b * S + 32 * g),
-                                    k_weights(vnni, t, k_group(t, x + (size_t)b * nb, g)));
+                                    k_weights(vnni, t, x + (size_t)b * nb, g));
         }
     }
 }
