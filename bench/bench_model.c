@@ -52,49 +52,6 @@ static double sgemm_gflops(int M, int threads)
     return g;
 }
 
-typedef struct bw_arg {
-    const float *p;
-    size_t n;
-    double sum;
-} bw_arg;
-
-static void *bw_read(void *a)
-{
-    bw_arg *b = a;
-    float s[16] = {0};
-    for (size_t i = 0; i + 16 <= b->n; i += 16)
-        for (int j = 0; j < 16; j++)
-            s[j] += b->p[i + j];
-    for (int j = 0; j < 16; j++)
-        b->sum += s[j];
-    return NULL;
-}
-
-/* Read bandwidth (bytes/s) over 1 GiB with `threads` threads. */
-static double read_bandwidth(int threads)
-{
-    size_t n = (size_t)1 << 28;
-    float *p = malloc(n * sizeof *p);
-    for (size_t i = 0; i < n; i++)
-        p[i] = 1.0f;
-    double best = 0;
-    for (int rep = 0; rep < 3; rep++) {
-        pthread_t th[16];
-        bw_arg a[16];
-        double t0 = now();
-        for (int i = 0; i < threads; i++) {
-            a[i] = (bw_arg){p + n / threads * i, n / threads, 0};
-            pthread_create(&th[i], NULL, bw_read, &a[i]);
-        }
-        for (int i = 0; i < threads; i++)
-            pthread_join(th[i], NULL);
-        double bw = (double)n * sizeof *p / (now() - t0);
-        best = bw > best ? bw : best;
-    }
-    free(p);
-    return best;
-}
-
 /* --------------------------------------------------------------- engine */
 
 static void run(const char *path, const char *label, double bytes_per_token, int threads,

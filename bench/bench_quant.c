@@ -27,60 +27,6 @@
 
 /* ------------------------------------------------------------- limits */
 
-typedef struct lim_arg {
-    const float *p;
-    size_t n;
-    double out;
-} lim_arg;
-
-static void run_threads(int threads, void *(*fn)(void *), lim_arg *a)
-{
-    pthread_t th[64];
-    for (int i = 1; i < threads; i++)
-        pthread_create(&th[i], NULL, fn, &a[i]);
-    fn(&a[0]);
-    for (int i = 1; i < threads; i++)
-        pthread_join(th[i], NULL);
-}
-
-typedef float v8f __attribute__((vector_size(32)));
-
-/* Sum of a buffer with 8 independent 8-lane accumulators: the loads, not
- * the adds, are the bound. */
-__attribute__((target("avx2"))) static void *read_part(void *arg)
-{
-    lim_arg *a = arg;
-    v8f s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, s4 = {0}, s5 = {0}, s6 = {0}, s7 = {0}, x;
-    for (size_t i = 0; i + 64 <= a->n; i += 64) {
-#define L(S, O) memcpy(&x, a->p + i + (O), 32), S += x;
-        L(s0, 0) L(s1, 8) L(s2, 16) L(s3, 24) L(s4, 32) L(s5, 40) L(s6, 48) L(s7, 56)
-#undef L
-    }
-    v8f s = s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7;
-    a->out = s[0] + s[7];
-    return NULL;
-}
-
-static double read_bandwidth(int threads)
-{
-    size_t n = (size_t)1 << 28;
-    float *p = malloc(n * sizeof *p);
-    for (size_t i = 0; i < n; i++)
-        p[i] = 1.0f;
-    double best = 0;
-    for (int rep = 0; rep < 4; rep++) {
-        lim_arg a[64];
-        for (int i = 0; i < threads; i++)
-            a[i] = (lim_arg){p + n / threads * i, n / threads, 0};
-        double t0 = now();
-        run_threads(threads, read_part, a);
-        double bw = (double)n * sizeof *p / (now() - t0);
-        best = bw > best ? bw : best;
-    }
-    free(p);
-    return best;
-}
-
 #include <immintrin.h>
 
 /* 12 independent FMA chains of 8 lanes (AVX2) or 16 (AVX-512). */

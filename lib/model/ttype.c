@@ -9,6 +9,7 @@
  * and open_mem buffers have no alignment at all), so blocks are read byte
  * by byte or through memcpy, never through a cast pointer. */
 #include "asn/gguf.h"
+#include "half.h"
 
 #include <float.h>
 #include <math.h>
@@ -130,22 +131,11 @@ static inline float f32_from_bits(uint32_t u)
     return f;
 }
 
-/* binary16: 1 sign, 5 exponent (bias 15), 10 mantissa bits. Every half is
- * exactly representable as a float, so this direction never rounds. Written
- * with selects instead of branches so that row loops vectorize: F16 rows
- * are dequantized on the forward pass. */
+/* binary16 to float: half.h (exact; vectorizes in the row loops, F16 rows
+ * are dequantized on the forward pass). */
 static inline float f16_to_f32(uint16_t h)
 {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t o = (uint32_t)(h & 0x7fff) << 13; /* exponent and mantissa in place */
-    uint32_t exp = o & 0x0f800000;
-    o += (uint32_t)(127 - 15) << 23; /* rebias the exponent from 15 to 127 */
-    /* inf and NaN: exponent all ones (NaN payload kept) */
-    o += exp == 0x0f800000 ? (uint32_t)(128 - 16) << 23 : 0;
-    /* zero and subnormals, m * 2^-24: build 2^-14 * (1 + m/1024) and take
-     * 2^-14 away, both exact */
-    uint32_t sub = f32_bits(f32_from_bits(o + (1u << 23)) - 0x1p-14f);
-    return f32_from_bits(sign | (exp == 0 ? sub : o));
+    return asn_half_to_float(h);
 }
 
 float asn_f16_to_f32(uint16_t h)
