@@ -15,6 +15,7 @@
  * in a fixed order, so a sequence's results do not depend on its batch. */
 #include "model_internal.h"
 #include "asn/linalg.h"
+#include "asn/vexp.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -250,7 +251,32 @@ typedef struct attn_task {
     float *scores; /* per thread: n_ctx floats */
 } attn_task;
 
-typedef float v16f __attribute__((vector_size(64)));
+/* x[0..n) = softmax(scale * x), 16 positions at a time: exp of asn/vexp.h,
+ * the sum over 16 lane-wise partial sums added in a fixed tree. Inlined
+ * into attn_run's clones; every clone gives the same bits. */
+static inline __attribute__((always_inline)) void softmax(float *x, int n, float scale)
+{
+    float mx = -INFINITY;
+    for (int j = 0; j < n; j++) {
+        x[j] *= scale;
+        mx = x[j] > mx ? x[j] : mx;
+    }
+    v16f acc = {0}, m = splat16(mx);
+    for (int j = 0; j < n; j += 16) {
+        int k = n - j < 16 ? n - j : 16;
+        v16f v = splat16(-INFINITY);
+        memcpy(&v, x + j, (size_t)k * sizeof(float));
+        v = exp16(v - m); /* -inf (the padding) gives 0 */
+        memcpy(x + j, &v, (size_t)k * sizeof(float));
+        acc += v;
+    }
+    for (int w = 8; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++)
+            acc[l] += acc[l + w];
+    float sum = acc[0];
+    for (int j = 0; j < n; j++)
+        x[j] /= sum;
+}
 
 /* Cloned per instruction set: the loops over positions and head
  * dimensions are element-wise (no reduction changes order with the vector
@@ -289,22 +315,8 @@ static void attn_run(void *arg, int ith, int nth)
             asn_matmul_f32(en->q + (size_t)t0 * qd + (size_t)h * hd, nt, qd, hd,
                            kv_at(en, s, a->layer, 0, j0) + (size_t)kvh * hd, en->kvd, nj, scores + j0, (int)ld);
         }
-        for (int i = 0; i < nt; i++) {
-            float *sc = scores + i * ld;
-            int pos = first + i;
-            float mx = -INFINITY;
-            for (int j = 0; j <= pos; j++) {
-                sc[j] *= scale;
-                mx = sc[j] > mx ? sc[j] : mx;
-            }
-            float sum = 0;
-            for (int j = 0; j <= pos; j++) {
-                sc[j] = expf(sc[j] - mx);
-                sum += sc[j];
-            }
-            for (int j = 0; j <= pos; j++)
-                sc[j] /= sum;
-        }
+        for (int i = 0; i < nt; i++)
+            softmax(scores + i * ld, first + i + 1, scale);
         /* out[d] = sum over j in order of w_j * v_j[d], 32 dimensions of
          * every token of the group at a time in registers; token i sees
          * positions up to first + i */
