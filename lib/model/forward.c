@@ -256,26 +256,37 @@ typedef struct attn_task {
  * into attn_run's clones; every clone gives the same bits. */
 static inline __attribute__((always_inline)) void softmax(float *x, int n, float scale)
 {
-    float mx = -INFINITY;
-    for (int j = 0; j < n; j++) {
-        x[j] *= scale;
-        mx = x[j] > mx ? x[j] : mx;
-    }
-    v16f acc = {0}, m = splat16(mx);
+    v16f mx = splat16(-INFINITY), sc = splat16(scale), v;
     for (int j = 0; j < n; j += 16) {
-        int k = n - j < 16 ? n - j : 16;
-        v16f v = splat16(-INFINITY);
-        memcpy(&v, x + j, (size_t)k * sizeof(float));
+        size_t k = (size_t)(n - j < 16 ? n - j : 16) * sizeof(float);
+        v = splat16(-INFINITY);
+        memcpy(&v, x + j, k);
+        v *= sc;
+        memcpy(x + j, &v, k);
+        mx = sel16(v > mx, v, mx);
+    }
+    for (int w = 8; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++)
+            mx[l] = mx[l + w] > mx[l] ? mx[l + w] : mx[l];
+    v16f acc = {0}, m = splat16(mx[0]);
+    for (int j = 0; j < n; j += 16) {
+        size_t k = (size_t)(n - j < 16 ? n - j : 16) * sizeof(float);
+        v = splat16(-INFINITY);
+        memcpy(&v, x + j, k);
         v = exp16(v - m); /* -inf (the padding) gives 0 */
-        memcpy(x + j, &v, (size_t)k * sizeof(float));
+        memcpy(x + j, &v, k);
         acc += v;
     }
     for (int w = 8; w >= 1; w /= 2)
         for (int l = 0; l < w; l++)
             acc[l] += acc[l + w];
-    float sum = acc[0];
-    for (int j = 0; j < n; j++)
-        x[j] /= sum;
+    v16f sum = splat16(acc[0]);
+    for (int j = 0; j < n; j += 16) {
+        size_t k = (size_t)(n - j < 16 ? n - j : 16) * sizeof(float);
+        memcpy(&v, x + j, k);
+        v /= sum;
+        memcpy(x + j, &v, k);
+    }
 }
 
 /* Cloned per instruction set: the loops over positions and head
