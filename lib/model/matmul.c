@@ -54,7 +54,8 @@ static inline __attribute__((always_inline)) float hsum_v4(v4 a)
 enum { MAXR = 8, MAXT = 8 };
 
 /* Keeps a loaded vector in a register: without it GCC folds the load into
- * each multiply-add that uses it, reading memory once per use. */
+ * each multiply-add that uses it, reading memory once per use. (A vector
+ * used once is left to GCC, which folds its load.) */
 #if defined(__x86_64__)
 #define IN_REG(v) __asm__("" : "+v"(v))
 #elif defined(__aarch64__)
@@ -111,17 +112,21 @@ enum { MAXR = 8, MAXT = 8 };
                         w[r] = NAME##_load(w_[r] + k + p * VW);                                   \
                     _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {                         \
                         V x = NAME##_load(x_[t] + k + p * VW);                                    \
-                        IN_REG(x);                                                                \
+                        if (R > 1)                                                                \
+                            IN_REG(x);                                                            \
                         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                       \
                             acc[r][t][p] += w[r] * x;                                             \
                     }                                                                             \
                 } else {                                                                          \
                     V x[MAXT];                                                                    \
-                    _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)                           \
+                    _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {                         \
                         x[t] = NAME##_load(x_[t] + k + p * VW);                                   \
+                        IN_REG(x[t]); /* R > T >= 1: used R times */                              \
+                    }                                                                             \
                     _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                         \
                         V w = NAME##_load(w_[r] + k + p * VW);                                    \
-                        IN_REG(w);                                                                \
+                        if (T > 1)                                                                \
+                            IN_REG(w);                                                            \
                         _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)                       \
                             acc[r][t][p] += w * x[t];                                             \
                     }                                                                             \
@@ -245,9 +250,9 @@ static dot_fn dot_impl;
 /* Tile shapes by measurement (one core, T = 32..128, K and N 768..2048):
  * AVX-512, 32 registers: 5 rows x 5 tokens, 25 accumulators; AVX2, 16
  * registers: 2 x 3, 12 accumulator halves + 2 rows + 1 token; SSE2, 16
- * registers: 1 x 3, 12 accumulator quarters. A single token takes as many
- * rows as fit (8, 6, 3): more rows streamed at once, faster from memory. */
-DEFINE_BLOCK(block_avx512, V4_TARGET, tile16, 5, 5, 8)
+ * registers: 1 x 3, 12 accumulator quarters. A single token (decode, W
+ * streamed from memory) takes 4, 6 and 3 rows, the fastest counts there. */
+DEFINE_BLOCK(block_avx512, V4_TARGET, tile16, 5, 5, 4)
 DEFINE_BLOCK(block_avx2, V3_TARGET, tile8, 2, 3, 6)
 DEFINE_BLOCK(block_base, V1_TARGET, tile4, 1, 3, 3)
 DEFINE_DOT(dot_avx512, V4_TARGET, tile16)
