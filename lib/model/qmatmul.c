@@ -593,7 +593,7 @@ QK_INLINE void tile_4xn(const qjob *j, const qrows *u, int rb, const int *tk, in
              * (tk[2v + 1] = tk[2v] + 1, or past T: discarded lanes) */
             const __m256i pick = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
             __m256 vdx = _mm256_permutevar8x32_ps(
-                _mm256_castps128_ps256(_mm_castpd_ps(_mm_load_sd((const double *)(j->a.dx + (size_t)b * j->T + t0)))), pick);
+                _mm256_castps128_ps256(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(j->a.dx + (size_t)b * j->T + t0)))), pick);
             __m256i vbs = _mm256_permutevar8x32_epi32(
                 _mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(j->a.bsum + (size_t)b * j->T + t0))), pick);
             __m256i *av = a + 8 * v;
