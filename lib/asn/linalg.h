@@ -1,7 +1,7 @@
 /* asn/linalg.h — the matrix product of inference, Y = X W^T, with a fixed
  * summation order per output element.
  *
- * BLAS libraries (OpenBLAS included, checked in test_linalg.c) sum a row's
+ * BLAS libraries (OpenBLAS included) sum a row's
  * dot products in an order that depends on how many rows are in the batch
  * and on the thread count, so a sequence's logits would change with the
  * batch it happens to share. Here every output is
