@@ -371,12 +371,16 @@ static void q4k_scale_min(int s, const uint8_t *sb, uint8_t *sc, uint8_t *m)
     }
 }
 
-static void dequant_q4_k(const uint8_t *x, float *y, int64_t n)
+/* Q4_K (bits = 4, 144-byte blocks) and Q5_K (bits = 5, 176 bytes: 32
+ * bytes of fifth bits after the scales, bit s of qh[l] adds 16 to weight
+ * 32 s + l). */
+static inline __attribute__((always_inline)) void dequant_k45(const uint8_t *x, float *y, int64_t n, int bits)
 {
-    for (int64_t b = 0; b < n / 256; b++, x += 144) {
+    const int bb = bits == 5 ? 176 : 144;
+    for (int64_t b = 0; b < n / 256; b++, x += bb) {
         const float d = f16_to_f32(rd16(x));
         const float dmin = f16_to_f32(rd16(x + 2));
-        const uint8_t *scales = x + 4, *q = x + 16;
+        const uint8_t *scales = x + 4, *qh = x + 16, *q = x + (bits == 5 ? 48 : 16);
         /* four groups of 64 outputs: sub-block 2g from the low nibbles of 32
          * bytes, sub-block 2g+1 from their high nibbles */
         for (int g = 0; g < 4; g++, q += 32, y += 64) {
@@ -385,33 +389,26 @@ static void dequant_q4_k(const uint8_t *x, float *y, int64_t n)
             const float d1 = d * (float)sc, m1 = dmin * (float)m;
             q4k_scale_min(2 * g + 1, scales, &sc, &m);
             const float d2 = d * (float)sc, m2 = dmin * (float)m;
-            for (int l = 0; l < 32; l++)
-                y[l] = d1 * (float)(q[l] & 0x0f) - m1;
-            for (int l = 0; l < 32; l++)
-                y[l + 32] = d2 * (float)(q[l] >> 4) - m2;
+            for (int l = 0; l < 32; l++) {
+                int h1 = bits == 5 ? ((qh[l] >> (2 * g)) & 1) << 4 : 0;
+                y[l] = d1 * (float)((q[l] & 0x0f) | h1) - m1;
+            }
+            for (int l = 0; l < 32; l++) {
+                int h2 = bits == 5 ? ((qh[l] >> (2 * g + 1)) & 1) << 4 : 0;
+                y[l + 32] = d2 * (float)((q[l] >> 4) | h2) - m2;
+            }
         }
     }
 }
 
-/* Q5_K: Q4_K plus a fifth bit, 16, for sub-block s in bit s of qh[l]. */
+static void dequant_q4_k(const uint8_t *x, float *y, int64_t n)
+{
+    dequant_k45(x, y, n, 4);
+}
+
 static void dequant_q5_k(const uint8_t *x, float *y, int64_t n)
 {
-    for (int64_t b = 0; b < n / 256; b++, x += 176) {
-        const float d = f16_to_f32(rd16(x));
-        const float dmin = f16_to_f32(rd16(x + 2));
-        const uint8_t *scales = x + 4, *qh = x + 16, *q = x + 48;
-        for (int g = 0; g < 4; g++, q += 32, y += 64) {
-            uint8_t sc, m;
-            q4k_scale_min(2 * g, scales, &sc, &m);
-            const float d1 = d * (float)sc, m1 = dmin * (float)m;
-            q4k_scale_min(2 * g + 1, scales, &sc, &m);
-            const float d2 = d * (float)sc, m2 = dmin * (float)m;
-            for (int l = 0; l < 32; l++)
-                y[l] = d1 * (float)((q[l] & 0x0f) | (((qh[l] >> (2 * g)) & 1) << 4)) - m1;
-            for (int l = 0; l < 32; l++)
-                y[l + 32] = d2 * (float)((q[l] >> 4) | (((qh[l] >> (2 * g + 1)) & 1) << 4)) - m2;
-        }
-    }
+    dequant_k45(x, y, n, 5);
 }
 
 /* Q6_K: 16 sub-blocks of 16 with int8 scales; 6-bit quants split into 4 low
