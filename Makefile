@@ -62,8 +62,9 @@ $(BUILD)/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(FILE_CFLAGS) -MMD -MP -c $< -o $@
 
-# The inference matrix product fuses multiply-adds (see lib/asn/linalg.h).
-$(BUILD)/lib/model/matmul.o: FILE_CFLAGS := -ffp-contract=fast
+# The inference matrix product fuses multiply-adds (see lib/asn/linalg.h), at
+# -O3 in every build (contraction into FMA depends on the optimization level).
+$(BUILD)/lib/model/matmul.o: FILE_CFLAGS := -ffp-contract=fast -O3
 
 $(LIBA): $(LIB_OBJ)
 	@mkdir -p $(@D)
