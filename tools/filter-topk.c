@@ -1,4 +1,4 @@
-/* filter-topk — the reference's scoring and filtering (reference-notes §8):
+/* filter-topk — the reference's scoring and filtering (its process_and_score.py):
  * globally z-normalized quality and diversity, verifiable filtering, the
  * (a, b, c) grid of combined scores, and the top k of each (prompt, seed)
  * group; or chosen/rejected preference pairs. */

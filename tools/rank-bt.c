@@ -1,6 +1,6 @@
 /* rank-bt — quality ratings of candidates: a Swiss tournament per (prompt,
  * seed) group, each game judged by a model, then Bradley-Terry ratings
- * (reference-notes §4). */
+ * (as the reference's tournament code computes them, asn/bt.h). */
 #include "asn/bt.h"
 #include "asn/chat.h"
 #include "asn/gen.h"

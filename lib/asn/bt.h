@@ -1,5 +1,5 @@
 /* asn/bt.h — quality ratings from pairwise judgements, as rank-bt computes
- * them (reference-notes §4):
+ * them (as the reference's tournament code does):
  *   - Swiss-system pairing: ceil(log2 n) + extra rounds, random pairs in
  *     round 1, then each player against the best-placed one it has not met;
  *   - the Bradley-Terry model: its exact maximum-likelihood ratings, and the

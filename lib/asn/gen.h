@@ -91,7 +91,7 @@ int asn_gen_process_row(const asn_heuristic *h, int min_new_tokens, float *row, 
 int asn_gen_prompt_tokens(const asn_vocab *v, int chat_template, const char *system,
                           const char *prompt, int32_t **ids, int *n, asn_err *e);
 
-/* The stable prompt id of DESIGN.md: first 16 hex digits of SHA-256 of
+/* The stable prompt id: first 16 hex digits of SHA-256 of
  * system (empty if NULL) 0x1F prompt. out holds 17 bytes. */
 void asn_prompt_id(const char *system, const char *prompt, char out[17]);
 

@@ -16,7 +16,7 @@
 #include <string.h>
 
 /* The GPT-2 pre-tokenizer regex, with "\s+" last so leftover whitespace is a
- * piece of its own, as llama.cpp's gpt2 matcher has it (gguf-notes §9). */
+ * piece of its own, as llama.cpp's gpt2 matcher has it. */
 #define RE_GPT2 "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"
 #define RE_DIGIT "\\p{N}"
 

@@ -1,7 +1,7 @@
 /* gguf.c — GGUF files: the validating reader (over an mmap or a caller's
  * buffer), typed metadata getters, and the v3 writer.
  *
- * Layout (docs/gguf-notes.md §1): magic, version, tensor count, kv count,
+ * Layout (GGUF v3, as ggml's gguf.h documents it): magic, version, tensor count, kv count,
  * the kvs, the tensor infos, padding to the alignment, the data section.
  * The reader walks the whole header once, checking every count, length,
  * type and offset against the bytes that remain before anything relies on

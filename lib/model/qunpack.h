@@ -15,7 +15,9 @@
  * with I and M exact integers: only the two float terms are rounded, in a
  * fixed order (see qmatmul.c).
  *
- * Block layouts are those of ggml (ggml-common.h); see docs/gguf-notes.md.
+ * Block layouts are those of ggml's block structs (ggml-common.h), each
+ * described at its unpacker below and checked against ggml's own
+ * dequantizers by tests/unit/test_ttype.c.
  * These are the portable unpackers, the definition; qmatmul.c has SIMD
  * ones for the common types that write the same values. */
 #ifndef ASN_QUNPACK_H

@@ -3,7 +3,7 @@
  * the reference quantizers for the types asn writes.
  *
  * Block layouts and the arithmetic of every dequantizer follow ggml
- * (ggml-common.h, ggml-quants.c: see docs/gguf-notes.md §6) operation by
+ * (ggml-common.h, ggml-quants.c) operation by
  * operation in f32, so a row dequantized here equals ggml's bit for bit.
  * Quantized data may sit at any byte address (general.alignment can be 1,
  * and open_mem buffers have no alignment at all), so blocks are read byte

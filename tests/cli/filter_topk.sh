@@ -1,5 +1,5 @@
 # filter_topk.sh — filter-topk against an independent Python computation of
-# the reference's scoring (reference-notes §8, process_and_score.py), its
+# the reference's scoring (its process_and_score.py), its
 # options, pairs, errors, and the schemas of what it writes.
 . "$ASN_ROOT/tests/lib/cli.sh"
 PY=/usr/bin/python3
@@ -40,7 +40,7 @@ for p in range(5):
             print(json.dumps(r))
 PYEOF
 
-# The reference's computation, written from reference-notes §8 (numpy for
+# The reference's computation, written from process_and_score.py (numpy for
 # the statistics), reading asn's names and the reference's. Prints the
 # expected output records, or pairs with --pairs; options: top-k, sort key
 # or weights a,b,c, grouping, ignore-verifiable.

@@ -2,7 +2,7 @@
 """An independent PyTorch (float64) implementation of the reference
 project's learned samplers and loss (LocalProbabilityTransform,
 SimpleDistributionAwareTransform, SamplingNetwork, TruncatedLogitsLoss),
-written from docs/reference-notes.md §9-10 and the reference's models.py /
+written from the reference's models.py /
 loss.py; it writes the fixtures asn's tests/unit/test_sampler_net.c
 compares against.
 
