@@ -60,20 +60,6 @@ typedef struct qrows {
     float *D, *Dm;
 } qrows;
 
-static int super_block(uint32_t type)
-{
-    switch (type) {
-    case ASN_T_Q8_0: case ASN_T_Q4_0: case ASN_T_Q4_1: case ASN_T_Q5_0: case ASN_T_Q5_1:
-    case ASN_T_IQ4_NL:
-        return 32;
-    case ASN_T_Q2_K: case ASN_T_Q3_K: case ASN_T_Q4_K: case ASN_T_Q5_K: case ASN_T_Q6_K:
-    case ASN_T_IQ4_XS:
-        return 256;
-    default:
-        return 0;
-    }
-}
-
 static int has_min(uint32_t type)
 {
     return type == ASN_T_Q4_1 || type == ASN_T_Q5_1 || type == ASN_T_Q2_K || type == ASN_T_Q4_K ||
@@ -82,7 +68,7 @@ static int has_min(uint32_t type)
 
 int asn_qmatmul_supported(uint32_t type, int K)
 {
-    int S = super_block(type);
+    int S = qu_super(type);
     return S && K > 0 && K % S == 0;
 }
 
@@ -211,24 +197,6 @@ QK_INLINE int k_unit(uint32_t t)
     return t == ASN_T_Q8_0 || t == ASN_T_Q4_0 || t == ASN_T_Q5_0 || t == ASN_T_IQ4_NL ||
            t == ASN_T_Q4_1 || t == ASN_T_Q5_1;
 }
-QK_INLINE int k_bytes(uint32_t t)
-{
-    switch (t) {
-    case ASN_T_Q8_0: return 34;
-    case ASN_T_Q4_0: return 18;
-    case ASN_T_Q4_1: return 20;
-    case ASN_T_Q5_0: return 22;
-    case ASN_T_Q5_1: return 24;
-    case ASN_T_IQ4_NL: return 18;
-    case ASN_T_Q2_K: return 84;
-    case ASN_T_Q3_K: return 110;
-    case ASN_T_Q4_K: return 144;
-    case ASN_T_Q5_K: return 176;
-    case ASN_T_Q6_K: return 210;
-    default: return 136; /* IQ4_XS */
-    }
-}
-
 QK_INLINE float k_half(const uint8_t *p)
 {
     uint16_t h;
@@ -358,13 +326,13 @@ QK_INLINE void k_meta(uint32_t t, const uint8_t *x, int16_t *sc, int16_t *mn, fl
     }
 }
 
-/* sum_j w[j] q[j] over 32 bytes, pairs weighted by sx: 8 int32 lanes.
- * Signed weights: |w| times q with w's sign (the first operand of maddubs
- * is unsigned; |w| <= 128, |q| <= 127 keep pair sums below 2^15). */
-QK_INLINE __m256i k_dot(int sgn, __m256i w, __m256i aw, __m256i q, __m256i sx)
+/* The products of one 32-weight group with one token's quants, summed in
+ * pairs: 16 int16 lanes. Signed weights: |w| times q with w's sign (the
+ * first operand of maddubs is unsigned; |w| <= 128, |q| <= 127 keep pair
+ * sums below 2^15). */
+QK_INLINE __m256i k_pairs(int sgn, __m256i w, __m256i aw, __m256i q)
 {
-    __m256i p = sgn ? _mm256_maddubs_epi16(aw, _mm256_sign_epi8(q, w)) : _mm256_maddubs_epi16(w, q);
-    return _mm256_madd_epi16(p, sx);
+    return sgn ? _mm256_maddubs_epi16(aw, _mm256_sign_epi8(q, w)) : _mm256_maddubs_epi16(w, q);
 }
 
 /* The integer instruction set of a kernel variant: 0 maddubs + madd
@@ -416,11 +384,8 @@ QK_INLINE __m256i k_acc(int vnni, uint32_t t, __m256i acc, __m256i w, __m256i aw
 {
     if (vnni && k_unit(t))
         return k_dpbusd(vnni, acc, w, q);
-    if (vnni) {
-        __m256i p = k_signed(t) ? _mm256_maddubs_epi16(aw, _mm256_sign_epi8(q, w)) : _mm256_maddubs_epi16(w, q);
-        return k_dpwssd(vnni, acc, p, sx);
-    }
-    return _mm256_add_epi32(acc, k_dot(k_signed(t), w, aw, q, sx));
+    __m256i p = k_pairs(k_signed(t), w, aw, q);
+    return vnni ? k_dpwssd(vnni, acc, p, sx) : _mm256_add_epi32(acc, _mm256_madd_epi16(p, sx));
 }
 
 /* The scale operand of group g: its two per-16 scales, 8 lanes each, from
@@ -456,7 +421,8 @@ QK_INLINE __m256 vstep(__m256 acc, __m256 D, __m256 dx, __m256i I)
     return _mm256_add_ps(acc, t);
 }
 
-/* M of 8 outputs: lane p = sum_h mn_p[h] * bs_p[h] over 16 halves. */
+/* Eight outputs' sum_h mn_p[h] * bs_p[h] over 16 halves (mins, or scales
+ * for the offset of Q3_K and Q6_K): lane p. */
 QK_INLINE __m256i k_mins(const int16_t *const mn[8], const int16_t *const bs[8])
 {
 #define M(p) _mm256_madd_epi16(k_load(mn[p]), k_load(bs[p]))
@@ -468,11 +434,8 @@ QK_INLINE __m256i k_mins(const int16_t *const mn[8], const int16_t *const bs[8])
  * their packed form (decode: each weight is used once). */
 QK_INLINE void fused_t(const qjob *j, int r0, uint32_t t, int vnni)
 {
-    const int S = t == ASN_T_Q8_0 || t == ASN_T_Q4_0 || t == ASN_T_Q4_1 || t == ASN_T_Q5_0 ||
-                          t == ASN_T_Q5_1 || t == ASN_T_IQ4_NL
-                      ? 32
-                      : 256;
-    const int unit = k_unit(t), mins = has_min(t), nb = k_bytes(t);
+    const int S = qu_super(t);
+    const int unit = k_unit(t), mins = has_min(t), nb = qu_bytes(t);
     const uint8_t *row[ROWS];
     for (int r = 0; r < ROWS; r++)
         row[r] = j->W + (size_t)(r0 + r < j->N ? r0 + r : j->N - 1) * j->row_bytes;
@@ -507,19 +470,16 @@ QK_INLINE void fused_t(const qjob *j, int r0, uint32_t t, int vnni)
         __m256i I = reduce8(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
         if (k_offset(vnni, t))
             I = _mm256_sub_epi32(I, _mm256_set1_epi32(128 * j->a.bsum[b]));
-        if (k_off_shift(t)) {
-            const int16_t *sp[8], *bp[8];
-            for (int r = 0; r < ROWS; r++)
-                sp[r] = sc[r], bp[r] = j->a.bs + (size_t)b * 16;
+        /* per-16 sums of the token's quants against each row's scales or mins */
+        const int16_t *sp[8], *mp[8], *bp[8];
+        for (int r = 0; r < ROWS; r++)
+            sp[r] = sc[r], mp[r] = mn[r], bp[r] = j->a.bs + (size_t)b * 16;
+        if (k_off_shift(t))
             I = _mm256_sub_epi32(I, _mm256_slli_epi32(k_mins(sp, bp), k_off_shift(t)));
-        }
         acc = vstep(acc, _mm256_loadu_ps(D), vdx, I);
         if (mins) {
             __m256i M;
             if (S == 256) {
-                const int16_t *mp[8], *bp[8];
-                for (int r = 0; r < ROWS; r++)
-                    mp[r] = mn[r], bp[r] = j->a.bs + (size_t)b * 16;
                 M = k_mins(mp, bp);
             } else {
                 M = _mm256_set1_epi32(j->a.bsum[b]); /* mn = 1 on both halves */
@@ -539,7 +499,7 @@ QK_INLINE void fused_t(const qjob *j, int r0, uint32_t t, int vnni)
  * lane p = (row p % 4, token t0 or t1). */
 QK_INLINE void unpack_t(const qjob *j, int r0, qrows *u, uint32_t t, int vnni)
 {
-    const int S = j->S, nb = k_bytes(t), K = j->K;
+    const int S = j->S, nb = qu_bytes(t), K = j->K;
     for (int r = 0; r < ROWS; r++) {
         const uint8_t *x = j->W + (size_t)(r0 + r < j->N ? r0 + r : j->N - 1) * j->row_bytes;
         for (int b = 0; b < j->nsb; b++) {
@@ -602,23 +562,19 @@ QK_INLINE void tile_4xn(const qjob *j, const qrows *u, int rb, const int *tk, in
             const int16_t *b1 = j->a.bs + (size_t)t1 * (K / 16) + (size_t)b * (S / 16);
             if (k_offset(vnni, t))
                 I = _mm256_sub_epi32(I, _mm256_slli_epi32(vbs, 7));
-            if (k_off_shift(t)) {
-                const int16_t *sp[8], *bp[8];
-                for (int p = 0; p < 8; p++) {
-                    sp[p] = u->sc + (size_t)(rb + p % 4) * (K / 16) + b * 16;
-                    bp[p] = p < 4 ? b0 : b1;
-                }
-                I = _mm256_sub_epi32(I, _mm256_slli_epi32(k_mins(sp, bp), k_off_shift(t)));
+            /* per-16 sums of each lane's token against its row's scales or mins */
+            const int16_t *sp[8], *mp[8], *bp[8];
+            for (int p = 0; p < 8; p++) {
+                sp[p] = u->sc + (size_t)(rb + p % 4) * (K / 16) + b * 16;
+                mp[p] = u->mn + (size_t)(rb + p % 4) * (K / 16) + b * 16;
+                bp[p] = p < 4 ? b0 : b1;
             }
+            if (k_off_shift(t))
+                I = _mm256_sub_epi32(I, _mm256_slli_epi32(k_mins(sp, bp), k_off_shift(t)));
             acc[v] = vstep(acc[v], _mm256_broadcast_ps((const __m128 *)Db), vdx, I);
             if (mins) {
                 __m256i M;
                 if (S == 256) {
-                    const int16_t *mp[8], *bp[8];
-                    for (int p = 0; p < 8; p++) {
-                        mp[p] = u->mn + (size_t)(rb + p % 4) * (K / 16) + b * 16;
-                        bp[p] = p < 4 ? b0 : b1;
-                    }
                     M = k_mins(mp, bp);
                 } else {
                     M = vbs; /* mn = 1 on both halves */
@@ -663,10 +619,8 @@ QK_INLINE void block_t(const qjob *j, int r0, qrows *u, uint32_t t, int NT, int 
 QK_INLINE void block_x86(const qjob *j, int r0, qrows *u, int NT, int vnni)
 {
     switch (j->type) {
-#define QK_CASE(T) case T: block_t(j, r0, u, T, NT, vnni); break;
-    QK_CASE(ASN_T_Q8_0) QK_CASE(ASN_T_Q4_0) QK_CASE(ASN_T_Q4_1) QK_CASE(ASN_T_Q5_0)
-    QK_CASE(ASN_T_Q5_1) QK_CASE(ASN_T_IQ4_NL) QK_CASE(ASN_T_Q2_K) QK_CASE(ASN_T_Q3_K)
-    QK_CASE(ASN_T_Q4_K) QK_CASE(ASN_T_Q5_K) QK_CASE(ASN_T_Q6_K) QK_CASE(ASN_T_IQ4_XS)
+#define QK_CASE(T, FN, S, BYTES) case T: block_t(j, r0, u, T, NT, vnni); break;
+        QU_TYPES(QK_CASE)
 #undef QK_CASE
     }
 }
@@ -821,7 +775,7 @@ int asn_qmatmul(asn_pool *pool, const float *X, int T, int ldx, int K, const voi
 {
     if (!asn_qmatmul_supported(wtype, K) || T <= 0 || N <= 0)
         return -1;
-    qjob j = {.T = T, .K = K, .N = N, .S = super_block(wtype), .type = wtype, .W = W,
+    qjob j = {.T = T, .K = K, .N = N, .S = qu_super(wtype), .type = wtype, .W = W,
               .row_bytes = asn_ttype_row_bytes(wtype, K), .bias = bias, .Y = Y, .ldy = ldy,
               .pool = pool};
     j.nsb = K / j.S;

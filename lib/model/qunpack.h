@@ -280,6 +280,39 @@ QU_INLINE void qu_iq4_xs(const uint8_t *x, int8_t *w, int16_t *sx, int16_t *mn, 
 
 /* ------------------------------------------------------------- the table */
 
+/* Every type with an unpacker: its id, unpacker, super-block (weights) and
+ * bytes per super-block (ggml's block structs; test_qmatmul.c checks them
+ * against asn_ttype_block). X(TYPE, FN, S, BYTES) for each row. */
+#define QU_TYPES(X)                                                                               \
+    X(ASN_T_Q8_0, qu_q8_0, 32, 34)                                                                \
+    X(ASN_T_Q4_0, qu_q4_0, 32, 18)                                                                \
+    X(ASN_T_Q4_1, qu_q4_1, 32, 20)                                                                \
+    X(ASN_T_Q5_0, qu_q5_0, 32, 22)                                                                \
+    X(ASN_T_Q5_1, qu_q5_1, 32, 24)                                                                \
+    X(ASN_T_IQ4_NL, qu_iq4_nl, 32, 18)                                                            \
+    X(ASN_T_Q2_K, qu_q2_k, 256, 84)                                                               \
+    X(ASN_T_Q3_K, qu_q3_k, 256, 110)                                                              \
+    X(ASN_T_Q4_K, qu_q4_k, 256, 144)                                                              \
+    X(ASN_T_Q5_K, qu_q5_k, 256, 176)                                                              \
+    X(ASN_T_Q6_K, qu_q6_k, 256, 210)                                                              \
+    X(ASN_T_IQ4_XS, qu_iq4_xs, 256, 136)
+
+/* The super-block of a type (0: no unpacker) and its size in bytes; with a
+ * constant type both fold to constants in the kernels. */
+QU_INLINE int qu_super(uint32_t type)
+{
+#define QU_CASE(T, FN, S, BYTES) case T: return S;
+    switch (type) { QU_TYPES(QU_CASE) default: return 0; }
+#undef QU_CASE
+}
+
+QU_INLINE int qu_bytes(uint32_t type)
+{
+#define QU_CASE(T, FN, S, BYTES) case T: return BYTES;
+    switch (type) { QU_TYPES(QU_CASE) default: return 0; }
+#undef QU_CASE
+}
+
 /* One row of weights (K elements, K / S super-blocks) unpacked: w[K],
  * sx[K / 16] and mn[K / 16] (one per 16 weights), D and Dm of super-block
  * b at D[b * ds], Dm[b * ds]. Returns 0, or -1 for a type without an
@@ -287,28 +320,18 @@ QU_INLINE void qu_iq4_xs(const uint8_t *x, int8_t *w, int16_t *sx, int16_t *mn, 
 QU_INLINE int qu_unpack_row(uint32_t type, const uint8_t *x, int K, int8_t *w, int16_t *sx,
                             int16_t *mn, float *D, float *Dm, int ds)
 {
-#define QU_ROW(FN, S, BYTES)                                                                      \
-    for (int b = 0; b < K / (S); b++)                                                             \
-        FN(x + (size_t)b * (BYTES), w + (size_t)b * (S), sx + (size_t)b * ((S) / 16),               \
-           mn + (size_t)b * ((S) / 16),                                                           \
-           D + (size_t)b * ds, Dm + (size_t)b * ds);                                                                      \
-    return 0
+#define QU_CASE(T, FN, S, BYTES)                                                                  \
+    case T:                                                                                       \
+        for (int b = 0; b < K / (S); b++)                                                         \
+            FN(x + (size_t)b * (BYTES), w + (size_t)b * (S), sx + (size_t)b * ((S) / 16),         \
+               mn + (size_t)b * ((S) / 16), D + (size_t)b * ds, Dm + (size_t)b * ds);             \
+        return 0;
     switch (type) {
-    case ASN_T_Q8_0: QU_ROW(qu_q8_0, 32, 34);
-    case ASN_T_Q4_0: QU_ROW(qu_q4_0, 32, 18);
-    case ASN_T_Q4_1: QU_ROW(qu_q4_1, 32, 20);
-    case ASN_T_Q5_0: QU_ROW(qu_q5_0, 32, 22);
-    case ASN_T_Q5_1: QU_ROW(qu_q5_1, 32, 24);
-    case ASN_T_IQ4_NL: QU_ROW(qu_iq4_nl, 32, 18);
-    case ASN_T_Q2_K: QU_ROW(qu_q2_k, 256, 84);
-    case ASN_T_Q3_K: QU_ROW(qu_q3_k, 256, 110);
-    case ASN_T_Q4_K: QU_ROW(qu_q4_k, 256, 144);
-    case ASN_T_Q5_K: QU_ROW(qu_q5_k, 256, 176);
-    case ASN_T_Q6_K: QU_ROW(qu_q6_k, 256, 210);
-    case ASN_T_IQ4_XS: QU_ROW(qu_iq4_xs, 256, 136);
-    default: return -1;
+        QU_TYPES(QU_CASE)
+    default:
+        return -1;
     }
-#undef QU_ROW
+#undef QU_CASE
 }
 
 #endif

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "model/qunpack.h"
 #include "t.h"
 
 typedef struct qt {
@@ -159,6 +160,16 @@ int main(void)
         }
         free(W), free(X), free(bias), free(Y), free(Y2), free(w), free(xq), free(dxs), free(wf);
     }
+    /* the kernels' own table of block sizes against the type table */
+#define QU_CHECK(T, FN, S, BYTES)                                                                 \
+    {                                                                                             \
+        int be_, bb_;                                                                             \
+        asn_ttype_block(T, &be_, &bb_);                                                           \
+        T_OK("qunpack.h " #T " super-block and bytes", be_ == S && bb_ == BYTES && qu_super(T) == S && qu_bytes(T) == BYTES, \
+             "%d/%d in the type table", be_, bb_);                                                \
+    }
+    QU_TYPES(QU_CHECK)
+#undef QU_CHECK
     T_OK("F32 has no integer kernel", !asn_qmatmul_supported(ASN_T_F32, 64), "supported");
     T_OK("K not a multiple of the super-block", !asn_qmatmul_supported(ASN_T_Q4_K, 896), "supported");
     T_OK("unknown kernel name refused", asn_qmatmul_set_kernel("sse9") == -1, "accepted");
