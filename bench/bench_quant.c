@@ -51,15 +51,17 @@
 FMA_LOOP(fma_avx2, "avx2,fma", __m256, _mm256_set1_ps, _mm256_fmadd_ps, 8)
 FMA_LOOP(fma_avx512, "avx512f,fma", __m512, _mm512_set1_ps, _mm512_fmadd_ps, 16)
 
-static double fma_gflops(int threads, int avx512)
+/* Billions of operations per second of a tight loop on every thread: the
+ * loop runs n iterations of ops_per_iter operations. */
+static double peak_gops(int threads, void *(*loop)(void *), double ops_per_iter)
 {
     lim_arg a[64];
     size_t n = 20000000;
     for (int i = 0; i < threads; i++)
         a[i] = (lim_arg){NULL, n, 0};
     double t0 = now();
-    run_threads(threads, avx512 ? fma_avx512 : fma_avx2, a);
-    return 2.0 * 12 * (avx512 ? 16 : 8) * (double)n * threads / (now() - t0) / 1e9;
+    run_threads(threads, loop, a);
+    return ops_per_iter * (double)n * threads / (now() - t0) / 1e9;
 }
 
 /* int8 multiply-adds: 8 chains of maddubs + madd + add (AVX2) or of
@@ -96,17 +98,6 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void *int8_vnni(vo
         s += _mm_cvtsi128_si32(_mm512_castsi512_si128(acc[k]));
     a->out = s;
     return NULL;
-}
-
-static double int8_gops(int threads, int vnni)
-{
-    lim_arg a[64];
-    size_t n = 20000000;
-    for (int i = 0; i < threads; i++)
-        a[i] = (lim_arg){NULL, n, 0};
-    double t0 = now();
-    run_threads(threads, vnni ? int8_vnni : int8_avx2, a);
-    return 2.0 * 8 * (vnni ? 64 : 32) * (double)n * threads / (now() - t0) / 1e9;
 }
 
 /* --------------------------------------------------------------- engine */
@@ -254,7 +245,8 @@ int main(int argc, char **argv)
     double bw = read_bandwidth(threads);
     printf("bench_quant: %d threads; read bandwidth %.1f GB/s; peak f32 FMA %.0f GFLOPS (%s); "
            "peak int8 %.0f GOPS (%s)\n",
-           threads, bw / 1e9, fma_gflops(threads, v4), v4 ? "AVX-512" : "AVX2", int8_gops(threads, vnni),
+           threads, bw / 1e9, peak_gops(threads, v4 ? fma_avx512 : fma_avx2, 2.0 * 12 * (v4 ? 16 : 8)),
+           v4 ? "AVX-512" : "AVX2", peak_gops(threads, vnni ? int8_vnni : int8_avx2, 2.0 * 8 * (vnni ? 64 : 32)),
            vnni ? "AVX-512 VNNI" : "AVX2 maddubs");
     printf("integer kernel: %s\n", asn_qmatmul_kernel());
     const char *lb = getenv("LLAMA_BENCH"), *lbat = getenv("LLAMA_BATCHED");
