@@ -85,50 +85,8 @@ static float rnd_normal(void)
     return (float)(sqrt(-2 * log(u1)) * cos(2 * M_PI * u2));
 }
 
-/* ---------------------------------------------------------- type table */
-
-static void test_types(void)
-{
-    /* ggml-common.h block structs (QK_K = 256) */
-    static const struct {
-        uint32_t id;
-        const char *name;
-        int be, bb, supported;
-    } want[] = {
-        {0, "F32", 1, 4, 1},      {1, "F16", 1, 2, 1},      {2, "Q4_0", 32, 18, 1},
-        {3, "Q4_1", 32, 20, 1},   {6, "Q5_0", 32, 22, 1},   {7, "Q5_1", 32, 24, 1},
-        {8, "Q8_0", 32, 34, 1},   {9, "Q8_1", 32, 36, 0},   {10, "Q2_K", 256, 84, 1},
-        {11, "Q3_K", 256, 110, 1}, {12, "Q4_K", 256, 144, 1}, {13, "Q5_K", 256, 176, 1},
-        {14, "Q6_K", 256, 210, 1}, {15, "Q8_K", 256, 292, 0}, {30, "BF16", 1, 2, 1},
-    };
-    int bad = 0;
-    char first[200] = "";
-    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-        int be = -1, bb = -1;
-        int rc = asn_ttype_block(want[i].id, &be, &bb);
-        if (rc || be != want[i].be || bb != want[i].bb || strcmp(asn_ttype_name(want[i].id), want[i].name) ||
-            asn_ttype_supported(want[i].id) != want[i].supported) {
-            if (!bad++)
-                snprintf(first, sizeof first, "%s: got rc %d, %d/%d, %s, supported %d", want[i].name, rc, be, bb,
-                         asn_ttype_name(want[i].id), asn_ttype_supported(want[i].id));
-        }
-    }
-    T_OK("type table: block sizes, names, support of the first 15 types", bad == 0, "%d wrong, first %s", bad,
-         first);
-    static const uint32_t unknown[] = {4, 5, 31, 33, 36, 38, 43, 1000, 0xffffffffu};
-    bad = 0;
-    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
-        int be = -1, bb = -1;
-        if (asn_ttype_block(unknown[i], &be, &bb) != -1 || be || bb || asn_ttype_supported(unknown[i]) ||
-            asn_ttype_row_bytes(unknown[i], 32) != 0)
-            bad++;
-    }
-    T_OK("unknown type ids: block -1 with sizes 0, unsupported", bad == 0, "%d wrong", bad);
-    T_EQ_STR("name of an unknown type", asn_ttype_name(31), "type 31");
-    T_EQ_INT("row bytes Q4_K x 512", asn_ttype_row_bytes(ASN_T_Q4_K, 512), 288);
-    T_EQ_INT("row bytes F16 x 10", asn_ttype_row_bytes(ASN_T_F16, 10), 20);
-    T_EQ_INT("row bytes Q8_0 x 64", asn_ttype_row_bytes(ASN_T_Q8_0, 64), 68);
-}
+/* The type table (ids, names, block sizes, support) is tested with the
+ * dequantizers in test_ttype.c. */
 
 /* ------------------------------------------ conversions against numpy */
 
@@ -1363,7 +1321,6 @@ int main(void)
         printf("not ok - temporary directory: cannot create %s\n", tmp_dir);
         return 1;
     }
-    test_types();
     asn_err e;
     asn_gguf *ref = asn_gguf_open(test_path("fixtures/gguf_ref.gguf"), &e);
     T_OK("reference file (written by numpy) opens", ref != NULL, "%s", e.msg);

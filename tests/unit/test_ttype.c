@@ -138,6 +138,9 @@ static void test_table(void)
         const char *name;
         int be, bb, supported;
     } want[] = {
+        {0, "F32", 1, 4, 1},          {1, "F16", 1, 2, 1},         {2, "Q4_0", 32, 18, 1},
+        {8, "Q8_0", 32, 34, 1},       {12, "Q4_K", 256, 144, 1},   {14, "Q6_K", 256, 210, 1},
+        {30, "BF16", 1, 2, 1},
         {3, "Q4_1", 32, 20, 1},       {6, "Q5_0", 32, 22, 1},      {7, "Q5_1", 32, 24, 1},
         {9, "Q8_1", 32, 36, 0},       {10, "Q2_K", 256, 84, 1},    {11, "Q3_K", 256, 110, 1},
         {13, "Q5_K", 256, 176, 1},    {15, "Q8_K", 256, 292, 0},   {16, "IQ2_XXS", 256, 66, 0},
@@ -169,12 +172,16 @@ static void test_table(void)
     bad = 0;
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         int be = -1, bb = -1;
-        if (asn_ttype_block(unknown[i], &be, &bb) != -1 || be || bb || asn_ttype_supported(unknown[i]))
+        if (asn_ttype_block(unknown[i], &be, &bb) != -1 || be || bb || asn_ttype_supported(unknown[i]) ||
+            asn_ttype_row_bytes(unknown[i], 32) != 0)
             bad++;
     }
     T_OK("retired and out-of-range ids are unknown", bad == 0, "%d wrong", bad);
     T_EQ_STR("an unknown id is named by number", asn_ttype_name(31), "type 31");
     T_EQ_STR("an unsupported type is named", asn_ttype_name(16), "IQ2_XXS");
+    T_EQ_INT("row bytes Q4_K x 512", asn_ttype_row_bytes(ASN_T_Q4_K, 512), 288);
+    T_EQ_INT("row bytes F16 x 10", asn_ttype_row_bytes(ASN_T_F16, 10), 20);
+    T_EQ_INT("row bytes Q8_0 x 64", asn_ttype_row_bytes(ASN_T_Q8_0, 64), 68);
 }
 
 static void test_refusals(void)
