@@ -245,10 +245,10 @@ static void rope(const asn_engine *en, float *v, int n_heads, int pos)
     }
 }
 
+/* One layer's attention over the batch's groups (en->grp). */
 typedef struct attn_task {
     asn_engine *en;
-    int layer, T;
-    float *scores; /* per thread: n_ctx floats */
+    int layer;
 } attn_task;
 
 /* x[0..n) = softmax(scale * x), 16 positions at a time: exp of asn/vexp.h,
@@ -465,7 +465,7 @@ int asn_engine_decode(asn_engine *en, const asn_batch_item *items, int n_items, 
             memcpy(kv_at(en, s, l, 0, en->tok_pos[r]), en->k + r * kvd, (size_t)kvd * sizeof(float));
             memcpy(kv_at(en, s, l, 1, en->tok_pos[r]), en->v + r * kvd, (size_t)kvd * sizeof(float));
         }
-        attn_task at = {en, l, (int)T, NULL};
+        attn_task at = {en, l};
         asn_pool_run(en->pool, attn_run, &at);
         matmul(en, en->att, (int)T, &L->wo, NULL, en->h);
         for (size_t r = 0; r < T * (size_t)d; r++)
