@@ -11,21 +11,15 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+/* The fixture file (NULL if it cannot be read), through the library's
+ * whole-file reader. */
 static uint8_t *read_fixture(size_t *n)
 {
     const char *data = getenv("ASN_TESTDATA");
-    char path[4096];
+    char path[4096], *p = NULL;
+    asn_err e;
     snprintf(path, sizeof path, "%s/ttype/ttype_ref.bin", data && *data ? data : "tests/data");
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *p = asn_xmalloc(len > 0 ? (size_t)len : 1);
-    *n = fread(p, 1, len > 0 ? (size_t)len : 0, f);
-    fclose(f);
-    return p;
+    return asn_read_file(path, &p, n, &e) ? NULL : (uint8_t *)p;
 }
 
 static uint32_t rd32(const uint8_t *p)
