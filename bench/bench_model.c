@@ -71,7 +71,7 @@ static void run(const char *path, const char *label, double bytes_per_token, int
     float *logits = malloc((size_t)128 * VOCAB * sizeof *logits);
 
     int s = asn_seq_new(en);
-    asn_batch_item it = {s, prompt, 512, logits, 0, NULL};
+    asn_batch_item it = {s, prompt, 512, logits, 0, NULL, NULL};
     double t0 = now();
     asn_engine_decode(en, &it, 1, &e);
     double prefill = 512 / (now() - t0);
@@ -85,13 +85,13 @@ static void run(const char *path, const char *label, double bytes_per_token, int
     for (int bi = 0; bi < 4; bi++) {
         int B = batches[bi], steps = 16;
         int root = asn_seq_new(en);
-        it = (asn_batch_item){root, prompt, 64, NULL, 0, NULL};
+        it = (asn_batch_item){root, prompt, 64, NULL, 0, NULL, NULL};
         asn_engine_decode(en, &it, 1, &e);
         asn_batch_item items[128];
         int32_t tok[128];
         for (int b = 0; b < B; b++) {
             tok[b] = (int32_t)(b * 31 % VOCAB);
-            items[b] = (asn_batch_item){asn_seq_fork(en, root), &tok[b], 1, logits + (size_t)b * VOCAB, 0, NULL};
+            items[b] = (asn_batch_item){asn_seq_fork(en, root), &tok[b], 1, logits + (size_t)b * VOCAB, 0, NULL, NULL};
         }
         t0 = now();
         for (int st = 0; st < steps; st++)

@@ -110,14 +110,14 @@ static double streams(asn_engine *en, const int32_t *prompt, int V, int B)
 {
     asn_err e;
     int root = asn_seq_new(en), steps = 44;
-    asn_batch_item it = {root, prompt, 20, NULL, 0, NULL};
+    asn_batch_item it = {root, prompt, 20, NULL, 0, NULL, NULL};
     asn_engine_decode(en, &it, 1, &e);
     asn_batch_item *items = malloc((size_t)B * sizeof *items);
     int32_t *tok = malloc((size_t)B * sizeof *tok);
     float *logits = malloc((size_t)B * V * sizeof *logits);
     for (int b = 0; b < B; b++) {
         tok[b] = (int32_t)(b * 31 % V);
-        items[b] = (asn_batch_item){asn_seq_fork(en, root), &tok[b], 1, logits + (size_t)b * V, 0, NULL};
+        items[b] = (asn_batch_item){asn_seq_fork(en, root), &tok[b], 1, logits + (size_t)b * V, 0, NULL, NULL};
     }
     double t0 = now();
     for (int st = 0; st < steps; st++)
@@ -151,7 +151,7 @@ static figures measure(const char *path, int threads)
     figures f = {0};
     for (int rep = 0; rep < 2; rep++) { /* best of two: the first also pages the file in */
         int s = asn_seq_new(en);
-        asn_batch_item it = {s, prompt, 512, logits, 0, NULL};
+        asn_batch_item it = {s, prompt, 512, logits, 0, NULL, NULL};
         double t0 = now();
         asn_engine_decode(en, &it, 1, &e);
         double pp = 512 / (now() - t0);
@@ -159,11 +159,11 @@ static figures measure(const char *path, int threads)
         asn_seq_free(en, s);
     }
     int s = asn_seq_new(en);
-    asn_batch_item it = {s, prompt, 16, logits, 0, NULL};
+    asn_batch_item it = {s, prompt, 16, logits, 0, NULL, NULL};
     asn_engine_decode(en, &it, 1, &e);
     double t0 = now();
     for (int i = 0; i < 128; i++) {
-        it = (asn_batch_item){s, &prompt[16 + i], 1, logits, 0, NULL};
+        it = (asn_batch_item){s, &prompt[16 + i], 1, logits, 0, NULL, NULL};
         asn_engine_decode(en, &it, 1, &e);
     }
     f.tg = 128 / (now() - t0);

@@ -71,7 +71,7 @@ static int score(scorer *s, json_t *rec, const char *text, size_t len, asn_err *
     /* row 0 holds the logits of the token before the chunk */
     for (size_t c0 = 0; c0 < n && !rc; c0 += CHUNK) {
         int cn = n - c0 < CHUNK ? (int)(n - c0) : CHUNK;
-        asn_batch_item it = {seq, ids + c0, cn, s->logits + V, 1, NULL};
+        asn_batch_item it = {seq, ids + c0, cn, s->logits + V, 1, NULL, NULL};
         if ((rc = asn_engine_decode(s->en, &it, 1, e)))
             break;
         for (int j = 0; j < cn; j++) {

@@ -1,5 +1,6 @@
-/* asn/model.h — Llama-family transformers from GGUF files (architectures
- * llama and qwen2), evaluated in f32, and the multi-sequence engine:
+/* asn/model.h — transformers from GGUF files (the architectures of
+ * lib/model/arch.c: llama, mistral, qwen2, qwen3, gemma2, gemma3, phi3,
+ * bert), evaluated in f32, and the multi-sequence engine:
  * sequences that branch from another's KV prefix without copying it, and
  * one batched forward pass for every sequence's new tokens.
  *
@@ -16,17 +17,34 @@
 #include "asn/pool.h"
 
 typedef struct asn_model_config {
-    char arch[32];      /* "llama" or "qwen2" */
+    char arch[32];      /* general.architecture, e.g. "llama" */
     int n_vocab, n_embd, n_layer, n_ff;
     int n_head, n_head_kv, head_dim;
     int n_ctx_train;
-    int n_rot;          /* rotary dimensions (= head_dim) */
-    int rope_neox;      /* pairs (i, i + n_rot/2) (qwen2) instead of (2i, 2i+1) */
+    int n_rot;          /* rotary dimensions (= head_dim; 0: no rotary embedding) */
+    int rope_neox;      /* pairs (i, i + n_rot/2) instead of (2i, 2i+1) */
     float rope_base, rope_freq_scale, rms_eps;
-    int has_rope_freqs; /* Llama 3.1+ per-frequency divisors (rope_freqs.weight) */
-    int tied_output;    /* output layer is token_embd */
+    int rope_scaling;   /* ASN_ROPE_* */
+    int n_ctx_orig;     /* context the rope scaling was trained for */
+    float rope_attn_factor, yarn_beta_fast, yarn_beta_slow;
+    int has_rope_freqs; /* per-frequency divisors (Llama 3.1 rope_freqs, Phi-3 longrope) */
+    int tied_output;    /* output layer is token_embd (or no LM head at all) */
     int has_qkv_bias;
+    int causal;         /* 0: every token of a batch item sees the whole item (bert) */
+    int n_swa;          /* sliding window: a token sees its last n_swa positions (0: all) */
+    int swa_period;     /* layer l is windowed when l % period < period - 1 (0: every layer) */
+    float rope_base_swa, rope_freq_scale_swa; /* the windowed layers' rope */
+    float attn_scale;   /* multiplies q.k (default 1/sqrt(head_dim)) */
+    float attn_softcap, final_softcap; /* c * tanh(x / c) of scores / logits (0: none) */
+    float embed_scale;  /* multiplies the token embeddings (1; gemma: sqrt(n_embd)) */
+    float norm_eps;     /* layer-norm epsilon (bert) */
+    int pooling;        /* ASN_POOL_*: which hidden state a classification head reads */
+    int n_cls_out;      /* outputs of the classification head (0: none) */
 } asn_model_config;
+
+enum { ASN_ROPE_NONE, ASN_ROPE_LINEAR, ASN_ROPE_YARN, ASN_ROPE_LONGROPE };
+/* llama.cpp's pooling types (GGUF {arch}.pooling_type) */
+enum { ASN_POOL_NONE, ASN_POOL_MEAN, ASN_POOL_CLS, ASN_POOL_LAST, ASN_POOL_RANK };
 
 typedef struct asn_model asn_model;
 
@@ -72,8 +90,10 @@ int asn_seq_len(const asn_engine *en, int seq);
 
 /* One entry of a batch: append tokens[0..n) to seq and, when asked, get
  * logits (n_vocab floats of the last token, or n * n_vocab with
- * all_logits) and/or the mean over the appended tokens of the final
- * (normalized) hidden state (n_embd floats). */
+ * all_logits), the mean over the appended tokens of the final
+ * (normalized) hidden state (n_embd floats), and the classification head's
+ * outputs (n_cls_out floats) over the pooled state of the item.
+ * A non-causal model (bert) must get a text whole in one item. */
 typedef struct asn_batch_item {
     int seq;
     const int32_t *tokens;
@@ -81,6 +101,7 @@ typedef struct asn_batch_item {
     float *logits;
     int all_logits;
     float *embed;
+    float *cls;
 } asn_batch_item;
 
 /* Runs one forward pass over all items' tokens. An item's outputs do not

@@ -310,14 +310,14 @@ int asn_generate(asn_generator *g, asn_gen_job *jobs, int n, asn_gen_progress pr
             if (slots[i].job >= 0 && slots[i].seq < 0 && r->seq < 0) {
                 r->seq = asn_seq_new(g->en);
                 r->logits = asn_xmalloc((size_t)g->V * sizeof(float));
-                items[ni++] = (asn_batch_item){r->seq, r->toks, r->n, r->logits, 0, NULL};
+                items[ni++] = (asn_batch_item){r->seq, r->toks, r->n, r->logits, 0, NULL, NULL};
             }
         }
         for (int i = 0; i < B; i++) {
             slot *sl = &slots[i];
             if (sl->job >= 0 && sl->seq >= 0 && !sl->fresh)
                 items[ni++] = (asn_batch_item){sl->seq, &sl->hist[jobs[sl->job].n_prompt + sl->n_gen - 1],
-                                               1, sl->logits, 0, NULL};
+                                               1, sl->logits, 0, NULL, NULL};
         }
         if (ni && asn_engine_decode(g->en, items, ni, e))
             goto out;

@@ -196,7 +196,7 @@ int asn_replay_begin(asn_replayer *r, const asn_candidate *c, asn_err *e)
     memcpy(r->hist + c->n_prompt, c->gen, (size_t)c->n_gen * sizeof *r->hist);
     r->seq = asn_seq_new(r->en);
     if (c->n_prompt > 1) {
-        asn_batch_item it = {r->seq, r->hist, c->n_prompt - 1, NULL, 0, NULL};
+        asn_batch_item it = {r->seq, r->hist, c->n_prompt - 1, NULL, 0, NULL, NULL};
         if (asn_engine_decode(r->en, &it, 1, e)) {
             asn_seq_free(r->en, r->seq);
             r->seq = -1;
@@ -231,7 +231,7 @@ int asn_replay_next(asn_replayer *r, int max_steps, float *raw, float *target, u
         lg = r->logits;
     }
     /* the step that drew gen[pos] sees the logits of position n_prompt - 1 + pos */
-    asn_batch_item it = {r->seq, r->hist + c->n_prompt - 1 + r->pos, k, lg, 1, NULL};
+    asn_batch_item it = {r->seq, r->hist + c->n_prompt - 1 + r->pos, k, lg, 1, NULL, NULL};
     if (asn_engine_decode(r->en, &it, 1, e))
         return -1;
     for (int j = 0; j < k; j++) {

@@ -108,7 +108,7 @@ int asn_embed_texts(asn_engine *en, const asn_vocab *v, int dim, const char *con
                 continue;
             if (k > 0 && tokens + (long)len[i] > batch_tokens)
                 break;
-            items[k++] = (asn_batch_item){asn_seq_new(en), ids[i], (int)len[i], NULL, 0, out + (size_t)i * dim};
+            items[k++] = (asn_batch_item){asn_seq_new(en), ids[i], (int)len[i], NULL, 0, out + (size_t)i * dim, NULL};
             tokens += (long)len[i];
         }
         if (k)

@@ -206,7 +206,7 @@ static int decode_rows(asn_engine *en, int V, const int *seq, const int32_t *con
                 continue;
             int m = n[k] - done[k] < chunk ? n[k] - done[k] : chunk;
             int want = all ? m : done[k] + m == n[k];
-            items[ni] = (asn_batch_item){seq[k], tok[k] + done[k], m, NULL, all, NULL};
+            items[ni] = (asn_batch_item){seq[k], tok[k] + done[k], m, NULL, all, NULL, NULL};
             rows += (size_t)want;
             idx[ni++] = k;
         }
@@ -392,7 +392,7 @@ int asn_pairwise_score(asn_pairwise *j, const asn_pair_req *req, int n, double *
     int L = rc ? 0 : common_prefix((const int32_t *const *)tok, len, nt), prefix = -1;
     if (!rc && L > 0) {
         prefix = asn_seq_new(j->en);
-        asn_batch_item it = {prefix, tok[0], L, NULL, 0, NULL};
+        asn_batch_item it = {prefix, tok[0], L, NULL, 0, NULL, NULL};
         rc = asn_engine_decode(j->en, &it, 1, e);
     }
     int *seq = asn_xmalloc((size_t)j->batch * sizeof *seq), *rest = asn_xmalloc((size_t)j->batch * sizeof *rest);
@@ -505,7 +505,7 @@ int asn_llscorer_score(asn_llscorer *s, const asn_ll_req *req, int n, double *me
             break;
         /* the prompt, once: its last row gives each answer's first token */
         int prefix = asn_seq_new(s->en);
-        asn_batch_item it = {prefix, req[k0].prompt, req[k0].n_prompt, row0, 0, NULL};
+        asn_batch_item it = {prefix, req[k0].prompt, req[k0].n_prompt, row0, 0, NULL, NULL};
         rc = asn_engine_decode(s->en, &it, 1, e);
         for (int b0 = k0; b0 < k1 && !rc; b0 += B) {
             int nb = k1 - b0 < B ? k1 - b0 : B, ns = 0;

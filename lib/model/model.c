@@ -1,7 +1,9 @@
 /* model.c — loading a Llama-family model from GGUF: hyper-parameters from
  * the metadata (keys of llama.cpp's llama-arch.cpp), every tensor checked
  * for presence, shape and type before anything runs. */
-#include "model_internal.h"
+#include "arch.h"
+
+#include <math.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,20 +31,83 @@ static int get_f32(asn_model *m, const char *suffix, int required, float *out, a
     return asn_gguf_get_f32(m->g, key, required, out, e);
 }
 
+int arch_has_key(const asn_model *m, const char *suffix)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", m->cfg.arch, suffix);
+    return asn_gguf_find(m->g, key) != NULL;
+}
+
+static int get_str(asn_model *m, const char *suffix, char **out, asn_err *e)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", m->cfg.arch, suffix);
+    return asn_gguf_get_str(m->g, key, 0, out, e);
+}
+
+static int load_rope(asn_model *m, asn_err *e)
+{
+    asn_model_config *c = &m->cfg;
+    if (m->arch->no_rope) {
+        c->n_rot = 0;
+        return 0;
+    }
+    c->n_rot = c->head_dim;
+    if (get_u32(m, "rope.dimension_count", 0, &c->n_rot, e))
+        return -1;
+    if (c->n_rot != c->head_dim)
+        return asn_err_set(e, "%s: partial rotary embeddings (rope.dimension_count %d, head size "
+                              "%d) are not supported", m->path, c->n_rot, c->head_dim);
+    c->rope_neox = m->arch->rope_neox;
+    c->rope_base = 10000.0f;
+    c->rope_freq_scale = 1.0f;
+    c->rope_attn_factor = 1.0f;
+    c->yarn_beta_fast = 32.0f;
+    c->yarn_beta_slow = 1.0f;
+    c->n_ctx_orig = c->n_ctx_train;
+    char *scaling = NULL;
+    if (get_f32(m, "rope.freq_base", 0, &c->rope_base, e) || get_str(m, "rope.scaling.type", &scaling, e))
+        return -1;
+    static const char *const kinds[] = {"none", "linear", "yarn", "longrope"};
+    c->rope_scaling = scaling ? -1 : ASN_ROPE_NONE;
+    for (int k = 0; scaling && k < 4; k++)
+        if (!strcmp(scaling, kinds[k]))
+            c->rope_scaling = k;
+    if (c->rope_scaling < 0) {
+        asn_err_set(e, "%s: rope scaling \"%s\" is not supported (none, linear, yarn, longrope)", m->path, scaling);
+        free(scaling);
+        return -1;
+    }
+    free(scaling);
+    float factor = 0;
+    if (get_f32(m, "rope.scaling.factor", 0, &factor, e) || get_f32(m, "rope.scale_linear", 0, &factor, e) ||
+        get_f32(m, "rope.scaling.attn_factor", 0, &c->rope_attn_factor, e) ||
+        get_f32(m, "rope.scaling.yarn_beta_fast", 0, &c->yarn_beta_fast, e) ||
+        get_f32(m, "rope.scaling.yarn_beta_slow", 0, &c->yarn_beta_slow, e) ||
+        get_u32(m, "rope.scaling.original_context_length", 0, &c->n_ctx_orig, e))
+        return -1;
+    if (factor > 0 && c->rope_scaling != ASN_ROPE_LONGROPE)
+        c->rope_freq_scale = 1.0f / factor;
+    c->rope_base_swa = c->rope_base;
+    c->rope_freq_scale_swa = c->rope_freq_scale;
+    return get_f32(m, "rope.freq_base_swa", 0, &c->rope_base_swa, e);
+}
+
 static int load_config(asn_model *m, asn_err *e)
 {
     asn_model_config *c = &m->cfg;
     char *arch = NULL;
     if (asn_gguf_get_str(m->g, "general.architecture", 1, &arch, e))
         return -1;
-    int known = !strcmp(arch, "llama") || !strcmp(arch, "qwen2");
     snprintf(c->arch, sizeof c->arch, "%s", arch);
-    if (!known) {
-        asn_err_set(e, "%s: unsupported architecture \"%s\" (asn runs llama and qwen2)", m->path, arch);
+    m->arch = asn_arch_find(arch);
+    if (!m->arch) {
+        asn_err_set(e, "%s: unsupported architecture \"%s\" (asn runs %s)", m->path, arch, asn_arch_names());
         free(arch);
         return -1;
     }
     free(arch);
+    const asn_arch *A = m->arch;
     if (get_u32(m, "context_length", 1, &c->n_ctx_train, e) ||
         get_u32(m, "embedding_length", 1, &c->n_embd, e) ||
         get_u32(m, "block_count", 1, &c->n_layer, e) ||
@@ -67,34 +132,27 @@ static int load_config(asn_model *m, asn_err *e)
     if (vdim != c->head_dim || !c->head_dim || c->head_dim % 2)
         return asn_err_set(e, "%s: key and value head sizes must be equal and even (%d, %d)",
                            m->path, c->head_dim, vdim);
-    c->n_rot = c->head_dim;
-    if (get_u32(m, "rope.dimension_count", 0, &c->n_rot, e))
+    if (get_f32(m, "attention.layer_norm_rms_epsilon", A->norm == NORM_RMS, &c->rms_eps, e) ||
+        get_f32(m, "attention.layer_norm_epsilon", A->norm == NORM_LAYER, &c->norm_eps, e) || load_rope(m, e))
         return -1;
-    if (c->n_rot != c->head_dim)
-        return asn_err_set(e, "%s: partial rotary embeddings (rope.dimension_count %d, head size "
-                              "%d) are not supported", m->path, c->n_rot, c->head_dim);
-    c->rope_base = 10000.0f;
-    c->rope_freq_scale = 1.0f;
-    if (get_f32(m, "rope.freq_base", 0, &c->rope_base, e) ||
-        get_f32(m, "attention.layer_norm_rms_epsilon", 1, &c->rms_eps, e))
+    c->causal = !A->non_causal;
+    c->n_swa = A->n_swa;
+    c->swa_period = A->swa_period;
+    c->attn_softcap = A->attn_softcap;
+    c->final_softcap = A->final_softcap;
+    c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
+    c->embed_scale = A->embed_scale_sqrt ? sqrtf((float)c->n_embd) : 1.0f;
+    c->pooling = A->pooling;
+    if (get_u32(m, "attention.sliding_window", 0, &c->n_swa, e) ||
+        get_u32(m, "attention.sliding_window_pattern", 0, &c->swa_period, e) ||
+        get_f32(m, "attention.scale", 0, &c->attn_scale, e) ||
+        get_f32(m, "attn_logit_softcapping", 0, &c->attn_softcap, e) ||
+        get_f32(m, "final_logit_softcapping", 0, &c->final_softcap, e) ||
+        get_u32(m, "pooling_type", 0, &c->pooling, e))
         return -1;
-    char key[128], *scaling = NULL;
-    snprintf(key, sizeof key, "%s.rope.scaling.type", c->arch);
-    if (asn_gguf_get_str(m->g, key, 0, &scaling, e))
-        return -1;
-    if (scaling && strcmp(scaling, "none") && strcmp(scaling, "linear")) {
-        asn_err_set(e, "%s: rope scaling \"%s\" is not supported (none, linear)", m->path, scaling);
-        free(scaling);
-        return -1;
-    }
-    free(scaling);
-    float factor = 0;
-    if (get_f32(m, "rope.scaling.factor", 0, &factor, e) || get_f32(m, "rope.scale_linear", 0, &factor, e))
-        return -1;
-    if (factor > 0)
-        c->rope_freq_scale = 1.0f / factor;
-    c->rope_neox = !strcmp(c->arch, "qwen2");
-    return 0;
+    if (c->pooling > ASN_POOL_RANK)
+        return asn_err_set(e, "%s: %s.pooling_type %d is not a pooling type (0-4)", m->path, c->arch, c->pooling);
+    return A->hparams ? A->hparams(m, e) : 0;
 }
 
 /* -------------------------------------------------------------- tensors */
@@ -120,10 +178,13 @@ static int load_mat(asn_model *m, const char *name, int cols, int rows, int requ
         return -1;
     if (!t)
         return 0;
-    if (t->n_dims != 2 || t->ne[0] != cols || t->ne[1] != rows)
-        return asn_err_set(e, "%s: tensor %s has shape {%lld, %lld}, expected {%d, %d}", m->path, name,
-                           (long long)t->ne[0], (long long)t->ne[1], cols, rows);
-    *w = (wmat){t->data, t->type, rows, cols};
+    if (t->n_dims > 2 || t->ne[0] != cols || (rows >= 0 && t->ne[1] != rows) || t->ne[1] > (1 << 30)) {
+        char want[32];
+        snprintf(want, sizeof want, rows >= 0 ? "%d" : "any", rows);
+        return asn_err_set(e, "%s: tensor %s has shape {%lld, %lld}, expected {%d, %s}", m->path, name,
+                           (long long)t->ne[0], (long long)t->ne[1], cols, want);
+    }
+    *w = (wmat){t->data, t->type, (int)t->ne[1], cols};
     return 0;
 }
 
@@ -137,6 +198,8 @@ static int load_vec(asn_model *m, const char *name, int n, int required, float *
         return -1;
     if (!t)
         return 0;
+    if (n < 0 && t->ne[0] <= (1 << 30))
+        n = (int)t->ne[0]; /* any length (checked by the caller) */
     if (t->ne[0] != n || t->ne[1] != 1 || t->ne[2] != 1 || t->ne[3] != 1)
         return asn_err_set(e, "%s: tensor %s has %lld values, expected %d", m->path, name,
                            (long long)(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]), n);
@@ -145,41 +208,71 @@ static int load_vec(asn_model *m, const char *name, int n, int required, float *
     return 0;
 }
 
+/* The size a dimension of the table stands for (-1: any). */
+static int dim_size(const asn_model_config *c, int dim)
+{
+    switch (dim) {
+    case D_EMBD: return c->n_embd;
+    case D_Q: return c->n_head * c->head_dim;
+    case D_KV: return c->n_head_kv * c->head_dim;
+    case D_QKV: return (c->n_head + 2 * c->n_head_kv) * c->head_dim;
+    case D_FF: return c->n_ff;
+    case D_FF2: return 2 * c->n_ff;
+    case D_HEAD: return c->head_dim;
+    case D_ROT2: return c->n_rot / 2;
+    case D_VOCAB: return c->n_vocab;
+    case D_CTX: return c->n_ctx_train;
+    default: return -1;
+    }
+}
+
+/* Loads the tensors of one table into base (a layer_w or the model_w),
+ * names prefixed by prefix. */
+static int load_table(asn_model *m, const tensor_spec *specs, const char *prefix, void *base, asn_err *e)
+{
+    for (const tensor_spec *s = specs; s && s->name; s++) {
+        char name[128];
+        snprintf(name, sizeof name, "%s%s", prefix, s->name);
+        int cols = dim_size(&m->cfg, s->cols), rows = dim_size(&m->cfg, s->rows);
+        void *slot = (char *)base + s->off;
+        if (s->kind == T_VEC ? load_vec(m, name, cols, s->need, (float **)slot, e)
+                             : load_mat(m, name, cols, rows, s->need, (wmat *)slot, e))
+            return -1;
+    }
+    return 0;
+}
+
 static int load_tensors(asn_model *m, asn_err *e)
 {
-    const asn_model_config *c = &m->cfg;
-    int d = c->n_embd, qd = c->n_head * c->head_dim, kvd = c->n_head_kv * c->head_dim;
-    if (load_mat(m, "token_embd.weight", d, c->n_vocab, 1, &m->tok_embd, e) ||
-        load_vec(m, "output_norm.weight", d, 1, &m->output_norm, e) ||
-        load_mat(m, "output.weight", d, c->n_vocab, 0, &m->output, e))
+    asn_model_config *c = &m->cfg;
+    if (load_table(m, m->arch->globals, "", &m->w, e))
         return -1;
-    m->cfg.tied_output = m->output.data == NULL;
-    if (m->cfg.tied_output)
-        m->output = m->tok_embd;
-    if (load_vec(m, "rope_freqs.weight", c->n_rot / 2, 0, &m->rope_freqs, e))
-        return -1;
-    m->cfg.has_rope_freqs = m->rope_freqs != NULL;
-    if (asn_gguf_find_tensor(m->g, "blk.0.attn_qkv.weight"))
-        return asn_err_set(e, "%s: fused attn_qkv tensors are not supported", m->path);
+    m->cfg.tied_output = m->w.output.data == NULL;
+    if (m->cfg.tied_output && m->w.output_norm) /* a decoder's head is its embedding */
+        m->w.output = m->w.tok_embd;
+    m->cfg.has_rope_freqs = m->w.rope_freqs || m->w.rope_long;
+    if (!!m->w.rope_long != !!m->w.rope_short)
+        return asn_err_set(e, "%s: longrope needs both rope_factors_long and rope_factors_short", m->path);
+    if (m->w.cls_out.data) {
+        c->n_cls_out = m->w.cls_out.rows;
+        const asn_gguf_tensor *b = asn_gguf_find_tensor(m->g, "cls.output.bias");
+        if (b && b->ne[0] != c->n_cls_out)
+            return asn_err_set(e, "%s: tensor cls.output.bias has %lld values, expected %d", m->path,
+                               (long long)b->ne[0], c->n_cls_out);
+    }
+    if (m->w.type_embd.data && m->w.type_embd.rows < 1)
+        return asn_err_set(e, "%s: tensor token_types.weight has no rows", m->path);
     m->layers = asn_xcalloc((size_t)c->n_layer, sizeof *m->layers);
     for (int l = 0; l < c->n_layer; l++) {
         layer_w *L = &m->layers[l];
-        char n[96];
-#define NAME(s) (snprintf(n, sizeof n, "blk.%d.%s", l, s), n)
-        if (load_vec(m, NAME("attn_norm.weight"), d, 1, &L->attn_norm, e) ||
-            load_vec(m, NAME("ffn_norm.weight"), d, 1, &L->ffn_norm, e) ||
-            load_mat(m, NAME("attn_q.weight"), d, qd, 1, &L->wq, e) ||
-            load_mat(m, NAME("attn_k.weight"), d, kvd, 1, &L->wk, e) ||
-            load_mat(m, NAME("attn_v.weight"), d, kvd, 1, &L->wv, e) ||
-            load_mat(m, NAME("attn_output.weight"), qd, d, 1, &L->wo, e) ||
-            load_mat(m, NAME("ffn_gate.weight"), d, c->n_ff, 1, &L->gate, e) ||
-            load_mat(m, NAME("ffn_up.weight"), d, c->n_ff, 1, &L->up, e) ||
-            load_mat(m, NAME("ffn_down.weight"), c->n_ff, d, 1, &L->down, e) ||
-            load_vec(m, NAME("attn_q.bias"), qd, 0, &L->bq, e) ||
-            load_vec(m, NAME("attn_k.bias"), kvd, 0, &L->bk, e) ||
-            load_vec(m, NAME("attn_v.bias"), kvd, 0, &L->bv, e))
+        char prefix[32];
+        snprintf(prefix, sizeof prefix, "blk.%d.", l);
+        if (load_table(m, m->arch->layer_tensors, prefix, L, e))
             return -1;
-#undef NAME
+        if (!L->wqkv.data && !L->wq.data)
+            return asn_err_set(e, "%s: tensor blk.%d.attn_q.weight (or attn_qkv.weight) is missing", m->path, l);
+        if (!L->wqkv.data && (!L->wk.data || !L->wv.data))
+            return asn_err_set(e, "%s: tensor blk.%d.attn_%s.weight is missing", m->path, l, L->wk.data ? "v" : "k");
         if (!!L->bq != !!L->bk || !!L->bq != !!L->bv)
             return asn_err_set(e, "%s: layer %d has some but not all of the q/k/v biases", m->path, l);
         if (l == 0)
@@ -222,21 +315,23 @@ fail:
     return NULL;
 }
 
+/* Frees the vectors one table loaded into base. */
+static void free_table(const tensor_spec *specs, void *base)
+{
+    for (const tensor_spec *s = specs; s && s->name; s++)
+        if (s->kind == T_VEC)
+            free(*(float **)((char *)base + s->off));
+}
+
 void asn_model_free(asn_model *m)
 {
     if (!m)
         return;
-    for (int l = 0; m->layers && l < m->cfg.n_layer; l++) {
-        layer_w *L = &m->layers[l];
-        free(L->attn_norm);
-        free(L->ffn_norm);
-        free(L->bq);
-        free(L->bk);
-        free(L->bv);
-    }
+    for (int l = 0; m->arch && m->layers && l < m->cfg.n_layer; l++)
+        free_table(m->arch->layer_tensors, &m->layers[l]);
+    if (m->arch)
+        free_table(m->arch->globals, &m->w);
     free(m->layers);
-    free(m->output_norm);
-    free(m->rope_freqs);
     asn_vocab_free(m->vocab);
     asn_gguf_close(m->g);
     free(m->path);

@@ -500,7 +500,7 @@ static void test_llscorer(void)
         memcpy(seq + 3, req[k].tokens, (size_t)req[k].n * sizeof *seq);
         float *lg = malloc((size_t)L * V * sizeof *lg);
         int id = asn_seq_new(en);
-        asn_batch_item it = {id, seq, L, lg, 1, NULL};
+        asn_batch_item it = {id, seq, L, lg, 1, NULL, NULL};
         asn_engine_decode(en, &it, 1, &e);
         double sum = 0;
         for (int i = 3; i < L; i++) {

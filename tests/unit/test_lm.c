@@ -787,7 +787,7 @@ static void engine_logits(const char *label, asn_lm *lm, const int32_t *tokens, 
     double md = 0;
     for (int b = 0; b < B; b++) {
         int s = asn_seq_new(en);
-        asn_batch_item it = {s, tokens + b * T, T, got, 1, NULL};
+        asn_batch_item it = {s, tokens + b * T, T, got, 1, NULL, NULL};
         if (asn_engine_decode(en, &it, 1, &e))
             T_OK("engine decode", 0, "%s", e.msg);
         for (size_t i = 0; i < (size_t)T * V; i++)

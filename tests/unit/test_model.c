@@ -68,7 +68,7 @@ static int prefill(asn_engine *en, const int32_t *tokens, int n, float *out)
 {
     asn_err e;
     int s = asn_seq_new(en);
-    asn_batch_item it = {s, tokens, n, out, 1, NULL};
+    asn_batch_item it = {s, tokens, n, out, 1, NULL, NULL};
     int rc = asn_engine_decode(en, &it, 1, &e);
     asn_seq_free(en, s);
     return rc;
@@ -128,7 +128,7 @@ static void test_reference(const char *name, int exact)
     float *step = malloc((size_t)f.n * V * sizeof *step);
     int s = asn_seq_new(en);
     for (int i = 0; i < f.n; i++) {
-        asn_batch_item it = {s, f.tokens + i, 1, step + (size_t)i * V, 0, NULL};
+        asn_batch_item it = {s, f.tokens + i, 1, step + (size_t)i * V, 0, NULL, NULL};
         asn_engine_decode(en, &it, 1, &e);
     }
     asn_seq_free(en, s);
@@ -140,7 +140,7 @@ static void test_reference(const char *name, int exact)
     asn_engine *en2 = asn_engine_new(m, 0, pool, &e);
     asn_engine_set_exact(en2, exact);
     int root = asn_seq_new(en2);
-    asn_batch_item it = {root, f.tokens, 8, NULL, 0, NULL};
+    asn_batch_item it = {root, f.tokens, 8, NULL, 0, NULL, NULL};
     asn_engine_decode(en2, &it, 1, &e);
     asn_batch_item items[65];
     int32_t other[64][20];
@@ -156,9 +156,10 @@ static void test_reference(const char *name, int exact)
         items[i].logits = outs + (size_t)i * V;
         items[i].all_logits = 0;
         items[i].embed = NULL;
+        items[i].cls = NULL;
     }
     /* the sequence under test: fork of the 8-token prefix, then the rest */
-    items[64] = (asn_batch_item){asn_seq_fork(en2, root), f.tokens + 8, f.n - 8, outs + (size_t)64 * V, 0, NULL};
+    items[64] = (asn_batch_item){asn_seq_fork(en2, root), f.tokens + 8, f.n - 8, outs + (size_t)64 * V, 0, NULL, NULL};
     int rc = asn_engine_decode(en2, items, 65, &e);
     snprintf(tn, sizeof tn, "%s (%s): last logits in a batch of 65 (forks, 2 threads) equal the solo prefill", name, mode);
     T_OK(tn, rc == 0 && !memcmp(outs + (size_t)64 * V, got + (size_t)(f.n - 1) * V, (size_t)V * sizeof(float)),
@@ -259,7 +260,7 @@ static void test_errors(void)
     asn_engine *en = asn_engine_new(good, 16, NULL, &e);
     int s = asn_seq_new(en);
     int32_t bad[2] = {5, 100000};
-    asn_batch_item it = {s, bad, 2, NULL, 0, NULL};
+    asn_batch_item it = {s, bad, 2, NULL, 0, NULL, NULL};
     int rc = asn_engine_decode(en, &it, 1, &e);
     T_OK("token id out of range is an error", rc == -1 && strstr(e.msg, "100000"), "\"%s\"", e.msg);
     int32_t many[20] = {0};

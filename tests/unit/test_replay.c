@@ -105,7 +105,7 @@ int main(void)
             asn_engine *en = asn_engine_new(m, 0, NULL, &e);
             int seq = asn_seq_new(en);
             float *last = malloc((size_t)V * sizeof *last);
-            asn_batch_item it = {seq, prompt, n_prompt, last, 0, NULL};
+            asn_batch_item it = {seq, prompt, n_prompt, last, 0, NULL, NULL};
             T_OK("prefill", !asn_engine_decode(en, &it, 1, &e), "%s", e.msg);
             for (size_t k = 0; k < n_eog; k++) /* the heuristic receives them masked (min_new_tokens) */
                 last[eog[k]] = -INFINITY;

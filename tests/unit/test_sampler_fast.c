@@ -245,7 +245,7 @@ static void test_model_rows(asn_pool *p2, asn_pool *p3)
     for (int i = 0; i < n; i++)
         toks[i] = (i * 373 + 11) % V;
     float *lg = malloc((size_t)n * V * sizeof(float));
-    asn_batch_item it = {en ? asn_seq_new(en) : 0, toks, n, lg, 1, NULL};
+    asn_batch_item it = {en ? asn_seq_new(en) : 0, toks, n, lg, 1, NULL, NULL};
     int ok = en && asn_engine_decode(en, &it, 1, &e) == 0;
     T_OK("demo model decodes", ok, "%s", e.msg);
     if (ok) {

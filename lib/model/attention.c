@@ -1,0 +1,290 @@
+/* attention.c — the self-attention block every architecture uses:
+ *
+ *   q, k, v = in Wq^T (+bq), in Wk^T (+bk), in Wv^T (+bv)   (or one fused Wqkv)
+ *   q, k = rmsnorm per head (qwen3, gemma3), then rotary embedding
+ *   k, v -> the sequence's KV pages
+ *   a = softmax(cap * tanh(scale * q.k / cap)) v   over the visible positions
+ *   out = a Wo^T (+bo)
+ *
+ * Visible positions of a token at p: [0, p] (causal), its whole batch item
+ * (non-causal: bert), cut to the last n_swa positions in windowed layers.
+ * Rotary tables are computed in double: plain, linear, YaRN, and the
+ * per-pair divisors of Llama 3.1 and Phi-3's longrope. */
+#include "engine.h"
+#include "asn/linalg.h"
+#include "asn/vexp.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------- rotary */
+
+/* YaRN's correction range: the pairs whose wavelength fits fewer than
+ * beta_fast / more than beta_slow turns in the original context. */
+static void yarn_dims(const asn_model_config *c, double base, double dims[2])
+{
+    double n = c->n_rot, ctx = c->n_ctx_orig > 0 ? c->n_ctx_orig : c->n_ctx_train;
+    double lo = floor(n * log(ctx / (c->yarn_beta_fast * 2 * M_PI)) / (2 * log(base)));
+    double hi = ceil(n * log(ctx / (c->yarn_beta_slow * 2 * M_PI)) / (2 * log(base)));
+    dims[0] = lo > 0 ? lo : 0;
+    dims[1] = hi < n - 1 ? hi : n - 1;
+}
+
+static void rope_fill(const asn_engine *en, rope_set *r, int from, int n)
+{
+    const asn_model_config *c = &en->m->cfg;
+    int half = c->n_rot / 2, yarn = c->rope_scaling == ASN_ROPE_YARN && r->freq_scale != 1.0f;
+    double mscale = c->rope_attn_factor, dims[2] = {0, 0};
+    if (yarn) {
+        yarn_dims(c, r->base, dims);
+        mscale *= 1.0 + 0.1 * log(1.0 / r->freq_scale);
+    }
+    for (int p = from; p < n; p++)
+        for (int k = 0; k < half; k++) {
+            double theta;
+            if (!yarn) {
+                theta = p * pow((double)r->base, -2.0 * k / c->n_rot) * (double)r->freq_scale;
+                if (en->rope_div)
+                    theta /= (double)en->rope_div[k];
+            } else {
+                double extrap = p * pow((double)r->base, -2.0 * k / c->n_rot);
+                if (en->rope_div)
+                    extrap /= (double)en->rope_div[k];
+                double interp = extrap * (double)r->freq_scale;
+                double y = (k - dims[0]) / fmax(0.001, dims[1] - dims[0]);
+                double mix = 1 - fmin(1, fmax(0, y)); /* 1: extrapolate (fast pairs) */
+                theta = interp * (1 - mix) + extrap * mix;
+            }
+            r->cos[(size_t)p * half + k] = (float)(cos(theta) * mscale);
+            r->sin[(size_t)p * half + k] = (float)(sin(theta) * mscale);
+        }
+}
+
+void rope_tables(asn_engine *en, int n)
+{
+    const asn_model_config *c = &en->m->cfg;
+    if (!c->n_rot)
+        return;
+    int half = c->n_rot / 2;
+    for (int s = 0; s < 2; s++) {
+        rope_set *r = &en->rope[s];
+        if (n <= r->n)
+            continue;
+        r->base = s ? c->rope_base_swa : c->rope_base;
+        r->freq_scale = s ? c->rope_freq_scale_swa : c->rope_freq_scale;
+        r->cos = asn_xrealloc(r->cos, (size_t)n * half * sizeof(float));
+        r->sin = asn_xrealloc(r->sin, (size_t)n * half * sizeof(float));
+        rope_fill(en, r, r->n, n);
+        r->n = n;
+        if (!c->n_swa)
+            break; /* no windowed layers: one table */
+    }
+}
+
+void rope_free(asn_engine *en)
+{
+    for (int s = 0; s < 2; s++)
+        free(en->rope[s].cos), free(en->rope[s].sin);
+}
+
+static void rope(const asn_model_config *c, const rope_set *r, float *v, int n_heads, int pos)
+{
+    int hd = c->head_dim, half = c->n_rot / 2;
+    const float *cs = r->cos + (size_t)pos * half, *sn = r->sin + (size_t)pos * half;
+    for (int h = 0; h < n_heads; h++) {
+        float *x = v + (size_t)h * hd;
+        for (int k = 0; k < half; k++) {
+            int i0 = c->rope_neox ? k : 2 * k, i1 = c->rope_neox ? k + half : 2 * k + 1;
+            float x0 = x[i0], x1 = x[i1];
+            x[i0] = x0 * cs[k] - x1 * sn[k];
+            x[i1] = x0 * sn[k] + x1 * cs[k];
+        }
+    }
+}
+
+/* RMS norm of each head of a row (q/k norms), in place. */
+static void head_norm(float *v, int n_heads, int hd, const float *w, float eps)
+{
+    for (int h = 0; h < n_heads; h++) {
+        float *x = v + (size_t)h * hd;
+        double ss = 0;
+        for (int i = 0; i < hd; i++)
+            ss += (double)x[i] * (double)x[i];
+        float scale = (float)(1.0 / sqrt(ss / hd + (double)eps));
+        for (int i = 0; i < hd; i++)
+            x[i] = (x[i] * scale) * w[i];
+    }
+}
+
+/* ---------------------------------------------------------- attention */
+
+typedef struct attn_task {
+    asn_engine *en;
+    int layer, window; /* window: positions a token sees (0: all) */
+} attn_task;
+
+/* x[0..n) = softmax(cap * tanh(scale * x / cap)) (no cap when 0), 16
+ * positions at a time: exp of asn/vexp.h, the sum over 16 lane-wise partial
+ * sums added in a fixed tree. Inlined into attn_run's clones; every clone
+ * gives the same bits. */
+static inline __attribute__((always_inline)) void softmax(float *x, int n, float scale, float cap)
+{
+    v16f mx = splat16(-INFINITY), sc = splat16(scale), v;
+    for (int j = 0; j < n; j += 16) {
+        size_t k = (size_t)(n - j < 16 ? n - j : 16) * sizeof(float);
+        v = splat16(-INFINITY);
+        memcpy(&v, x + j, k);
+        v *= sc;
+        if (cap > 0)
+            for (int l = 0; l < 16; l++)
+                v[l] = cap * tanhf(v[l] / cap);
+        memcpy(x + j, &v, k);
+        mx = sel16(v > mx, v, mx);
+    }
+    for (int w = 8; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++)
+            mx[l] = mx[l + w] > mx[l] ? mx[l + w] : mx[l];
+    v16f acc = {0}, m = splat16(mx[0]);
+    for (int j = 0; j < n; j += 16) {
+        size_t k = (size_t)(n - j < 16 ? n - j : 16) * sizeof(float);
+        v = splat16(-INFINITY);
+        memcpy(&v, x + j, k);
+        v = exp16(v - m); /* -inf (the padding) gives 0 */
+        memcpy(x + j, &v, k);
+        acc += v;
+    }
+    for (int w = 8; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++)
+            acc[l] += acc[l + w];
+    v16f sum = splat16(acc[0]);
+    for (int j = 0; j < n; j += 16) {
+        size_t k = (size_t)(n - j < 16 ? n - j : 16) * sizeof(float);
+        memcpy(&v, x + j, k);
+        v /= sum;
+        memcpy(x + j, &v, k);
+    }
+}
+
+/* Cloned per instruction set: the loops over positions and head
+ * dimensions are element-wise (no reduction changes order with the vector
+ * width, and multiply-adds are not fused in this file), so every clone
+ * gives the same bits.
+ *
+ * A job is one head of a group of up to ATT_GROUP consecutive tokens of
+ * one sequence (a prompt's tokens in prefill): their scores against each
+ * KV page are one small matrix product, and each V row is loaded once for
+ * all of them. A token's results do not depend on its group: each score is
+ * asn/linalg.h's fixed-order dot product, each output sums its visible
+ * positions in order. */
+#if defined(__x86_64__)
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+static void attn_run(void *arg, int ith, int nth)
+{
+    attn_task *a = arg;
+    asn_engine *en = a->en;
+    const asn_model_config *c = &en->m->cfg;
+    int hd = c->head_dim, group = c->n_head / c->n_head_kv, qd = c->n_head * hd;
+    float scale = c->attn_scale, cap = c->attn_softcap;
+    size_t ld = (size_t)en->n_ctx; /* score row of each token of the group */
+    float *scores = asn_pool_scratch(en->pool, ith, ATT_GROUP * ld * sizeof(float));
+    int lo, hi;
+    asn_split(en->n_grp * c->n_head, ith, nth, 1, &lo, &hi);
+    for (int job = lo; job < hi; job++) {
+        int g = job / c->n_head, h = job % c->n_head, kvh = h / group;
+        int t0 = en->grp[g], nt = en->grp[g + 1] - t0;
+        const seq *s = &en->seqs[en->tok_seq[t0]];
+        int first = en->tok_pos[t0];
+        /* token i sees positions [from_i, to_i] */
+        int from[ATT_GROUP], to[ATT_GROUP];
+        for (int i = 0; i < ATT_GROUP; i++) {
+            int p = first + (i < nt ? i : nt - 1);
+            to[i] = c->causal ? p : en->grp_end[g] - 1;
+            from[i] = a->window && p - a->window + 1 > 0 ? p - a->window + 1 : 0;
+        }
+        int j_lo = from[0], j_hi = to[nt - 1];
+        /* scores a page (16 positions) at a time, all tokens of the group
+         * (a token's positions outside its own range are computed, never used) */
+        for (int j0 = j_lo / PAGE * PAGE; j0 <= j_hi; j0 += PAGE) {
+            int nj = j_hi + 1 - j0 < PAGE ? j_hi + 1 - j0 : PAGE;
+            asn_matmul_f32(en->q + (size_t)t0 * qd + (size_t)h * hd, nt, qd, hd,
+                           kv_at(en, s, a->layer, 0, j0) + (size_t)kvh * hd, en->kvd, nj, scores + j0, (int)ld);
+        }
+        for (int i = 0; i < nt; i++)
+            softmax(scores + i * ld + from[i], to[i] - from[i] + 1, scale, cap);
+        /* out[d] = sum over visible j in order of w_j * v_j[d], 32
+         * dimensions of every token of the group at a time in registers */
+        for (int d0 = 0; d0 < hd; d0 += 32) {
+            /* accumulators as variables, not an array, so they stay in
+             * registers; ATT_GROUP = 4 */
+            v16f a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0}, a31 = {0};
+            int dn = hd - d0 < 32 ? hd - d0 : 32;
+            size_t n0 = (size_t)(dn < 16 ? dn : 16) * sizeof(float), n1 = (size_t)(dn - 16 > 0 ? dn - 16 : 0) * sizeof(float);
+            const float *w0 = scores, *w1 = scores + ld, *w2 = scores + 2 * ld, *w3 = scores + 3 * ld;
+            for (int j = j_lo; j <= j_hi; j++) {
+                const float *vj = kv_at(en, s, a->layer, 1, j) + (size_t)kvh * hd + d0;
+                v16f v0 = {0}, v1 = {0}, w;
+                memcpy(&v0, vj, n0);
+                memcpy(&v1, vj + 16, n1);
+#define ATT_ACC(I)                                                                                \
+    if (I < nt && j >= from[I] && j <= to[I]) {                                                   \
+        w = (v16f){0} + w##I[j]; /* broadcast */                                                  \
+        a##I##0 += w * v0;                                                                        \
+        a##I##1 += w * v1;                                                                        \
+    }
+                ATT_ACC(0) ATT_ACC(1) ATT_ACC(2) ATT_ACC(3)
+#undef ATT_ACC
+            }
+            float *out = en->att + (size_t)t0 * qd + (size_t)h * hd + d0;
+#define ATT_OUT(I)                                                                                \
+    if (I < nt) {                                                                                 \
+        float o_[32];                                                                             \
+        memcpy(o_, &a##I##0, 64), memcpy(o_ + 16, &a##I##1, 64);                                  \
+        memcpy(out + (size_t)I * qd, o_, n0 + n1);                                                \
+    }
+            ATT_OUT(0) ATT_OUT(1) ATT_OUT(2) ATT_OUT(3)
+#undef ATT_OUT
+        }
+    }
+}
+
+void blk_attention(const fwd *f, const layer_w *L, int l, const float *in, float *out)
+{
+    asn_engine *en = f->en;
+    const asn_model_config *c = &f->m->cfg;
+    const int T = f->T, qd = c->n_head * c->head_dim, kvd = en->kvd;
+    if (L->wqkv.data) { /* one product, then the rows split into q, k, v */
+        int w = qd + 2 * kvd;
+        blk_matmul(en, in, T, &L->wqkv, NULL, en->g);
+        for (int r = 0; r < T; r++) {
+            const float *row = en->g + (size_t)r * w;
+            memcpy(en->q + (size_t)r * qd, row, (size_t)qd * sizeof(float));
+            memcpy(en->k + (size_t)r * kvd, row + qd, (size_t)kvd * sizeof(float));
+            memcpy(en->v + (size_t)r * kvd, row + qd + kvd, (size_t)kvd * sizeof(float));
+        }
+    } else {
+        blk_matmul(en, in, T, &L->wq, L->bq, en->q);
+        blk_matmul(en, in, T, &L->wk, L->bk, en->k);
+        blk_matmul(en, in, T, &L->wv, L->bv, en->v);
+    }
+    int windowed = layer_windowed(c, l);
+    const rope_set *rs = &en->rope[windowed && c->n_rot ? 1 : 0];
+    for (int r = 0; r < T; r++) {
+        float *q = en->q + (size_t)r * qd, *k = en->k + (size_t)r * kvd;
+        if (L->q_norm)
+            head_norm(q, c->n_head, c->head_dim, L->q_norm, c->rms_eps);
+        if (L->k_norm)
+            head_norm(k, c->n_head_kv, c->head_dim, L->k_norm, c->rms_eps);
+        if (c->n_rot) {
+            rope(c, rs, q, c->n_head, en->tok_pos[r]);
+            rope(c, rs, k, c->n_head_kv, en->tok_pos[r]);
+        }
+        const seq *s = &en->seqs[en->tok_seq[r]];
+        memcpy(kv_at(en, s, l, 0, en->tok_pos[r]), k, (size_t)kvd * sizeof(float));
+        memcpy(kv_at(en, s, l, 1, en->tok_pos[r]), en->v + (size_t)r * kvd, (size_t)kvd * sizeof(float));
+    }
+    attn_task at = {en, l, windowed ? c->n_swa : 0};
+    asn_pool_run(en->pool, attn_run, &at);
+    blk_matmul(en, en->att, T, &L->wo, L->bo, out);
+}
