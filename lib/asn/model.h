@@ -38,7 +38,9 @@ typedef struct asn_model_config {
     float attn_softcap, final_softcap; /* c * tanh(x / c) of scores / logits (0: none) */
     float embed_scale;  /* multiplies the token embeddings (1; gemma: sqrt(n_embd)) */
     float norm_eps;     /* layer-norm epsilon (bert) */
-    int pooling;        /* ASN_POOL_*: which hidden state a classification head reads */
+    int pooling;        /* ASN_POOL_* the file names for its embeddings ({arch}.pooling_type) */
+    int cls_pooling;    /* ASN_POOL_*: the state a classification head reads (CLS: first
+                         * token, bert; LAST: last token, decoders) */
     int n_cls_out;      /* outputs of the classification head (0: none) */
 } asn_model_config;
 

@@ -112,7 +112,7 @@ typedef struct asn_arch {
     int embed_scale_sqrt; /* embeddings times sqrt(n_embd) (gemma) */
     int n_swa, swa_period; /* window defaults (0: none unless the metadata has one) */
     float attn_softcap, final_softcap; /* defaults (0: none) */
-    int pooling;          /* default ASN_POOL_* of a classification head */
+    int pooling;          /* ASN_POOL_* a classification head reads */
     /* Anything else the architecture reads or derives (NULL: nothing). */
     int (*hparams)(asn_model *m, asn_err *e);
     void (*layer)(const fwd *f, const layer_w *L, int l);

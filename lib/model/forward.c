@@ -324,7 +324,7 @@ int asn_engine_decode(asn_engine *en, const asn_batch_item *items, int n_items, 
             /* en->o: this item's normalized rows, then the pooled state */
             final_norm(&f, en->o, en->x + first * d, n);
             float *pooled = en->u;
-            if (it->embed || c->pooling == ASN_POOL_MEAN) {
+            if (it->embed || c->cls_pooling == ASN_POOL_MEAN) {
                 for (int k = 0; k < d; k++) {
                     double acc = 0;
                     for (size_t r = 0; r < n; r++)
@@ -335,9 +335,9 @@ int asn_engine_decode(asn_engine *en, const asn_batch_item *items, int n_items, 
                     memcpy(it->embed, pooled, (size_t)d * sizeof(float));
             }
             if (it->cls) {
-                if (c->pooling == ASN_POOL_CLS)
+                if (c->cls_pooling == ASN_POOL_CLS)
                     memcpy(pooled, en->o, (size_t)d * sizeof(float));
-                else if (c->pooling != ASN_POOL_MEAN) /* last token */
+                else if (c->cls_pooling != ASN_POOL_MEAN) /* last token */
                     memcpy(pooled, en->o + (n - 1) * d, (size_t)d * sizeof(float));
                 cls_head(en, pooled, it->cls);
             }

@@ -142,7 +142,8 @@ static int load_config(asn_model *m, asn_err *e)
     c->final_softcap = A->final_softcap;
     c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
     c->embed_scale = A->embed_scale_sqrt ? sqrtf((float)c->n_embd) : 1.0f;
-    c->pooling = A->pooling;
+    c->cls_pooling = A->pooling;
+    c->pooling = ASN_POOL_MEAN;
     if (get_u32(m, "attention.sliding_window", 0, &c->n_swa, e) ||
         get_u32(m, "attention.sliding_window_pattern", 0, &c->swa_period, e) ||
         get_f32(m, "attention.scale", 0, &c->attn_scale, e) ||

@@ -1,8 +1,13 @@
 /* test_model.c — the forward pass and the engine:
- *  - logits of six small random-weight models (llama with GQA, tied output,
- *    Llama 3 rope_freqs, linear rope scaling; qwen2 with biases; F32, F16,
- *    Q8_0, Q4_0) against a PyTorch float64 forward pass
- *    (tests/fixtures/make_model_fixtures.py), max abs difference <= 1e-4;
+ *  - logits of small random-weight models of every architecture (llama with
+ *    GQA, tied output, Llama 3 rope_freqs, linear rope scaling, YaRN, a
+ *    Mistral-style sliding window; qwen2 with biases; qwen3 with q/k norms
+ *    and a classification head; gemma2 with soft-capping and alternating
+ *    windows; gemma3 with 2:1 windowed layers and their own rope; phi3 with
+ *    fused tensors and longrope; F32, F16, Q8_0, Q4_0) against a PyTorch
+ *    float64 forward pass (tests/fixtures/make_model_fixtures.py,
+ *    make_arch_fixtures.py), max abs difference <= 1e-4; bert's pooled
+ *    embedding and classification head likewise;
  *  - bit-identical logits: prefill vs token by token, alone vs in a batch
  *    of 64 other sequences, 1 vs 2 threads, forked vs fresh sequences;
  *  - load errors and bad batches. */
@@ -15,8 +20,11 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *MODELS[] = {"llama-gqa-f32", "llama-tied-f16", "llama3-ropefreqs-q8_0",
-                               "llama-linear-q4_0", "qwen2-bias-f32", "qwen2-bias-q8_0", NULL};
+static const char *MODELS[] = {"llama-gqa-f32",   "llama-tied-f16",   "llama3-ropefreqs-q8_0", "llama-linear-q4_0",
+                               "llama-swa-f16",   "llama-yarn-f32",   "qwen2-bias-f32",        "qwen2-bias-q8_0",
+                               "qwen3-cls-f32",   "qwen3-q8_0",       "gemma2-swa-f32",        "gemma3-swa-q8_0",
+                               "phi3-longrope-f32", NULL};
+static const char *ENCODERS[] = {"bert-cls-f32", "bert-q8_0", NULL};
 
 static char *path(const char *name, const char *ext)
 {
@@ -31,7 +39,9 @@ static char *path(const char *name, const char *ext)
 typedef struct fixture {
     int32_t tokens[64];
     int n;
-    float *logits; /* n * V */
+    float *logits; /* n * V, or NULL */
+    float embed[256], cls[8]; /* the mean-pooled state, the classification head */
+    int n_embed, n_cls;
 } fixture;
 
 static int load_fixture(const char *name, int V, fixture *f)
@@ -41,14 +51,21 @@ static int load_fixture(const char *name, int V, fixture *f)
     if (!j)
         return -1;
     json_t *tk = json_object_get(j, "tokens"), *lg = json_object_get(j, "logits");
+    json_t *em = json_object_get(j, "embed"), *cl = json_object_get(j, "cls");
     f->n = (int)json_array_size(tk);
-    f->logits = malloc((size_t)f->n * V * sizeof(float));
+    f->logits = lg ? malloc((size_t)f->n * V * sizeof(float)) : NULL;
     for (int i = 0; i < f->n; i++) {
         f->tokens[i] = (int32_t)json_integer_value(json_array_get(tk, (size_t)i));
         json_t *row = json_array_get(lg, (size_t)i);
-        for (int v = 0; v < V; v++)
+        for (int v = 0; lg && v < V; v++)
             f->logits[(size_t)i * V + v] = (float)json_real_value(json_array_get(row, (size_t)v));
     }
+    f->n_embed = (int)json_array_size(em);
+    f->n_cls = (int)json_array_size(cl);
+    for (int i = 0; i < f->n_embed && i < 256; i++)
+        f->embed[i] = (float)json_real_value(json_array_get(em, (size_t)i));
+    for (int i = 0; i < f->n_cls && i < 8; i++)
+        f->cls[i] = (float)json_real_value(json_array_get(cl, (size_t)i));
     json_decref(j);
     return 0;
 }
@@ -122,6 +139,18 @@ static void test_reference(const char *name, int exact)
         snprintf(tn, sizeof tn, "%s (%s): logits of %d positions near PyTorch float64 (NMSE %.2g, max |diff| %.2g)",
                  name, mode, f.n, err, md);
         T_OK(tn, err <= 2e-2, "NMSE %g > 2e-2", err);
+    }
+
+    if (f.n_cls) { /* a reranker / reward head: the last token's state */
+        float cls[8];
+        int sq = asn_seq_new(en);
+        asn_batch_item ci = {sq, f.tokens, f.n, NULL, 0, NULL, cls};
+        int rc = asn_engine_decode(en, &ci, 1, &e);
+        asn_seq_free(en, sq);
+        float cd = max_diff(cls, f.cls, (size_t)f.n_cls);
+        snprintf(tn, sizeof tn, "%s (%s): classification head matches PyTorch float64 (max |diff| %.2g)", name, mode, cd);
+        T_OK(tn, rc == 0 && asn_model_cfg(m)->n_cls_out == f.n_cls && cd <= (exact ? 1e-4f : 5e-2f * (1 + fabsf(f.cls[0]))),
+             "rc %d, n_cls_out %d, max diff %g", rc, asn_model_cfg(m)->n_cls_out, cd);
     }
 
     /* token by token: the same bits as the prefill */
@@ -273,10 +302,72 @@ static void test_errors(void)
     asn_model_free(good);
 }
 
+/* An encoder (bert): the whole text in one item gives the mean-pooled
+ * embedding and the classification head; both match the float64 pass and
+ * are bit-identical in a batch of other texts with 2 threads. With 8-bit
+ * activations (integer mode) the head's one output reads one token's
+ * state through two random 64-wide products, whose gain turns the ~2 %
+ * state error into up to ~20 %: the exact mode is the tight check. */
+static void test_encoder(const char *name, int exact)
+{
+    asn_err e;
+    char tn[200];
+    const char *mode = exact ? "exact" : "integer";
+    asn_model *m = asn_model_load(path(name, ".gguf"), &e);
+    snprintf(tn, sizeof tn, "%s loads", name);
+    T_OK(tn, m != NULL, "%s", m ? "" : e.msg);
+    fixture f;
+    if (!m || load_fixture(name, 0, &f)) {
+        asn_model_free(m);
+        return;
+    }
+    const asn_model_config *c = asn_model_cfg(m);
+    float emb[256], cls[8], emb2[256], cls2[8];
+    asn_engine *en = asn_engine_new(m, 0, NULL, &e);
+    asn_engine_set_exact(en, exact);
+    asn_batch_item it = {asn_seq_new(en), f.tokens, f.n, NULL, 0, emb, cls};
+    int rc = asn_engine_decode(en, &it, 1, &e);
+    float de = max_diff(emb, f.embed, (size_t)f.n_embed), dc = max_diff(cls, f.cls, (size_t)f.n_cls);
+    double ne = nmse(emb, f.embed, (size_t)f.n_embed), nc = nmse(cls, f.cls, (size_t)f.n_cls);
+    snprintf(tn, sizeof tn, "%s (%s): mean-pooled embedding and classification head match PyTorch float64 "
+             "(max |diff| %.2g, %.2g)", name, mode, de, dc);
+    T_OK(tn, rc == 0 && c->n_embd == f.n_embed && c->n_cls_out == f.n_cls &&
+             (exact ? de <= 1e-4f && dc <= 1e-4f : ne <= 2e-2 && dc <= 0.3f * (1 + fabsf(f.cls[0]))),
+         "rc %d, NMSE %g %g", rc, ne, nc);
+
+    asn_pool *pool = asn_pool_new(2);
+    asn_engine *en2 = asn_engine_new(m, 0, pool, &e);
+    asn_engine_set_exact(en2, exact);
+    asn_batch_item items[9];
+    int32_t other[8][30];
+    float oe[8][256];
+    for (int i = 0; i < 8; i++) {
+        for (int j = 0; j < 30; j++)
+            other[i][j] = (i * 7 + j * 13) % c->n_vocab;
+        items[i] = (asn_batch_item){asn_seq_new(en2), other[i], 3 + 3 * i, NULL, 0, oe[i], NULL};
+    }
+    items[8] = (asn_batch_item){asn_seq_new(en2), f.tokens, f.n, NULL, 0, emb2, cls2};
+    rc = asn_engine_decode(en2, items, 9, &e);
+    snprintf(tn, sizeof tn, "%s (%s): embedding and head in a batch of 9 texts (2 threads) are bit-identical", name, mode);
+    T_OK(tn, rc == 0 && !memcmp(emb, emb2, (size_t)c->n_embd * sizeof *emb) && !memcmp(cls, cls2, (size_t)f.n_cls * sizeof *cls),
+         "rc %d, max diff %g", rc, max_diff(emb, emb2, (size_t)c->n_embd));
+    float lg[8];
+    asn_batch_item bad = {asn_seq_new(en2), f.tokens, 2, lg, 0, NULL, NULL};
+    rc = asn_engine_decode(en2, &bad, 1, &e);
+    snprintf(tn, sizeof tn, "%s: asking an encoder for logits is an error", name);
+    T_OK(tn, rc == -1 && strstr(e.msg, "no language-model head"), "\"%s\"", e.msg);
+    asn_engine_free(en2);
+    asn_pool_free(pool);
+    asn_engine_free(en);
+    asn_model_free(m);
+}
+
 int main(void)
 {
     for (int i = 0; MODELS[i]; i++)
         test_reference(MODELS[i], 1), test_reference(MODELS[i], 0);
+    for (int i = 0; ENCODERS[i]; i++)
+        test_encoder(ENCODERS[i], 1), test_encoder(ENCODERS[i], 0);
     test_errors();
     T_DONE();
 }
