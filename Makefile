@@ -47,7 +47,7 @@ BENCHES  := $(BENCH_SRC:bench/%.c=$(O)/build/bench/%)
 DEPS_OK  := build/.deps-ok
 
 .SECONDARY:
-.PHONY: all deps test test-unit test-san test-arm bench bench-quant bench-kl fuzz install clean demo demo-models demo-check
+.PHONY: all deps test test-unit test-san test-arm oracle-llama bench bench-quant bench-kl fuzz install clean demo demo-models demo-check
 all: $(TOOLS) $(TESTS) $(REPLAYS) $(BENCHES)
 
 # Missing Debian packages are installed (as root) or named with the exact
@@ -130,6 +130,15 @@ bench-quant: all
 ARM_CC ?= aarch64-linux-gnu-gcc
 ARM_TESTS := test_qmatmul test_matmul test_ttype
 ARM_ENGINE := lib/model/qmatmul.c lib/model/ttype.c lib/core/pool.c tests/arm/xalloc.c
+# The fixture models of every architecture through libllama (a llama.cpp
+# checkout built with cmake in LLAMA_DIR/build) against their float64 logits.
+oracle-llama:
+	@[ -n "$(LLAMA_DIR)" ] || { echo "oracle-llama: set LLAMA_DIR=path/to/llama.cpp (built in build/)"; exit 1; }
+	@mkdir -p build/oracle
+	$(CXX) -O2 -o build/oracle/llama_logits tests/oracle/llama_logits.cpp -I$(LLAMA_DIR)/include \
+	  -I$(LLAMA_DIR)/ggml/include -L$(LLAMA_DIR)/build/bin -lllama -Wl,-rpath,$(abspath $(LLAMA_DIR))/build/bin
+	/usr/bin/python3 tests/oracle/compare_llama.py build/oracle/llama_logits
+
 test-arm:
 	@command -v $(ARM_CC) >/dev/null && command -v qemu-aarch64-static >/dev/null || { \
 	  echo "test-arm: apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static"; exit 1; }
