@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "asn/core.h"
+#include "asn/encode.h"
 #include "asn/model.h"
 #include "asn/vocab.h"
 
@@ -39,18 +40,6 @@ typedef struct asn_entropy {
  * Returns 0, or -1 with e set if LAPACK fails. */
 int asn_embedding_entropy(const float *emb, int n, int dim, asn_entropy *out, asn_err *e);
 
-/* Embeddings of n texts for the entropy: the mean over each text's tokens
- * of the model's final (normalized) hidden state (asn_batch_item.embed).
- * Each text is tokenized alone as the model adds special tokens (BOS), with
- * no chat template and special tokens in the text not parsed, and cut to
- * its first max_tokens tokens (> 0, at most the engine's context; the
- * reference's sentence-transformers model truncates the same way). Texts go
- * through the engine together, at most batch_tokens tokens per forward pass
- * (a longer text alone); an embedding does not depend on the batching. A
- * text without tokens gets a zero row. lens may be NULL (NUL-terminated
- * texts). out: n rows of dim floats (dim = the model's n_embd).
- * Returns 0, or -1 with e set. */
-int asn_embed_texts(asn_engine *en, const asn_vocab *v, int dim, const char *const *texts, const size_t *lens,
-                    int n, int max_tokens, long batch_tokens, float *out, asn_err *e);
+/* The embeddings themselves: asn_embed_texts of asn/encode.h. */
 
 #endif

@@ -73,6 +73,8 @@ typedef struct asn_engine asn_engine;
  * model's training context). Threads come from pool (may be NULL). */
 asn_engine *asn_engine_new(const asn_model *m, int n_ctx, asn_pool *pool, asn_err *e);
 void asn_engine_free(asn_engine *en);
+/* The model an engine runs. */
+const asn_model *asn_engine_model(const asn_engine *en);
 /* Quantized weights: by default multiplied in integer arithmetic with
  * activations quantized to 8 bits (asn_qmatmul, llama.cpp's accuracy);
  * exact = 1 dequantizes them to f32 instead (asn_matmul: the results of the

@@ -1,8 +1,8 @@
 /* entropy.c — embedding entropy of a group (see asn/diversity.h): cosine
  * similarity matrix, symmetric eigenvalues through LAPACK's dsyevd (the
  * Fortran entry point OpenBLAS exports, declared by <lapack.h>; no LAPACKE
- * library needed), Shannon entropy in bits of the normalized spectrum; and
- * the embeddings themselves, from a model through the batched engine. */
+ * library needed), Shannon entropy in bits of the normalized spectrum. The
+ * embeddings themselves come from encode.c. */
 #include "asn/diversity.h"
 
 #include <lapack.h>
@@ -81,45 +81,4 @@ int asn_embedding_entropy(const float *emb, int n, int dim, asn_entropy *out, as
     out->rank = rank;
     out->score = rank ? asn_log_floor(h) : 0.0;
     return 0;
-}
-
-int asn_embed_texts(asn_engine *en, const asn_vocab *v, int dim, const char *const *texts, const size_t *lens,
-                    int n, int max_tokens, long batch_tokens, float *out, asn_err *e)
-{
-    if (max_tokens <= 0)
-        return asn_err_set(e, "asn_embed_texts: max_tokens must be positive");
-    int32_t **ids = asn_xcalloc((size_t)n + 1, sizeof *ids);
-    size_t *len = asn_xcalloc((size_t)n + 1, sizeof *len);
-    asn_batch_item *items = asn_xcalloc((size_t)n + 1, sizeof *items);
-    int rc = 0;
-    for (int i = 0; i < n && !rc; i++) {
-        rc = asn_tokenize(v, texts[i], lens ? lens[i] : strlen(texts[i]), 1, 0, &ids[i], &len[i], e);
-        if (len[i] > (size_t)max_tokens)
-            len[i] = (size_t)max_tokens;
-        if (!rc && len[i] == 0)
-            memset(out + (size_t)i * dim, 0, (size_t)dim * sizeof *out);
-    }
-    /* consecutive texts into batches of at most batch_tokens tokens */
-    for (int i = 0; i < n && !rc;) {
-        int k = 0;
-        long tokens = 0;
-        for (; i < n; i++) {
-            if (len[i] == 0)
-                continue;
-            if (k > 0 && tokens + (long)len[i] > batch_tokens)
-                break;
-            items[k++] = (asn_batch_item){asn_seq_new(en), ids[i], (int)len[i], NULL, 0, out + (size_t)i * dim, NULL};
-            tokens += (long)len[i];
-        }
-        if (k)
-            rc = asn_engine_decode(en, items, k, e);
-        for (int j = 0; j < k; j++)
-            asn_seq_free(en, items[j].seq);
-    }
-    for (int i = 0; i < n; i++)
-        free(ids[i]);
-    free(ids);
-    free(len);
-    free(items);
-    return rc;
 }

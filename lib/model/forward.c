@@ -90,6 +90,8 @@ asn_engine *asn_engine_new(const asn_model *m, int n_ctx, asn_pool *pool, asn_er
     return en;
 }
 
+const asn_model *asn_engine_model(const asn_engine *en) { return en->m; }
+
 void asn_engine_set_exact(asn_engine *en, int exact)
 {
     en->exact = exact;

@@ -1,0 +1,138 @@
+/* score-reward — a scalar reward per candidate from a reward model (a
+ * sequence classifier: Skywork-Reward-style, or any GGUF with llama.cpp's
+ * cls.output head), the research pipeline's second scoring path beside the
+ * judge tournament. */
+#include "asn/chat.h"
+#include "asn/encode.h"
+#include "asn/json.h"
+#include "asn/model.h"
+#include "asn/tool.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *opt_model, *opt_template, *opt_system;
+static long opt_threads, opt_ctx, opt_batch_tokens = 2048;
+static int opt_skip_invalid, opt_progress;
+
+static const asn_option options[] = {
+    {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF reward model with a classification head (required)"},
+    {"chat-template", 0, ASN_OPT_STRING, &opt_template, "NAME", "chat template of the conversation (default: the model's; none: prompt and generation concatenated)"},
+    {"system", 0, ASN_OPT_STRING, &opt_system, "TEXT", "a system message before the prompt (default: none)"},
+    {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "score at most the last N tokens of a conversation (0: the model's context)"},
+    {"batch-tokens", 0, ASN_OPT_INT, &opt_batch_tokens, "N", "tokens per forward pass"},
+    {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
+    {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about bad records, leave them out and go on"},
+    {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
+    {0},
+};
+
+static const asn_tool tool = {
+    "score-reward", "-m REWARD_MODEL [OPTIONS] [FILE...]",
+    "Label each candidate with the score a reward model gives it.",
+    "Input: candidate records. Read: \"prompt\" and \"generation\". Each record\n"
+    "gains\n"
+    "  reward: the first output of the model's classification head\n"
+    "over the conversation [system (--system)], user: prompt, assistant:\n"
+    "generation, formatted by the chat template (the model's, or\n"
+    "--chat-template NAME; none: system, prompt and generation concatenated as\n"
+    "they are, the generation continuing the prompt), tokenized\n"
+    "with the model's special tokens and the template's markers parsed. The head\n"
+    "reads the last token's final normalized state (decoder reward models,\n"
+    "rerankers), or the first token's through cls and tanh (BERT classifiers),\n"
+    "as llama.cpp's converter lays them out (cls.output.weight). A conversation\n"
+    "longer than --ctx keeps its last tokens. Records of a prompt are scored in\n"
+    "one pass of at most --batch-tokens tokens; a reward does not depend on the\n"
+    "batching or the thread count. Records keep their input order and every\n"
+    "other field.\n",
+    options,
+};
+
+typedef struct scorer {
+    asn_model *m;
+    const asn_vocab *v;
+    asn_engine *en;
+    int tmpl, max_tokens, n_cls;
+} scorer;
+
+/* Scores the records of one prompt (in place); an asn_group_fn. */
+static int score_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
+{
+    scorer *S = ctx;
+    size_t n = json_array_size(recs);
+    char **text = asn_xcalloc(n + 1, sizeof *text);
+    size_t *at = asn_xcalloc(n + 1, sizeof *at);
+    int k = 0, rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        json_t *r = json_array_get(recs, i);
+        const char *prompt = NULL, *gen = NULL;
+        asn_err fe;
+        if (asn_get_string(r, "prompt", 1, &prompt, &fe) || asn_get_string(r, "generation", 1, &gen, &fe)) {
+            rc = asn_group_map_invalid(gm, i, &fe, e);
+            continue;
+        }
+        asn_chat_msg msgs[3];
+        int nm = 0;
+        if (opt_system)
+            msgs[nm++] = (asn_chat_msg){"system", opt_system};
+        msgs[nm++] = (asn_chat_msg){"user", prompt};
+        msgs[nm++] = (asn_chat_msg){"assistant", gen};
+        if (S->tmpl == ASN_CHAT_NONE) { /* the generation continues the prompt */
+            size_t ls = opt_system ? strlen(opt_system) : 0, lp = strlen(prompt), lg = strlen(gen);
+            text[k] = asn_xmalloc(ls + lp + lg + 1);
+            memcpy(text[k], opt_system ? opt_system : "", ls);
+            memcpy(text[k] + ls, prompt, lp);
+            memcpy(text[k] + ls + lp, gen, lg + 1);
+        } else if (!(text[k] = asn_chat_format(S->tmpl, msgs, (size_t)nm, 0, e))) {
+            rc = -1;
+            break;
+        }
+        at[k++] = i;
+    }
+    float *out = asn_xmalloc(((size_t)k * (size_t)S->n_cls + 1) * sizeof *out);
+    if (!rc && k)
+        rc = asn_classify_texts(S->en, S->v, (const char *const *)text, NULL, k, S->max_tokens, opt_batch_tokens, out, e);
+    for (int j = 0; j < k && !rc; j++)
+        json_object_set_new(json_array_get(recs, at[j]), "reward", json_real(out[(size_t)j * S->n_cls]));
+    for (int j = 0; j < k; j++)
+        free(text[j]);
+    free(text), free(at), free(out);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    int nops = asn_tool_parse(&tool, argc, argv);
+    if (!opt_model)
+        asn_usage_error("--model is required");
+    if (opt_ctx < 0)
+        asn_usage_error("--ctx must be >= 0");
+    if (opt_batch_tokens < 1)
+        asn_usage_error("--batch-tokens must be >= 1");
+    asn_err e;
+    scorer S = {0};
+    if (!(S.m = asn_model_load(opt_model, &e)) || !(S.v = asn_model_vocab(S.m, &e)))
+        asn_fatal("%s", e.msg);
+    const asn_model_config *cfg = asn_model_cfg(S.m);
+    if (!cfg->n_cls_out)
+        asn_fatal("%s: the model has no classification head (cls.output.weight): not a reward model", opt_model);
+    S.n_cls = cfg->n_cls_out;
+    char *tmpl_text = NULL;
+    if (asn_gguf_get_str(asn_model_gguf(S.m), "tokenizer.chat_template", 0, &tmpl_text, &e))
+        asn_fatal("%s", e.msg);
+    S.tmpl = !opt_template && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opt_template, &e);
+    free(tmpl_text);
+    if (S.tmpl < 0)
+        asn_fatal("%s: %s", opt_model, e.msg);
+    S.max_tokens = opt_ctx ? (int)opt_ctx : cfg->n_ctx_train;
+    asn_pool *pool = asn_pool_new((int)opt_threads);
+    if (!(S.en = asn_engine_new(S.m, S.max_tokens, pool, &e)))
+        asn_fatal("%s", e.msg);
+    long skipped = asn_map_groups(nops ? argv + 1 : NULL, opt_skip_invalid, opt_progress, score_prompt, &S);
+    asn_warn_skipped(skipped);
+    asn_close_out(stdout, "-");
+    asn_engine_free(S.en);
+    asn_pool_free(pool);
+    asn_model_free(S.m);
+    return 0;
+}
