@@ -9,6 +9,7 @@
 #include "asn/gguf.h"
 
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 
 /* Native vector widths: one 16-lane accumulator is one v16 (AVX-512), two
@@ -259,26 +260,25 @@ DEFINE_DOT(dot_avx512, V4_TARGET, tile16)
 DEFINE_DOT(dot_avx2, V3_TARGET, tile8)
 DEFINE_DOT(dot_base, V1_TARGET, tile4)
 
-static block_fn pick_block(void)
+static block_fn block_impl;
+
+/* Chooses the kernels once (pick_block's pthread_once). */
+static void choose_kernels(void)
 {
-    static block_fn fn;
-    if (!fn) {
-        __builtin_cpu_init();
-        /* ASN_MATMUL_KERNEL=avx512|avx2|base forces a kernel (tests compare them) */
-        const char *force = getenv("ASN_MATMUL_KERNEL");
-        if (force && !strcmp(force, "base"))
-            fn = block_base, dot_impl = dot_base;
-        else if (force && !strcmp(force, "avx2"))
-            fn = block_avx2, dot_impl = dot_avx2;
-        else if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-            fn = block_avx512, dot_impl = dot_avx512;
-        else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-            fn = block_avx2, dot_impl = dot_avx2;
-        else
-            fn = block_base, dot_impl = dot_base;
-    }
-    return fn;
+    __builtin_cpu_init();
+    /* ASN_MATMUL_KERNEL=avx512|avx2|base forces a kernel (tests compare them) */
+    const char *force = getenv("ASN_MATMUL_KERNEL");
+    if (force && !strcmp(force, "base"))
+        block_impl = block_base, dot_impl = dot_base;
+    else if (force && !strcmp(force, "avx2"))
+        block_impl = block_avx2, dot_impl = dot_avx2;
+    else if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+        block_impl = block_avx512, dot_impl = dot_avx512;
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        block_impl = block_avx2, dot_impl = dot_avx2;
+    else
+        block_impl = block_base, dot_impl = dot_base;
 }
 #else
 /* Other architectures: 128-bit GCC vectors (NEON on aarch64), the same
@@ -288,12 +288,23 @@ static block_fn pick_block(void)
 DEFINE_BLOCK(block_generic, , tile4, 2, 3, 6)
 DEFINE_DOT(dot_generic, , tile4)
 
-static block_fn pick_block(void)
+static block_fn block_impl;
+
+static void choose_kernels(void)
 {
     dot_impl = dot_generic;
-    return block_generic;
+    block_impl = block_generic;
 }
 #endif
+
+/* The kernels, chosen on first use by whichever thread gets there first
+ * (attention calls asn_matmul_f32 from every worker). */
+static block_fn pick_block(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, choose_kernels);
+    return block_impl;
+}
 
 /* ------------------------------------------------------------- driver */
 
@@ -350,7 +361,6 @@ void asn_matmul_f32(const float *X, int T, int ldx, int K, const float *W, int l
 
 float asn_dot(const float *a, const float *b, int K)
 {
-    if (!dot_impl)
-        pick_block();
+    pick_block();
     return dot_impl(a, b, K);
 }

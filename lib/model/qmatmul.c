@@ -25,6 +25,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 
 enum { ROWS = 8 }; /* rows unpacked together and per thread block */
@@ -692,18 +693,25 @@ static const qkernel *by_name(const char *name)
     return NULL;
 }
 
+static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
+
+static void choose(void)
+{
+    /* ASN_MATMUL_KERNEL=avx512|avx2|base forces a kernel, as for f32 */
+    const char *force = getenv("ASN_MATMUL_KERNEL");
+    const qkernel *k = force ? by_name(force) : NULL;
+    /* the first this machine runs, fastest first */
+    static const char *order[] = {"avx512vnni", "avx512", "avxvnni", "avx2"};
+    for (size_t i = 0; !k && i < sizeof order / sizeof order[0]; i++)
+        k = by_name(order[i]);
+    chosen = k ? k : &k_generic;
+}
+
+/* The kernel, chosen once (by whichever thread gets there first) unless
+ * asn_qmatmul_set_kernel chose one. */
 static const qkernel *pick(void)
 {
-    if (!chosen) {
-        /* ASN_MATMUL_KERNEL=avx512|avx2|base forces a kernel, as for f32 */
-        const char *force = getenv("ASN_MATMUL_KERNEL");
-        const qkernel *k = force ? by_name(force) : NULL;
-        /* the first this machine runs, fastest first */
-        static const char *order[] = {"avx512vnni", "avx512", "avxvnni", "avx2"};
-        for (size_t i = 0; !k && i < sizeof order / sizeof order[0]; i++)
-            k = by_name(order[i]);
-        chosen = k ? k : &k_generic;
-    }
+    pthread_once(&chosen_once, choose);
     return chosen;
 }
 
@@ -712,6 +720,7 @@ int asn_qmatmul_set_kernel(const char *name)
     const qkernel *k = by_name(name);
     if (!k)
         return -1;
+    pthread_once(&chosen_once, choose); /* the default, so it cannot overwrite this later */
     chosen = k;
     return 0;
 }
