@@ -129,7 +129,7 @@ bench-quant: all
 # gcc-aarch64-linux-gnu, libc6-dev-arm64-cross and qemu-user-static).
 ARM_CC ?= aarch64-linux-gnu-gcc
 ARM_TESTS := test_qmatmul test_matmul test_ttype
-ARM_ENGINE := lib/model/qmatmul.c lib/model/ttype.c lib/core/pool.c tests/arm/xalloc.c
+ARM_ENGINE := lib/model/qmatmul.c lib/model/ttype.c lib/core/pool.c lib/core/core.c
 # The fixture models of every architecture through libllama (a llama.cpp
 # checkout built with cmake in LLAMA_DIR/build) against their float64 logits.
 oracle-llama:
