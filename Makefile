@@ -164,7 +164,7 @@ fuzz: | $(DEPS_OK)
 	    -fsanitize=fuzzer,address,undefined $$f $(LIB_SRC) -o build/fuzz/$$n $(LDLIBS) || exit 1; \
 	  mkdir -p build/fuzz/corpus-$$n; \
 	  echo "fuzzing $$n for $(FUZZ_SECONDS)s"; \
-	  build/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -print_final_stats=1 \
+	  build/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -print_final_stats=1 \
 	    build/fuzz/corpus-$$n tests/fuzz/seeds/$$n 2>&1 | tail -4 || exit 1; \
 	done
 

@@ -54,6 +54,9 @@ typedef struct asn_model asn_model;
  * present with the expected shape and a supported type. The file stays
  * mapped for the model's life. Errors name the file and what is wrong. */
 asn_model *asn_model_load(const char *path, asn_err *e);
+/* The same from a GGUF image in memory (kept by the caller for the
+ * model's life); name stands for the path in messages. */
+asn_model *asn_model_load_mem(const void *data, size_t size, const char *name, asn_err *e);
 void asn_model_free(asn_model *m);
 const asn_model_config *asn_model_cfg(const asn_model *m);
 const asn_gguf *asn_model_gguf(const asn_model *m);

@@ -132,6 +132,10 @@ static int load_config(asn_model *m, asn_err *e)
     if (vdim != c->head_dim || !c->head_dim || c->head_dim % 2)
         return asn_err_set(e, "%s: key and value head sizes must be equal and even (%d, %d)",
                            m->path, c->head_dim, vdim);
+    /* every size the tensor tables derive stays an int */
+    if ((int64_t)(c->n_head + 2 * (int64_t)c->n_head_kv) * c->head_dim > (1 << 30) || c->n_ff > (1 << 29))
+        return asn_err_set(e, "%s: head_count %d, head_count_kv %d, head size %d and feed_forward_length %d "
+                              "are out of range", m->path, c->n_head, c->n_head_kv, c->head_dim, c->n_ff);
     if (get_f32(m, "attention.layer_norm_rms_epsilon", A->norm == NORM_RMS, &c->rms_eps, e) ||
         get_f32(m, "attention.layer_norm_epsilon", A->norm == NORM_LAYER, &c->norm_eps, e) || load_rope(m, e))
         return -1;
@@ -286,16 +290,21 @@ static int load_tensors(asn_model *m, asn_err *e)
 
 /* ---------------------------------------------------------------- public */
 
-asn_model *asn_model_load(const char *path, asn_err *e)
+/* Loads a model from an opened GGUF (taken over, closed on failure). */
+static asn_model *load(asn_gguf *g, const char *path, asn_err *e)
 {
     asn_model *m = asn_xcalloc(1, sizeof *m);
     m->path = asn_xstrdup(path);
-    if (!(m->g = asn_gguf_open(path, e)) || load_config(m, e))
+    if (!(m->g = g) || load_config(m, e))
         goto fail;
     /* vocabulary size: the arch key if present, else the token list */
     const asn_gguf_kv *toks = NULL;
     if (asn_gguf_get_arr(m->g, "tokenizer.ggml.tokens", 0, &toks, e))
         goto fail;
+    if (toks && toks->v.arr.n > (1u << 30)) {
+        asn_err_set(e, "%s: %llu tokens is out of range", path, (unsigned long long)toks->v.arr.n);
+        goto fail;
+    }
     m->cfg.n_vocab = toks ? (int)toks->v.arr.n : 0;
     if (get_u32(m, "vocab_size", 0, &m->cfg.n_vocab, e))
         goto fail;
@@ -314,6 +323,16 @@ asn_model *asn_model_load(const char *path, asn_err *e)
 fail:
     asn_model_free(m);
     return NULL;
+}
+
+asn_model *asn_model_load(const char *path, asn_err *e)
+{
+    return load(asn_gguf_open(path, e), path, e);
+}
+
+asn_model *asn_model_load_mem(const void *data, size_t size, const char *name, asn_err *e)
+{
+    return load(asn_gguf_open_mem(data, size, name, e), name, e);
 }
 
 /* Frees the vectors one table loaded into base. */
