@@ -742,6 +742,12 @@ static void test_wpm_made(void)
         expect_ids("wpm cased: accents kept (strip_accents follows lowercase)", v, "caf\xC3\xA9", 5, 0, 0, IDS(19));
         asn_vocab_free(v);
     }
+    asn_gguf_writer *w = asn_gguf_writer_new();
+    asn_gguf_set_str(w, "tokenizer.ggml.model", "bert");
+    asn_gguf_set_arr_str(w, "tokenizer.ggml.tokens", WPM_TOKS, N_WPM);
+    asn_gguf_set_str(w, "tokenizer.ggml.normalizer.lowercase", "yes");
+    expect_load_error("wpm: a normalizer key of the wrong type is an error naming it", write_load(w, "wpm-bad", &e), &e,
+                      "tokenizer.ggml.normalizer.lowercase");
     v = made_wpm("wpm-strip", 0, 1, 1, &e);
     if (v) {
         expect_ids("wpm cased, strip_accents true: accents stripped, case kept", v, "caf\xC3\xA9 Hello", 11, 0, 0,
