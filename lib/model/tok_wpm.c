@@ -12,6 +12,10 @@
  *     rewritten the vocab for this: a word-initial piece "hello" is stored
  *     as "\u2581hello" and a continuation "##llo" as "llo";
  *  3. a word that cannot be cut to the end becomes the unknown token.
+ * As in llama.cpp, only the first code point of a decomposition is kept:
+ * a Hangul syllable becomes its leading consonant (Hugging Face's BERT
+ * keeps all its jamo), so Korean text tokenizes as llama.cpp does, not as
+ * the original model.
  * BOS ([CLS]) and SEP are added around the whole text by vocab.c. */
 #include "vocab_internal.h"
 

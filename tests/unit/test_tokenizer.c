@@ -660,6 +660,7 @@ static const char *const WPM_TOKS[] = {
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "\xE2\x96\x81hello", "\xE2\x96\x81he", "llo", "ll", "o",
     "\xE2\x96\x81" "cafe", "\xE2\x96\x81,", "\xE2\x96\x81\xE4\xB8\xAD", "\xE2\x96\x81!", "\xE2\x96\x81world",
     "\xE2\x96\x81" "a", "\xE2\x96\x81$", "\xE2\x96\x81Hello", "s", "\xE2\x96\x81" "caf\xC3\xA9",
+    "\xE2\x96\x81\xE1\x84\x92",
 };
 #define N_WPM (sizeof WPM_TOKS / sizeof *WPM_TOKS)
 
@@ -710,6 +711,9 @@ static void test_wpm_made(void)
     expect_ids("wpm: a word that cannot be cut to its end is one [UNK]", v, "helo world", 10, 0, 0, IDS(1, 14));
     expect_ids("wpm: accents stripped (precomposed)", v, "Caf\xC3\xA9", 5, 0, 0, IDS(10));
     expect_ids("wpm: accents stripped (combining mark)", v, "cafe\xCC\x81", 6, 0, 0, IDS(10));
+    /* U+D55C decomposes to U+1112 U+1161 U+11AB; llama.cpp keeps the first */
+    expect_ids("wpm: a Hangul syllable becomes its leading consonant (llama.cpp's NFD)", v, "\xED\x95\x9C", 3, 0, 0,
+               IDS(20));
     expect_ids("wpm: CJK ideographs are words of their own", v, "\xE4\xB8\xAD\xE6\x96\x87", 6, 0, 0, IDS(12, 1));
     expect_ids("wpm: ASCII symbols split, the rest of the word is unknown", v, "a$b", 3, 0, 0, IDS(15, 16, 1));
     expect_ids("wpm: a format character inside a word is dropped", v, "hel\xE2\x80\x8Blo", 8, 0, 0, IDS(5));
