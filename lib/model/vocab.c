@@ -650,7 +650,8 @@ asn_vocab *asn_vocab_load(const asn_gguf *g, asn_err *e)
             *ids[k].id = -1;
         /* WPM: [CLS] is the BOS; a converter that wrote only the cls key
          * meant it as such (gguf-py copies cls to bos when bos is absent) */
-        if (v->kind == ASN_VOCAB_WPM && ids[k].id == &v->bos && load_id(g, "tokenizer.ggml.cls_token_id", v->n, &v->bos, e))
+        if (v->kind == ASN_VOCAB_WPM && ids[k].id == &v->bos &&
+            load_id(g, "tokenizer.ggml.cls_token_id", v->n, &v->bos, e))
             goto fail;
         if (load_id(g, ids[k].key, v->n, ids[k].id, e))
             goto fail;
