@@ -26,7 +26,8 @@ static const asn_tool tool = {
     "The text is taken byte for byte (no newline is added or removed). As with\n"
     "llama.cpp's llama-tokenize, BOS is added when the model's metadata asks for\n"
     "it (tokenizer.ggml.add_bos_token, else the tokenizer's default), and then\n"
-    "EOS too if add_eos_token says so; --no-bos adds neither.\n"
+    "EOS too if add_eos_token says so; --no-bos adds neither. A WordPiece (BERT)\n"
+    "vocab always gets [CLS] before the text and [SEP] after it, as in llama.cpp.\n"
     "A piece is the token's bytes as text (special tokens as their text); when\n"
     "those bytes are not valid UTF-8 (a character split across tokens), \"piece\"\n"
     "holds U+FFFD in their place and \"bytes\" the bytes.\n",

@@ -1,7 +1,9 @@
 /* asn/vocab.h — tokenizers from GGUF metadata: SentencePiece-style (SPM,
- * tokenizer.ggml.model "llama") with byte fallback and byte-level BPE
+ * tokenizer.ggml.model "llama") with byte fallback, byte-level BPE
  * ("gpt2") with the pre-tokenizers of llama.cpp (llama3, qwen2, gpt2,
- * default, falcon, starcoder/smollm, deepseek, ...); special and control
+ * default, falcon, starcoder/smollm, deepseek, ...) and BERT's WordPiece
+ * ("bert", WPM: lowercasing, accent stripping, punctuation and CJK
+ * splitting, longest-match-first word pieces); special and control
  * tokens; BOS/EOS rules; the end-of-generation set; detokenization, whole
  * or streamed.
  *
@@ -26,6 +28,7 @@ typedef struct asn_vocab asn_vocab;
 typedef enum asn_vocab_kind {
     ASN_VOCAB_SPM = 1, /* tokenizer.ggml.model "llama" */
     ASN_VOCAB_BPE = 2, /* tokenizer.ggml.model "gpt2" */
+    ASN_VOCAB_WPM = 3, /* tokenizer.ggml.model "bert" (WordPiece) */
 } asn_vocab_kind;
 
 /* Token types as stored in tokenizer.ggml.token_type. */
@@ -59,7 +62,7 @@ enum {
 /* ------------------------------------------------------------------ load */
 
 /* Reads the tokenizer.ggml.* keys of a GGUF (a model or a vocab-only file).
- * Errors: no token list, a model other than "llama"/"gpt2", a missing merge
+ * Errors: no token list, a model other than "llama"/"gpt2"/"bert", a missing merge
  * list, an unknown or unsupported pre-tokenizer name, arrays shorter than the
  * token list. The vocab copies what it needs: g may be closed afterwards. */
 asn_vocab *asn_vocab_load(const asn_gguf *g, asn_err *e);
@@ -69,8 +72,8 @@ void asn_vocab_free(asn_vocab *v); /* NULL-safe */
 
 int32_t asn_vocab_n_tokens(const asn_vocab *v);
 asn_vocab_kind asn_vocab_kind_of(const asn_vocab *v);
-/* tokenizer.ggml.model ("llama", "gpt2") and the pre-tokenizer name in
- * effect ("default" when the key is absent or for SPM). */
+/* tokenizer.ggml.model ("llama", "gpt2", "bert") and the pre-tokenizer name
+ * in effect ("default" when the key is absent, and for SPM and WPM). */
 const char *asn_vocab_model(const asn_vocab *v);
 const char *asn_vocab_pre(const asn_vocab *v);
 
@@ -91,19 +94,26 @@ int32_t asn_vocab_find(const asn_vocab *v, const char *text, size_t len);
 int asn_vocab_is_control(const asn_vocab *v, int32_t id);
 
 /* Special ids; -1 when the vocab has none. Defaults when the keys are
- * absent are llama.cpp's: SPM bos 1, eos 2, unk 0; BPE bos = eos = 11. An
- * id past the end of the vocab is ignored. eot/eom may also be found by
- * their text (<|eot_id|>, <|im_end|>, <|end|>, ...: the first of these present). */
+ * absent are llama.cpp's: SPM bos 1, eos 2, unk 0; BPE bos = eos = 11; WPM
+ * bos ([CLS]) 101, sep 102, unk 100, no eos (a WPM vocab's
+ * tokenizer.ggml.cls_token_id stands for an absent bos_token_id, as the
+ * converter itself does). An id past the end of the vocab is ignored.
+ * eot/eom may also be found by their text (<|eot_id|>, <|im_end|>,
+ * <|end|>, <end_of_turn>, ...: the first of these present). */
 int32_t asn_vocab_bos(const asn_vocab *v);
 int32_t asn_vocab_eos(const asn_vocab *v);
 int32_t asn_vocab_eot(const asn_vocab *v);
 int32_t asn_vocab_eom(const asn_vocab *v);
 int32_t asn_vocab_unk(const asn_vocab *v);
 int32_t asn_vocab_pad(const asn_vocab *v);
+int32_t asn_vocab_sep(const asn_vocab *v);
 
 /* Whether add_special adds BOS / EOS (tokenizer.ggml.add_bos_token /
  * add_eos_token, else the per-model default) and whether SPM prefixes a
- * space (tokenizer.ggml.add_space_prefix, default true for SPM). */
+ * space (tokenizer.ggml.add_space_prefix, default true for SPM). WPM adds
+ * BOS and SEP around the text whenever add_special is set, whatever these
+ * flags say (llama.cpp's rule); its add_bos flag (default true) only
+ * decides whether asn_detokenize's remove_special drops a leading BOS. */
 int asn_vocab_add_bos(const asn_vocab *v);
 int asn_vocab_add_eos(const asn_vocab *v);
 int asn_vocab_add_space_prefix(const asn_vocab *v);
@@ -119,7 +129,8 @@ size_t asn_vocab_eog_ids(const asn_vocab *v, const int32_t **ids);
 /* ---------------------------------------------------------- tokenization */
 
 /* Tokenizes len bytes of text (any bytes: invalid UTF-8 is handled as
- * llama.cpp does). add_special adds BOS (and EOS) when the vocab says so;
+ * llama.cpp does). add_special adds BOS (and EOS) when the vocab says so
+ * (WPM: BOS and SEP);
  * parse_special matches CONTROL tokens written in the text (USER_DEFINED
  * tokens are always matched). *ids is a new array (caller frees; NULL when
  * *n is 0). Returns 0, or -1 with e set. */
@@ -130,7 +141,7 @@ int asn_tokenize(const asn_vocab *v, const char *text, size_t len, int add_speci
 
 /* The bytes of one token, as llama_token_to_piece(lstrip 0): CONTROL and
  * UNKNOWN tokens are empty unless render_special; USER_DEFINED verbatim;
- * SPM U+2581 -> space and <0xXX> -> that byte; BPE through the inverse
+ * SPM and WPM U+2581 -> space, SPM <0xXX> -> that byte; BPE through the inverse
  * byte table. Not NUL-terminated, and possibly a part of a UTF-8 sequence.
  * Returns the length when it fits in cap (bytes copied), minus the length
  * when it does not (nothing copied); 0 for an id out of range. */
@@ -146,8 +157,8 @@ size_t asn_vocab_max_piece(const asn_vocab *v);
  *   except when remove_special drops a leading BOS (the space stays);
  * - remove_special drops a leading BOS / trailing EOS when the vocab adds them;
  * - unparse_special renders CONTROL/UNKNOWN tokens as their text;
- * - BPE vocabs whose HF tokenizer cleans up spaces (gpt2, llama3, falcon,
- *   ...; not qwen2, deepseek, smollm) drop the space before ? ! . , 's 'm
+ * - WPM vocabs, and BPE vocabs whose HF tokenizer cleans up spaces (gpt2,
+ *   llama3, falcon, ...; not qwen2, deepseek, smollm) drop the space before ? ! . , 's 'm
  *   're 've and around a lone '.
  * *out is a new NUL-terminated string (which may hold NUL bytes: use *len).
  * Returns 0, or -1 (an id out of range) with e set. */

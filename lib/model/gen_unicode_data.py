@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """gen_unicode_data.py — writes unicode_data.h, the code point classes the
-pre-tokenizers use, from the Unicode Character Database files that Debian's
-unicode-data package installs:
+pre-tokenizers use and the two maps of WordPiece's normalizer, from the
+Unicode Character Database files that Debian's unicode-data package
+installs:
 
     apt-get install unicode-data
     python3 lib/model/gen_unicode_data.py > lib/model/unicode_data.h
@@ -13,6 +14,13 @@ general-category group per code point (\\p{N} = Nd Nl No, \\p{L} = L*, \\p{Z},
 \\p{M}, \\p{P}, \\p{S}, \\p{C} = Cc Cf Co Cs, and "undefined" for Cn), plus a
 whitespace bit for the White_Space property of PropList.txt. The table is a
 list of ranges: entry i covers [start_i, start_{i+1}) with one class.
+
+The maps are llama.cpp's too: lowercase is the simple lowercase mapping of
+UnicodeData.txt (field 13); "nfd" maps a code point to the first code point
+of its canonical decomposition (NFD of the one character, then its first
+character: llama.cpp's unicode_cpts_normalize_nfd keeps only that one), the
+decomposition fields applied until a code point has none, Hangul syllables
+by the algorithm of Unicode's chapter 3.12 (their leading consonant).
 
 llama.cpp's table was made from UCD 15.1; Debian 12 ships 15.0. Unicode 15.1
 added exactly 627 assigned code points (U+2FFC..2FFF and U+31EF, So; CJK
@@ -48,9 +56,14 @@ def read_lines(path):
 def main():
     folder = sys.argv[1] if len(sys.argv) > 1 else "/usr/share/unicode"
     cat = bytearray(MAX_CP)  # 0 = Cn
+    lower, decomp = {}, {}
     first = None
     for f in read_lines(os.path.join(folder, "UnicodeData.txt")):
         cp, name, gc = int(f[0], 16), f[1], f[2]
+        if f[13]:
+            lower[cp] = int(f[13], 16)
+        if f[5] and not f[5].startswith("<"):  # canonical decompositions only
+            decomp[cp] = int(f[5].split()[0], 16)
         if name.endswith(", First>"):
             first = cp
             continue
@@ -75,6 +88,23 @@ def main():
                 cat[c] = GROUP[gc]
         note = " + the 15.1 additions"
 
+    def nfd_first(cp):
+        if 0xAC00 <= cp <= 0xD7A3:  # Hangul syllable: L V (T)
+            return 0x1100 + (cp - 0xAC00) // (21 * 28)
+        while cp in decomp:
+            cp = decomp[cp]
+        return cp
+
+    nfd = []  # (first, last, target): consecutive code points with one target
+    for cp in range(MAX_CP):
+        t = nfd_first(cp)
+        if t == cp:
+            continue
+        if nfd and nfd[-1][1] == cp - 1 and nfd[-1][2] == t:
+            nfd[-1] = (nfd[-1][0], cp, t)
+        else:
+            nfd.append((cp, cp, t))
+
     ranges = [(0, cat[0])]
     for cp in range(1, MAX_CP):
         if cat[cp] != ranges[-1][1]:
@@ -94,6 +124,18 @@ def main():
     out("static const uint32_t asn_ucd_space[%d] = {\n" % len(space))
     for i in range(0, len(space), 8):
         out("    " + " ".join("0x%04x," % c for c in space[i:i + 8]) + "\n")
+    out("};\n\n")
+    out("/* Simple lowercase mapping: {code point, lowercase}, ascending. */\n")
+    out("static const uint32_t asn_ucd_lower[%d][2] = {\n" % len(lower))
+    pairs = sorted(lower.items())
+    for i in range(0, len(pairs), 4):
+        out("    " + " ".join("{0x%05x, 0x%05x}," % p for p in pairs[i:i + 4]) + "\n")
+    out("};\n\n")
+    out("/* First code point of the canonical decomposition: {first, last, target}\n")
+    out(" * for the code points first..last, ascending; absent = itself. */\n")
+    out("static const uint32_t asn_ucd_nfd[%d][3] = {\n" % len(nfd))
+    for i in range(0, len(nfd), 3):
+        out("    " + " ".join("{0x%05x, 0x%05x, 0x%05x}," % r for r in nfd[i:i + 3]) + "\n")
     out("};\n")
 
 

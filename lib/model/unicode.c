@@ -1,6 +1,7 @@
 /* unicode.c — what the tokenizers need of Unicode: the class of each code
  * point (a flat table built once from the ranges of unicode_data.h, which
- * gen_unicode_data.py writes from the Unicode Character Database), UTF-8
+ * gen_unicode_data.py writes from the Unicode Character Database), the
+ * lowercase and decomposition maps of WordPiece's normalizer, UTF-8
  * decoding and encoding with llama.cpp's tolerance for bad input, and the
  * GPT-2 byte-to-unicode alphabet of byte-level BPE. */
 #include "vocab_internal.h"
@@ -32,6 +33,34 @@ static void ucd_build(void)
 }
 
 void asn_ucd_init(void) { pthread_once(&ucd_once, ucd_build); }
+
+uint32_t asn_ucd_tolower(uint32_t cp)
+{
+    size_t lo = 0, hi = sizeof asn_ucd_lower / sizeof *asn_ucd_lower;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (asn_ucd_lower[mid][0] == cp)
+            return asn_ucd_lower[mid][1];
+        if (asn_ucd_lower[mid][0] < cp)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return cp;
+}
+
+uint32_t asn_ucd_nfd_first(uint32_t cp)
+{
+    size_t lo = 0, hi = sizeof asn_ucd_nfd / sizeof *asn_ucd_nfd;
+    while (lo < hi) { /* the last range starting at or before cp */
+        size_t mid = (lo + hi) / 2;
+        if (asn_ucd_nfd[mid][0] <= cp)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo && cp <= asn_ucd_nfd[lo - 1][1] ? asn_ucd_nfd[lo - 1][2] : cp;
+}
 
 /* ------------------------------------------------------------------ UTF-8 */
 

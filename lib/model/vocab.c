@@ -1,11 +1,11 @@
-/* vocab.c — the vocabulary of a GGUF file and everything around the two
+/* vocab.c — the vocabulary of a GGUF file and everything around the three
  * tokenizers: loading tokenizer.ggml.* the way llama.cpp's
  * llama_vocab::impl::load does (defaults, special ids, flags, the
  * end-of-generation set, attribute fixes), splitting text on special
  * tokens before tokenizing (tokenizer_st_partition), BOS/EOS, and turning
  * ids back into bytes (token_to_piece, detokenize, and a stream for
- * generation loops). The algorithms themselves are in tok_spm.c and
- * tok_bpe.c, the pre-tokenizers in pretok.c. */
+ * generation loops). The algorithms themselves are in tok_spm.c,
+ * tok_bpe.c and tok_wpm.c, the pre-tokenizers in pretok.c. */
 #include "vocab_internal.h"
 
 #include <ctype.h>
@@ -445,7 +445,7 @@ static void render_piece(const asn_vocab *v, int32_t id, char **buf, size_t *len
         memcpy(*buf, t, n);
         *len = n;
     } else if (a & ASN_TATTR_NORMAL) {
-        if (v->kind == ASN_VOCAB_SPM) { /* U+2581 -> space */
+        if (v->kind != ASN_VOCAB_BPE) { /* SPM, WPM: U+2581 -> space */
             for (size_t i = 0; i < n; i++) {
                 if (i + 2 < n && !memcmp(t + i, "\xE2\x96\x81", 3)) {
                     (*buf)[(*len)++] = ' ';
@@ -561,11 +561,13 @@ asn_vocab *asn_vocab_load(const asn_gguf *g, asn_err *e)
         v->kind = ASN_VOCAB_SPM;
     } else if (!strcmp(v->model, "gpt2")) {
         v->kind = ASN_VOCAB_BPE;
+    } else if (!strcmp(v->model, "bert")) {
+        v->kind = ASN_VOCAB_WPM;
     } else if (!strcmp(v->model, "none") || !strcmp(v->model, "no_vocab")) {
         asn_err_set(e, "the model has no vocabulary (tokenizer.ggml.model \"%s\")", v->model);
         goto fail;
     } else {
-        static const char *const known[] = {"bert", "t5", "rwkv", "plamo2", "gemma4", "hybriddna", "whitespace", NULL};
+        static const char *const known[] = {"t5", "rwkv", "plamo2", "gemma4", "hybriddna", "whitespace", NULL};
         int k = in_list(known, v->model, strlen(v->model));
         asn_err_set(e, "%s tokenizer \"%s\"", k ? "unsupported" : "unknown", v->model);
         goto fail;
@@ -577,6 +579,11 @@ asn_vocab *asn_vocab_load(const asn_gguf *g, asn_err *e)
         v->add_space_prefix = 1;
         v->add_bos = 1;
         v->bos = 1, v->eos = 2, v->unk = 0;
+    } else if (v->kind == ASN_VOCAB_WPM) {
+        asn_ucd_init();
+        v->add_bos = 1;
+        v->clean_spaces = 1;
+        v->bos = 101, v->unk = 100, v->sep = 102, v->pad = 0, v->mask = 103;
     } else {
         if (!(v->pre = asn_pretok_new(pre && *pre ? pre : NULL, e)))
             goto fail;
@@ -592,6 +599,17 @@ asn_vocab *asn_vocab_load(const asn_gguf *g, asn_err *e)
     if (v->kind == ASN_VOCAB_BPE) {
         if (asn_bpe_load_merges(v, g, e))
             goto fail;
+    } else if (v->kind == ASN_VOCAB_WPM) {
+        /* the normalizer: lowercase by default, accents stripped as it says */
+        v->lowercase = 1;
+        if (load_bool(g, "tokenizer.ggml.normalizer.lowercase", &v->lowercase, e))
+            goto fail;
+        v->strip_accents = v->lowercase;
+        if (load_bool(g, "tokenizer.ggml.normalizer.strip_accents", &v->strip_accents, e))
+            goto fail;
+        for (int32_t i = 0; i < v->n; i++)
+            if (v->off[i + 1] - v->off[i] - 1 > v->max_token_len)
+                v->max_token_len = v->off[i + 1] - v->off[i] - 1;
     } else {
         for (int b = 0; b < 256; b++) {
             char hex[8], raw = (char)b;
@@ -630,6 +648,11 @@ asn_vocab *asn_vocab_load(const asn_gguf *g, asn_err *e)
     for (size_t k = 0; k < sizeof ids / sizeof *ids; k++) {
         if (*ids[k].id >= v->n)
             *ids[k].id = -1;
+        /* WPM: [CLS] is the BOS; a converter that wrote only the cls key
+         * meant it as such (gguf-py copies cls to bos when bos is absent) */
+        if (v->kind == ASN_VOCAB_WPM && ids[k].id == &v->bos &&
+            load_id(g, "tokenizer.ggml.cls_token_id", v->n, &v->bos, e))
+            goto fail;
         if (load_id(g, ids[k].key, v->n, ids[k].id, e))
             goto fail;
     }
@@ -709,6 +732,7 @@ int32_t asn_vocab_eot(const asn_vocab *v) { return v->eot; }
 int32_t asn_vocab_eom(const asn_vocab *v) { return v->eom; }
 int32_t asn_vocab_unk(const asn_vocab *v) { return v->unk; }
 int32_t asn_vocab_pad(const asn_vocab *v) { return v->pad; }
+int32_t asn_vocab_sep(const asn_vocab *v) { return v->sep; }
 int asn_vocab_add_bos(const asn_vocab *v) { return v->add_bos; }
 int asn_vocab_add_eos(const asn_vocab *v) { return v->add_eos; }
 int asn_vocab_add_space_prefix(const asn_vocab *v) { return v->add_space_prefix; }
@@ -822,9 +846,22 @@ int asn_tokenize(const asn_vocab *v, const char *text, size_t len, int add_speci
     frags fr = {0};
     partition(v, text, len, parse_special, &fr);
     int rc = 0;
-    if (add_special && v->add_bos && v->bos >= 0)
+    int wpm = v->kind == ASN_VOCAB_WPM; /* WPM: BOS and SEP whatever the flags say */
+    if (add_special && (v->add_bos || wpm) && v->bos >= 0)
         asn_ids_push(&out, v->bos);
-    if (v->kind == ASN_VOCAB_SPM) {
+    if (wpm) {
+        asn_wpm_scratch *s = asn_wpm_scratch_new();
+        for (size_t i = 0; i < fr.n; i++) {
+            const frag *f = &fr.f[i];
+            if (f->tok >= 0)
+                asn_ids_push(&out, f->tok);
+            else
+                asn_wpm_tokenize(v, text + f->off, f->len, &out, s);
+        }
+        asn_wpm_scratch_free(s);
+        if (add_special && v->sep >= 0)
+            asn_ids_push(&out, v->sep);
+    } else if (v->kind == ASN_VOCAB_SPM) {
         asn_spm_scratch *s = asn_spm_scratch_new();
         char *buf = NULL;
         size_t cap = 0;
@@ -863,7 +900,7 @@ int asn_tokenize(const asn_vocab *v, const char *text, size_t len, int add_speci
         }
         asn_bpe_scratch_free(s);
     }
-    if (!rc && add_special && v->add_eos && v->eos >= 0)
+    if (!rc && add_special && v->add_eos && v->eos >= 0 && !wpm)
         asn_ids_push(&out, v->eos);
     free(fr.f);
     if (rc) {

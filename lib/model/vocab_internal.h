@@ -1,5 +1,5 @@
 /* vocab_internal.h — what the tokenizer files (vocab.c, tok_spm.c,
- * tok_bpe.c, pretok.c, unicode.c) share and nobody else sees: the vocab
+ * tok_bpe.c, tok_wpm.c, pretok.c, unicode.c) share and nobody else sees: the vocab
  * struct, its hash tables, code point classes, llama.cpp-compatible UTF-8
  * decoding, the byte-level alphabet and the pre-tokenizer interface. */
 #ifndef ASN_VOCAB_INTERNAL_H
@@ -31,6 +31,13 @@ enum asn_ucat {
 extern const uint8_t *asn_ucd_table; /* 0x110000 entries, set by asn_ucd_init */
 void asn_ucd_init(void);             /* idempotent and thread-safe */
 static inline uint8_t asn_ucd(uint32_t cp) { return cp < 0x110000 ? asn_ucd_table[cp] : 0; }
+
+/* WordPiece's normalizer maps (llama.cpp's unicode_tolower and
+ * unicode_cpts_normalize_nfd): the simple lowercase mapping, and the first
+ * code point of the canonical decomposition (the code point itself when it
+ * has none). */
+uint32_t asn_ucd_tolower(uint32_t cp);
+uint32_t asn_ucd_nfd_first(uint32_t cp);
 
 /* Bytes of the UTF-8 sequence a lead byte announces, as llama.cpp's
  * unicode_len_utf8: 1 for ASCII and for continuation bytes, 2 for C0-DF,
@@ -130,6 +137,8 @@ struct asn_vocab {
     int32_t byte_fb[256][2]; /* BPE: tokens of its UTF-8 bytes taken one by one (-1: none) */
     int32_t byte_tok[256];   /* SPM: <0xXX> token (or the 1-byte token) of each byte */
     int spm_split;           /* SPM: no token has U+2581 after another character */
+    int lowercase, strip_accents; /* WPM: the normalizer (tokenizer.ggml.normalizer.*) */
+    size_t max_token_len;    /* WPM: the longest token text, in bytes */
 
     int32_t bos, eos, eot, eom, unk, sep, pad, mask;
     int32_t fim_pre, fim_suf, fim_mid, fim_pad, fim_rep, fim_sep;
@@ -234,5 +243,13 @@ int asn_bpe_load_merges(asn_vocab *v, const asn_gguf *g, asn_err *e);
 /* Pre-tokenizes and tokenizes one raw fragment. */
 int asn_bpe_tokenize(const asn_vocab *v, const char *text, size_t n, asn_ids *out, asn_bpe_scratch *s,
                      asn_err *e);
+
+/* ------------------------------------------------------------ tok_wpm.c */
+
+typedef struct asn_wpm_scratch asn_wpm_scratch;
+asn_wpm_scratch *asn_wpm_scratch_new(void);
+void asn_wpm_scratch_free(asn_wpm_scratch *s);
+/* Normalizes, splits into words and cuts each into tokens: one raw fragment. */
+void asn_wpm_tokenize(const asn_vocab *v, const char *text, size_t n, asn_ids *out, asn_wpm_scratch *s);
 
 #endif

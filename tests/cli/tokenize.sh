@@ -13,6 +13,7 @@ V="$DATA/vocab"
 SPM="$V/ggml-vocab-llama-spm.gguf"
 L3="$V/ggml-vocab-llama-bpe.gguf"
 QW="$V/ggml-vocab-qwen2.gguf"
+BERT="$V/ggml-vocab-bert-bge.gguf"
 
 # stdout_is NAME EXPECTED: the last command's stdout is exactly EXPECTED (one line).
 stdout_is() {
@@ -54,6 +55,12 @@ expect_status "qwen2 chatml: exit status 0" 0 "$TK" -m "$QW" "<|im_start|>user
 hi<|im_end|>"
 stdout_is "qwen2 chatml: im_start, text, im_end; no BOS" "[151644,872,198,6023,151645]"
 
+# WordPiece: [CLS] (101) and [SEP] (102) around the ids of llama.cpp's vector "Hello world"
+expect_status "bert-bge WordPiece: exit status 0" 0 "$TK" -m "$BERT" "Hello world"
+stdout_is "bert-bge WordPiece: [CLS], the words, [SEP]" "[101,7592,2088,102]"
+expect_status "bert-bge --no-bos: exit status 0" 0 "$TK" -m "$BERT" --no-bos "Hello world"
+stdout_is "bert-bge --no-bos: neither [CLS] nor [SEP]" "[7592,2088]"
+
 # ------------------------------------------------------------------ --pieces
 
 printf 'caf\303\251 \360\237\246\231 <b>\n\tok' > "$TMP/mixed.txt"
@@ -94,6 +101,23 @@ for i, text in enumerate(inp):
         bad.append((i + 1, got, want))
 assert not bad, bad[:3]
 ' "$TK" "$SPM" "$TMP"
+
+check "bert-bge (WordPiece) vectors through the tool (--no-bos --no-parse-special)" "$PY" -c '
+import json, subprocess, sys
+tk, model, tmp = sys.argv[1:4]
+inp = open(model + ".inp", "rb").read().split(b"\n__ggml_vocab_test__\n")[:-1]
+out = open(model + ".out").read().split("\n")
+bad = []
+for i, text in enumerate(inp):
+    p = tmp + "/case.txt"
+    open(p, "wb").write(text)
+    got = json.loads(subprocess.run([tk, "-m", model, "--no-bos", "--no-parse-special", "-f", p],
+                                    capture_output=True, check=True).stdout)
+    want = [int(x) for x in out[i].split()]
+    if got != want:
+        bad.append((i + 1, got, want))
+assert len(inp) == 46 and not bad, bad[:3]
+' "$TK" "$BERT" "$TMP"
 
 # ------------------------------------------------------------------- errors
 
