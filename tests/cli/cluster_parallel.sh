@@ -92,7 +92,9 @@ EOF
 chmod +x "$TOP/bin/rank-bt" "$TOP/bin/score-verifiable"
 
 cd "$TOP" || exit 1
+ts0=$(date +%s.%N)
 expect_status "the serial run (SHARDS=1, this host)" 0 timeout 300 make -f pipelines/full.mk $CLUSTER_VARS SHARDS=1 OUT=out/s1
+ts1=$(date +%s.%N)
 
 # ---- a shard that fails on every host: the script stops, nothing is merged
 PAR() { env HOSTS_FILE="$TMP/hosts" TRANSFER=1 REMOTE_DIR=run RETRIES=${RETRIES:-3} timeout 300 sh pipelines/full-parallel.sh "$@"; }
@@ -121,6 +123,11 @@ check "the shards ran on both hosts up, in their folders" sh -c "
     ls '$TMP'/hostA/run/out/p2/shards/*/candidates.jsonl* && ls '$TMP'/hostB/run/out/p2/shards/*/candidates.jsonl*"
 check "every merged JSONL and the index rows equal the serial run's" cluster_same out/s1 out/p2
 check "the job log has both shards, succeeded" awk -F'\t' 'NR > 1 && $7 == 0 { n++ } END { exit n != 2 }' out/p2/parallel.joblog
+t0=$(date +%s.%N)
+rm -rf out/t2 "$TMP/hostA/run" "$TMP/hostB/run"
+PAR $CLUSTER_VARS SHARDS=2 OUT=out/t2 > /dev/null 2>&1
+t1=$(date +%s.%N)
+echo "# timing: serial make $(awk "BEGIN { print $ts1 - $ts0 }") s; full-parallel.sh TRANSFER=1 SHARDS=2, no fault $(awk "BEGIN { print $t1 - $t0 }") s"
 expect_status "run again: everything is up to date" 0 PAR $CLUSTER_VARS SHARDS=2 OUT=out/p2
 cp "$TMP/out" "$TMP/rerun.out"
 check "... and nothing ran again" sh -c "! grep -E 'bin/(gen-candidates|verify|rank-bt|filter-topk) ' '$TMP/rerun.out'"

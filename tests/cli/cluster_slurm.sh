@@ -114,7 +114,9 @@ exec "$TMP/real/rank-bt" "\$@"
 EOF
 chmod +x "$TOP/bin/rank-bt"
 cd "$TOP" || exit 1
+ts0=$(date +%s.%N)
 expect_status "the serial run (SHARDS=1, no Slurm)" 0 timeout 300 make -f pipelines/full.mk $CLUSTER_VARS SHARDS=1 OUT=out/s1
+ts1=$(date +%s.%N)
 
 # submit-full.sh with small resources; WAIT=1: it returns when the merge
 # job has ended, with its state
@@ -130,7 +132,10 @@ wait_pid() {
 array_id() { sed -n 's/.*shards: array job \([0-9]*\).*/\1/p' "$1"; }
 
 # ---- the plain run
+t0=$(date +%s.%N)
 expect_status "submit-full.sh SHARDS=2: prepare, array and merge jobs" 0 SUBMIT OUT=out/sl
+t1=$(date +%s.%N)
+echo "# timing: serial make $(awk "BEGIN { print $ts1 - $ts0 }") s; submit-full.sh SHARDS=2 WAIT=1 POLL=1 $(awk "BEGIN { print $t1 - $t0 }") s"
 cp "$TMP/out" "$TMP/sl.out"
 check "... the merge job completed" grep -q "merge: job [0-9]* COMPLETED" "$TMP/sl.out"
 check "every merged JSONL and the index rows equal the serial run's" cluster_same out/s1 out/sl
