@@ -154,10 +154,15 @@ check "shard 1's task is running" sh -c "scontrol -o show job ${job}_1 | grep -q
 scontrol requeue "${job}_1" > "$TMP/requeue.out" 2>&1
 check "scontrol requeue of the running task" test $? = 0
 # Slurm makes a requeued job wait 2 minutes (its begin time): start it now
-for i in $(seq 1 100); do scontrol -o show job "${job}_1" | grep -q JobState=PENDING && break; sleep 0.1; done
-scontrol update JobId="${job}_1" StartTime=now >> "$TMP/requeue.out" 2>&1
+# (once it is pending again: it first finishes being killed)
+for i in $(seq 1 600); do
+    scontrol -o show job "${job}_1" | grep -q JobState=PENDING &&
+        scontrol update JobId="${job}_1" StartTime=now >> "$TMP/requeue.out" 2>&1 && break
+    sleep 0.1
+done
 wait "$SUB"
-check "the run still completes" sh -c "test $? = 0 && grep -q 'merge: job [0-9]* COMPLETED' '$TMP/rq.out'"
+check "the run still completes" sh -c "test $? = 0 && grep -q 'merge: job [0-9]* COMPLETED' '$TMP/rq.out' ||
+    { cat '$TMP/rq.out' '$TMP/rq.err' '$TMP/requeue.out'; scontrol -o show job $job; exit 1; }"
 check "... shard 1's first process was killed" sh -c "! kill -0 $pid 2>/dev/null"
 check "... its task ran twice (Restarts=1)" sh -c "scontrol -o show job ${job}_1 | grep -q 'Restarts=1'"
 check "... and the datasets and index rows equal the serial run's" cluster_same out/s1 out/rq
