@@ -47,7 +47,7 @@ BENCHES  := $(BENCH_SRC:bench/%.c=$(O)/build/bench/%)
 DEPS_OK  := build/.deps-ok
 
 .SECONDARY:
-.PHONY: all deps test test-unit test-san test-arm oracle-llama bench bench-quant bench-kl fuzz install clean demo demo-models demo-check
+.PHONY: all deps deps-cluster test test-unit test-san test-arm oracle-llama bench bench-quant bench-kl fuzz install clean demo demo-models demo-check
 all: $(TOOLS) $(TESTS) $(REPLAYS) $(BENCHES)
 
 # Missing Debian packages are installed (as root) or named with the exact
@@ -57,6 +57,10 @@ $(DEPS_OK): scripts/install-deps.sh
 	@mkdir -p $(@D) && touch $@
 deps:
 	@sh scripts/install-deps.sh
+# what pipelines/full-parallel.sh and pipelines/slurm/ need (GNU parallel,
+# rsync, ssh, Slurm, munge); the cluster tests install it themselves
+deps-cluster:
+	@sh scripts/install-deps.sh cluster
 
 $(BUILD)/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(@D)

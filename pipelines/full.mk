@@ -188,7 +188,7 @@ shard_files = $(addsuffix /$(1),$(SHARD_DIRS))
 S := $(OUT)/shards/%-of-$(SHARDS)
 SHARD_GOALS := $(addprefix shard-,$(KS))
 
-.PHONY: all prepare shards $(SHARD_GOALS) samplers clean help
+.PHONY: all prepare shards $(SHARD_GOALS) shard-inputs samplers clean help
 
 # the default goal; its prerequisites are listed at the end of this file,
 # after the learned-sampler hook
@@ -212,6 +212,18 @@ $(OUT)/ngram.idx: $(NGRAM_CORPUS)
 	@mkdir -p $(@D)
 	$(BIN)/score-ngram build $(NGRAM_BUILD_FLAGS) -o $@.$$$$.tmp $(NGRAM_CORPUS) && mv $@.$$$$.tmp $@
 endif
+
+# What a shard reads, after `prepare`, one a line: the programs, this file,
+# the models, the prompts, the heuristics and the n-gram index; then, after a
+# line "--", the variables that point a shard at the prepared files instead
+# of what they are made from. full-parallel.sh with TRANSFER=1 copies the
+# files to each host and gives the variables to its make.
+SHARD_PROGRAMS := gen-candidates verify rank-bt score-diversity score-verifiable index \
+  $(if $(NGRAM_IDX),score-ngram)
+shard-inputs:
+	@printf '%s\n' $(sort $(addprefix $(BIN)/,$(SHARD_PROGRAMS)) $(SELF) $(MODEL) $(JUDGE_MODEL) \
+	  $(EMBED_MODEL) $(PROMPTS) $(HEURISTICS) $(NGRAM_IDX)) -- HEURISTICS=$(HEURISTICS) \
+	  $(if $(NGRAM_IDX),NGRAM_INDEX=$(NGRAM_IDX) NGRAM_CORPUS=)
 
 # ---- per shard --------------------------------------------------------------
 # shard-K: every per-shard step of shard K of SHARDS (what a host or an array
@@ -306,7 +318,7 @@ clean:
 help:
 	@sed -n '1,6p' $(SELF) | sed 's/^# \{0,1\}//'
 	@echo
-	@echo 'Targets: all (default), prepare, shard-K (K = 1..SHARDS), shards, samplers, clean, help'
+	@echo 'Targets: all (default), prepare, shard-K (K = 1..SHARDS), shards, shard-inputs, samplers, clean, help'
 	@echo
 	@echo 'Variables (now):'
 	@echo '  MODEL=$(MODEL) JUDGE_MODEL=$(JUDGE_MODEL) EMBED_MODEL=$(EMBED_MODEL) JUDGE=$(JUDGE)'

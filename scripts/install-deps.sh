@@ -1,11 +1,26 @@
 #!/bin/sh
-# Install the Debian packages asn needs to build and test, when any is missing.
+# Install the Debian packages asn needs, when any is missing.
+#   scripts/install-deps.sh           to build and test (make runs it)
+#   scripts/install-deps.sh cluster   to run pipelines/full.mk's shards on other
+#                                     hosts: GNU parallel over ssh, or Slurm
+#                                     (the cluster tests run it)
 # As root it runs apt-get; otherwise it prints the exact command and fails.
 set -u
 
-# Build: compiler libraries. Tests: Python oracles (numpy, jsonschema, yaml).
-PKGS="gcc make pkg-config libjansson-dev libyaml-dev libsqlite3-dev libopenblas-dev \
-liblapacke-dev libssl-dev libpcre2-dev python3 python3-numpy python3-jsonschema python3-yaml"
+case ${1:-build} in
+build)
+    # Build: compiler libraries. Tests: Python oracles (numpy, jsonschema, yaml).
+    PKGS="gcc make pkg-config libjansson-dev libyaml-dev libsqlite3-dev libopenblas-dev \
+liblapacke-dev libssl-dev libpcre2-dev python3 python3-numpy python3-jsonschema python3-yaml" ;;
+cluster)
+    # pipelines/full-parallel.sh (parallel copies files with rsync over ssh)
+    # and pipelines/slurm/ (the Slurm client commands and daemons, and munge,
+    # which authenticates them); the tests start their own sshd and cluster.
+    PKGS="make parallel rsync openssh-client openssh-server slurm-wlm slurm-client munge" ;;
+*)
+    echo "usage: install-deps.sh [build|cluster]" >&2
+    exit 2 ;;
+esac
 
 missing=""
 for p in $PKGS; do

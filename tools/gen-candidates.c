@@ -4,6 +4,7 @@
 #include "asn/gen.h"
 #include "asn/json.h"
 #include "asn/records.h"
+#include "asn/shard.h"
 #include "asn/store.h"
 #include "asn/tool.h"
 #include "asn/yaml.h"
@@ -119,19 +120,7 @@ typedef struct prompts {
     size_t n, cap;
 } prompts;
 
-static int shard_k, shard_n;
-
-static int in_shard(const char *id)
-{
-    if (!shard_n)
-        return 1;
-    uint8_t d[32];
-    asn_sha256(id, strlen(id), d);
-    uint64_t h = 0;
-    for (int i = 0; i < 8; i++)
-        h = h << 8 | d[i];
-    return (int)(h % (uint64_t)shard_n) == shard_k - 1;
-}
+static asn_shard shard; /* --shard (n = 0: every prompt) */
 
 static const char *default_system;
 
@@ -154,7 +143,7 @@ static void add_prompt(prompts *ps, json_t *rec, const char *prompt_key, const c
     for (size_t i = 0; i < ps->n; i++)
         if (!strcmp(ps->v[i].id, p.id))
             asn_fatal("%s: prompt id \"%s\" appears twice", where, p.id);
-    if (!in_shard(p.id)) {
+    if (!asn_shard_has(&shard, p.id)) {
         json_decref(rec);
         return;
     }
@@ -350,73 +339,16 @@ static void on_progress(void *ctx, long done, long tokens)
 
 /* ----------------------------------------------------------------- merge */
 
-typedef struct shard_in {
-    const char *path;
-    FILE *f;
-    char *line;
-    size_t cap;
-    long lineno;
-    char pid[128]; /* prompt id of the line read ahead ("" at the end) */
-} shard_in;
-
-static void shard_next(shard_in *s)
-{
-    s->pid[0] = 0;
-    ssize_t n;
-    while ((n = getline(&s->line, &s->cap, s->f)) >= 0) {
-        s->lineno++;
-        if (n == 0 || (n == 1 && s->line[0] == '\n'))
-            continue;
-        json_error_t je;
-        json_t *rec = json_loads(s->line, JSON_DECODE_ANY, &je);
-        const json_t *pid = json_object_get(rec, "prompt_id");
-        if (!json_is_string(pid) || !*json_string_value(pid) || strlen(json_string_value(pid)) >= sizeof s->pid)
-            asn_fatal("%s:%ld: %s", s->path, s->lineno,
-                      !rec ? je.text : "field \"prompt_id\": missing or not a prompt id");
-        snprintf(s->pid, sizeof s->pid, "%s", json_string_value(pid));
-        json_decref(rec);
-        if (s->line[n - 1] != '\n')
-            asn_fatal("%s:%ld: the last line is cut short", s->path, s->lineno);
-        return;
-    }
-    if (ferror(s->f))
-        asn_fatal("%s: read error", s->path);
-}
-
 /* Writes the shards' records prompt by prompt in the prompts' order. */
 static void merge_shards(const prompts *ps, FILE *out)
 {
-    int n = opt_merge.n;
-    shard_in *sh = asn_xcalloc((size_t)n, sizeof *sh);
-    for (int i = 0; i < n; i++) {
-        sh[i].path = opt_merge.v[i];
-        sh[i].f = asn_open_in(sh[i].path);
-        shard_next(&sh[i]);
-    }
-    for (size_t p = 0; p < ps->n; p++) {
-        int from = -1;
-        for (int i = 0; i < n; i++) {
-            if (strcmp(sh[i].pid, ps->v[p].id))
-                continue;
-            if (from >= 0)
-                asn_fatal("%s:%ld: prompt %s is also in %s", sh[i].path, sh[i].lineno, ps->v[p].id, sh[from].path);
-            from = i;
-            while (!strcmp(sh[i].pid, ps->v[p].id)) {
-                if (fputs(sh[i].line, out) == EOF)
-                    asn_fatal("write error");
-                shard_next(&sh[i]);
-            }
-        }
-    }
-    for (int i = 0; i < n; i++) {
-        if (sh[i].pid[0])
-            asn_fatal("%s:%ld: prompt %s is not in the prompts, or its records are not together in input order",
-                      sh[i].path, sh[i].lineno, sh[i].pid);
-        if (sh[i].f != stdin)
-            fclose(sh[i].f);
-        free(sh[i].line);
-    }
-    free(sh);
+    char **ids = asn_xcalloc(ps->n + 1, sizeof *ids);
+    for (size_t i = 0; i < ps->n; i++)
+        ids[i] = ps->v[i].id;
+    asn_err e;
+    if (asn_shard_merge(ids, ps->n, (char *const *)opt_merge.v, opt_merge.n, out, &e))
+        asn_fatal("%s", e.msg);
+    free(ids);
 }
 
 int main(int argc, char **argv)
@@ -432,10 +364,9 @@ int main(int argc, char **argv)
         asn_usage_error("--sources and prompt files do not go together");
     if (opt_merge.n && (opt_shard || opt_resume || opt_skip_from))
         asn_usage_error("--merge does not go with --shard, --resume or --skip-from");
-    if (opt_shard && (sscanf(opt_shard, "%d/%d", &shard_k, &shard_n) != 2 || shard_n < 1 || shard_k < 1 ||
-                      shard_k > shard_n))
-        asn_usage_error("--shard must be K/N with 1 <= K <= N");
     asn_err e;
+    if (opt_shard && asn_shard_parse(opt_shard, &shard, &e))
+        asn_usage_error("%s", e.msg);
     run r = {0};
     r.seeds = parse_seeds(opt_seeds, &r.n_seeds);
 

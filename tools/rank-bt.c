@@ -17,6 +17,8 @@
 
 static const char *opt_judge, *opt_judge_model, *opt_template, *opt_chat, *opt_group = "seed";
 static const char *opt_method = "mle";
+static const char *opt_shard; /* --shard, --merge: asn_tool_shards */
+static asn_strlist opt_merge;
 static long opt_seed, opt_extra = 1, opt_threads, opt_batch = 16;
 static double opt_tau = 0.1, opt_prior = ASN_BT_PRIOR_GAMES;
 static int opt_retokenize, opt_skip_invalid, opt_progress, opt_verbose;
@@ -38,6 +40,8 @@ static const asn_option options[] = {
     {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about bad records, leave them out and go on"},
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
     {"verbose", 'v', ASN_OPT_FLAG, &opt_verbose, NULL, "print counts and timings on stderr at the end"},
+    {"shard", 0, ASN_OPT_STRING, &opt_shard, "K/N", "only the records of the prompts of shard K of N (as gen-candidates --shard)"},
+    {"merge", 0, ASN_OPT_LIST, &opt_merge, "FILE", "label nothing: merge these shard outputs in the order of the input's prompts"},
     {0},
 };
 
@@ -83,7 +87,7 @@ static const asn_tool tool = {
     "  bradley_terry_rating   = quality.bt (the reference's name)\n"
     "bt is null (and bradley_terry_rating absent) for a record that played no\n"
     "game: a group of one record. Records keep their order and every other\n"
-    "field. The output does not depend on --threads or --batch.\n",
+    "field. The output does not depend on --threads or --batch.\n" ASN_SHARD_HELP,
     options,
 };
 
@@ -481,6 +485,8 @@ static void setup(ranker *R)
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
+    if (asn_tool_shards(opt_shard, &opt_merge, nops ? argv + 1 : NULL))
+        return 0;
     ranker R = {0};
     if (!opt_judge)
         asn_usage_error("--judge is required (pairwise or reference-ll)");

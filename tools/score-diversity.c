@@ -13,6 +13,8 @@
 #include <string.h>
 
 static const char *opt_model;
+static const char *opt_shard; /* --shard, --merge: asn_tool_shards */
+static asn_strlist opt_merge;
 static long opt_threads, opt_ctx, opt_batch_tokens = 1024;
 static int opt_skip_invalid, opt_progress;
 
@@ -23,6 +25,8 @@ static const asn_option options[] = {
     {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
     {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about bad records, leave them out and go on"},
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
+    {"shard", 0, ASN_OPT_STRING, &opt_shard, "K/N", "only the records of the prompts of shard K of N (as gen-candidates --shard)"},
+    {"merge", 0, ASN_OPT_LIST, &opt_merge, "FILE", "label nothing: merge these shard outputs in the order of the input's prompts"},
     {0},
 };
 
@@ -50,7 +54,7 @@ static const asn_tool tool = {
     "BOS (as the model adds it), no chat template, cut to --ctx tokens.\n"
     "A group of one record gets diversity: null (the reference drops it);\n"
     "their number is reported on stderr. Records keep their input order and\n"
-    "every other field.\n",
+    "every other field.\n" ASN_SHARD_HELP,
     options,
 };
 
@@ -175,6 +179,8 @@ static int label_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
+    if (asn_tool_shards(opt_shard, &opt_merge, nops ? argv + 1 : NULL))
+        return 0;
     if (!opt_model)
         asn_usage_error("--embed-model is required");
     if (opt_ctx < 0)

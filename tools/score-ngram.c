@@ -99,6 +99,8 @@ static int build_main(int argc, char **argv)
 /* ---------------------------------------------------------------- label */
 
 static const char *opt_index;
+static const char *opt_shard; /* --shard, --merge: asn_tool_shards */
+static asn_strlist opt_merge;
 static long opt_max_n = ASN_NGRAM_MAX_N;
 static int opt_skip_invalid, opt_progress;
 
@@ -107,6 +109,8 @@ static const asn_option options[] = {
     {"max-n", 'n', ASN_OPT_INT, &opt_max_n, "N", "longest n-gram looked up"},
     {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about bad records, leave them out and go on"},
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
+    {"shard", 0, ASN_OPT_STRING, &opt_shard, "K/N", "only the records of the prompts of shard K of N (as gen-candidates --shard)"},
+    {"merge", 0, ASN_OPT_LIST, &opt_merge, "FILE", "label nothing: merge these shard outputs in the order of the input's prompts"},
     {0},
 };
 
@@ -126,7 +130,7 @@ static const asn_tool tool = {
     "      the same coverage and breaks under the reference's names\n"
     "An empty generation is labelled with zeros (the reference skips it).\n"
     "Records are independent: any order, every other field passed through.\n"
-    "See score-ngram build --help for making the index.\n",
+    "See score-ngram build --help for making the index.\n" ASN_SHARD_HELP,
     options,
 };
 
@@ -162,6 +166,8 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "build"))
         return build_main(argc - 1, argv + 1);
     int nops = asn_tool_parse(&tool, argc, argv);
+    if (asn_tool_shards(opt_shard, &opt_merge, nops ? argv + 1 : NULL))
+        return 0;
     if (!opt_index)
         asn_usage_error("--index is required");
     if (opt_max_n < 1 || opt_max_n > 1000000)

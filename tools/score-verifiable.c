@@ -10,6 +10,8 @@
 #include <strings.h>
 
 static const char *opt_dataset;
+static const char *opt_shard; /* --shard, --merge: asn_tool_shards */
+static asn_strlist opt_merge;
 static int opt_skip_invalid, opt_quiet, opt_progress, opt_no_detail, opt_strings_only;
 static long opt_max_warnings = 20;
 
@@ -23,6 +25,8 @@ static const asn_option options[] = {
     {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about malformed records, drop them and go on"},
     {"quiet", 'q', ASN_OPT_FLAG, &opt_quiet, NULL, "no warnings about unscored records and no summary"},
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show the progress bar even when stderr is not a terminal"},
+    {"shard", 0, ASN_OPT_STRING, &opt_shard, "K/N", "only the records of the prompts of shard K of N (as gen-candidates --shard)"},
+    {"merge", 0, ASN_OPT_LIST, &opt_merge, "FILE", "label nothing: merge these shard outputs in the order of the input's prompts"},
     {0},
 };
 
@@ -53,7 +57,7 @@ static const asn_tool tool = {
     "Records whose check lacks a field get a warning naming file, line and field,\n"
     "and are counted in the summary on stderr. A malformed line, or a record of a\n"
     "verifiable dataset without a string \"generation\", is an error (exit 1) unless\n"
-    "--skip-invalid.\n",
+    "--skip-invalid.\n" ASN_SHARD_HELP,
     options,
 };
 
@@ -254,6 +258,8 @@ static int label(json_t *rec, void *ctx, const char *file, long line, asn_err *e
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
+    if (asn_tool_shards(opt_shard, &opt_merge, nops ? argv + 1 : NULL))
+        return 0;
     if (opt_dataset && parse_dataset(opt_dataset) == DS_NONE)
         asn_usage_error("--dataset must be gsm8k, math or ifeval, not \"%s\"", opt_dataset);
     if (opt_max_warnings < 0)

@@ -122,6 +122,23 @@ const char *asn_group_map_where(const asn_group_map *m, size_t i, long *line);
  * return is 0. */
 int asn_group_map_invalid(asn_group_map *m, size_t i, const asn_err *why, asn_err *e);
 
+/* --shard K/N and --merge FILE of a labelling tool (asn/shard.h), given
+ * the options' values and the tool's input files (NULL or empty = stdin),
+ * right after asn_tool_parse. With merge files: writes their records to
+ * stdout in the order of the prompts of the input files (the unsharded
+ * input of the shards) and returns 1: the tool is done. Otherwise
+ * asn_map_records and asn_map_groups keep only the records of the prompts
+ * of shard K (all without --shard), and it returns 0. Errors end the
+ * program. */
+int asn_tool_shards(const char *shard, const asn_strlist *merge, char **files);
+/* The --help paragraph of those two options. */
+#define ASN_SHARD_HELP                                                              \
+    "\nShards: --shard K/N labels only the prompts of shard K of N, the prompts\n"  \
+    "gen-candidates --shard K/N generates (a prompt's shard is a hash of its id).\n" \
+    "--merge OUT (once per shard's output, any order) with the unsharded input as\n" \
+    "FILE writes the shards' records in the order of the input's prompts, lines\n"  \
+    "unchanged: what one unsharded run writes.\n"
+
 /* The closing warning "skipped N invalid record(s)"; nothing when n is 0. */
 void asn_warn_skipped(long n);
 

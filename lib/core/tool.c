@@ -5,6 +5,7 @@
 #include "asn/core.h"
 #include "asn/json.h"
 #include "asn/records.h"
+#include "asn/shard.h"
 
 #include <errno.h>
 #include <math.h>
@@ -243,6 +244,41 @@ char *asn_read_all(const char *path, size_t *len)
     return buf;
 }
 
+static asn_shard map_shard; /* what asn_map_* keep (n = 0: everything) */
+
+int asn_tool_shards(const char *shard, const asn_strlist *merge, char **files)
+{
+    asn_err e;
+    if (shard && merge->n)
+        asn_usage_error("--merge does not go with --shard");
+    if (shard && asn_shard_parse(shard, &map_shard, &e))
+        asn_usage_error("%s", e.msg);
+    if (!merge->n)
+        return 0;
+    char *def[] = {"-", NULL};
+    size_t n;
+    char **ids = asn_shard_ids(files && files[0] ? files : def, &n, &e);
+    if (!ids || asn_shard_merge(ids, n, (char *const *)merge->v, merge->n, stdout, &e)) {
+        fflush(stdout);
+        asn_fatal("%s", e.msg);
+    }
+    asn_shard_ids_free(ids);
+    if (fflush(stdout) || ferror(stdout))
+        asn_fatal("stdout: write error");
+    return 1;
+}
+
+/* Whether rec (from path:line) is in the shard; errors end the program. */
+static int map_keeps(const json_t *rec, const char *path, long line)
+{
+    if (!map_shard.n)
+        return 1;
+    const char *key = asn_rec_prompt_key(rec);
+    if (!key)
+        asn_fatal("%s:%ld: --shard: the record has no \"prompt_id\" (nor \"prompt\")", path, line);
+    return asn_shard_has(&map_shard, key);
+}
+
 long asn_map_records(char **files, int skip_invalid, int show_progress, asn_record_fn fn, void *ctx)
 {
     char *def[] = {"-", NULL};
@@ -258,6 +294,10 @@ long asn_map_records(char **files, int skip_invalid, int show_progress, asn_reco
         json_t *rec;
         int r;
         while ((r = asn_jsonl_next(in, &rec, &e)) != 0) {
+            if (r > 0 && !map_keeps(rec, asn_jsonl_path(in), asn_jsonl_lineno(in))) {
+                json_decref(rec);
+                continue;
+            }
             if (r > 0 && fn(rec, ctx, asn_jsonl_path(in), asn_jsonl_lineno(in), &e))
                 asn_err_prefix(&e, "%s:%ld", asn_jsonl_path(in), asn_jsonl_lineno(in)), r = -1;
             if (r < 0) {
@@ -319,6 +359,12 @@ long asn_map_groups(char **files, int skip_invalid, int show_progress, asn_group
     int r;
     while ((r = asn_group_next(m.gr, skip_invalid, &recs, &e)) > 0) {
         size_t n = json_array_size(recs), i;
+        long line;
+        const char *where = asn_group_where(m.gr, 0, &line);
+        if (!map_keeps(json_array_get(recs, 0), where, line)) {
+            json_decref(recs);
+            continue;
+        }
         asn_grow((void **)&m.drop, &m.cap, n, 1);
         memset(m.drop, 0, n);
         if (fn(recs, &m, ctx, &e)) {

@@ -144,7 +144,7 @@ int asn_store_put(asn_store *s, const json_t *rec, asn_err *e)
     if (!id)
         return asn_err_set(e, "field \"id\" is missing (a string is required to index a record)");
     if (!s->in_tx) {
-        if (sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+        if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
             return sql_err(s, e, "begin");
         s->in_tx = 1;
     }

@@ -14,7 +14,9 @@
 # once (the array's %N). Resources are in full-shard.sbatch and
 # full-make.sbatch. A failed shard makes the merge job fail too
 # (--kill-on-invalid-dep): fix the cause and submit again; finished steps
-# are not redone.
+# are not redone. WAIT=1: then wait until the jobs have ended (squeue,
+# every POLL seconds, default 30) and exit with success only when the merge
+# job completed; its final state is printed ("merge: job N COMPLETED").
 set -eu
 
 shards=1
@@ -40,3 +42,11 @@ merge=$(sbatch --parsable ${SBATCH_FLAGS:-} --job-name=asn-merge --dependency="a
     --kill-on-invalid-dep=yes "$dir/full-make.sbatch" "$@")
 merge=${merge%%;*}
 echo "prepare: job $prep; shards: array job $shard (tasks $array); merge: job $merge"
+
+[ "${WAIT:-0}" = 1 ] || exit 0
+while squeue -h -j "$prep,$shard,$merge" 2> /dev/null | grep -q .; do sleep "${POLL:-30}"; done
+# the state while slurmctld keeps the job (MinJobAge), else from accounting
+state=$(scontrol -o show job "$merge" 2> /dev/null | sed -n 's/.* JobState=\([A-Z_]*\).*/\1/p')
+[ -n "$state" ] || state=$(sacct -n -X -j "$merge" -o State 2> /dev/null | awk 'NR == 1 { print $1 }')
+echo "merge: job $merge ${state:-UNKNOWN}"
+[ "$state" = COMPLETED ]
