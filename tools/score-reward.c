@@ -12,6 +12,8 @@
 #include <string.h>
 
 static const char *opt_model, *opt_template, *opt_system;
+static const char *opt_shard; /* --shard, --merge: asn_tool_shards */
+static asn_strlist opt_merge;
 static long opt_threads, opt_ctx, opt_batch_tokens = 2048;
 static int opt_skip_invalid, opt_progress;
 
@@ -24,6 +26,8 @@ static const asn_option options[] = {
     {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
     {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about bad records, leave them out and go on"},
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
+    {"shard", 0, ASN_OPT_STRING, &opt_shard, "K/N", "only the records of the prompts of shard K of N (as gen-candidates --shard)"},
+    {"merge", 0, ASN_OPT_LIST, &opt_merge, "FILE", "score nothing: merge these shard outputs in the order of the input's prompts"},
     {0},
 };
 
@@ -44,7 +48,7 @@ static const asn_tool tool = {
     "longer than --ctx keeps its last tokens. Records of a prompt are scored in\n"
     "one pass of at most --batch-tokens tokens; a reward does not depend on the\n"
     "batching or the thread count. Records keep their input order and every\n"
-    "other field.\n",
+    "other field.\n" ASN_SHARD_HELP,
     options,
 };
 
@@ -103,6 +107,8 @@ static int score_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
+    if (asn_tool_shards(opt_shard, &opt_merge, nops ? argv + 1 : NULL))
+        return 0;
     if (!opt_model)
         asn_usage_error("--model is required");
     if (opt_ctx < 0)

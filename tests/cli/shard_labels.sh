@@ -1,5 +1,5 @@
 # shard_labels.sh — --shard K/N and --merge of the labelling tools (rank-bt,
-# score-diversity, score-ngram, score-verifiable): each shard holds the
+# score-diversity, score-ngram, score-verifiable, score-reward): each shard holds the
 # prompts whose id hashes to it (SHA-256 in Python, the reference), the same
 # prompts as gen-candidates --shard, and the merged shard outputs are byte
 # for byte the unsharded output.
@@ -21,7 +21,8 @@ T_rank="$BIN/rank-bt --judge reference-ll --judge-model $M -t 1"
 T_div="$BIN/score-diversity --embed-model $M -t 1"
 T_ngram="$BIN/score-ngram --index $TMP/ngram.idx"
 T_verif="$BIN/score-verifiable -q"
-for t in rank div ngram verif; do
+T_reward="$BIN/score-reward -m $DATA/models/tiny-rm-q8_0.gguf --chat-template none -t 1"
+for t in rank div ngram verif reward; do
     eval "cmd=\$T_$t"
     $cmd "$TMP/cand.jsonl" > "$TMP/$t.all" 2>/dev/null
     for k in 1 2 3; do $cmd --shard $k/3 "$TMP/cand.jsonl" > "$TMP/$t.$k" 2>/dev/null; done
@@ -37,7 +38,7 @@ for l in open(d + "/cand.jsonl"):
     pid = json.loads(l)["prompt_id"]
     want.setdefault(shard(pid), []).append(pid)
 assert len(want) == 3, "the test needs every shard non-empty: %r" % want
-for t in ("rank", "div", "ngram", "verif"):
+for t in ("rank", "div", "ngram", "verif", "reward"):
     for k in (1, 2, 3):
         got = [json.loads(l)["prompt_id"] for l in open("%s/%s.%d" % (d, t, k))]
         assert got == want[k], (t, k, got, want[k])
