@@ -545,7 +545,7 @@ int main(int argc, char **argv)
                 asn_fatal("prompt %s: %s", p->id, e.msg);
             for (int h = 0; h < r.n_hs; h++)
                 for (int s = 0; s < r.n_seeds; s++)
-                    jobs[nj++] = (asn_gen_job){p->id, p->toks, p->n_toks, r.hs[h], r.seeds[s], NULL, 0, 0, NULL, 0};
+                    jobs[nj++] = (asn_gen_job){.prompt_id = p->id, .prompt_tokens = p->toks, .n_prompt = p->n_toks, .heuristic = r.hs[h], .seed = r.seeds[s]};
         }
         pg.before = 0;
         if (asn_generate(gen, jobs, nj, on_progress, &pg, &e))
