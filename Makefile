@@ -14,7 +14,7 @@
 O        ?= .
 PREFIX   ?= /usr/local
 VERSION  := 0.1.0
-PKGS     := jansson yaml-0.1 sqlite3 openblas libcrypto libpcre2-8
+PKGS     := jansson yaml-0.1 sqlite3 openblas libcrypto libpcre2-8 libmicrohttpd libcurl
 
 CC       ?= cc
 OPT      ?= -O3

@@ -3,9 +3,10 @@
 # As root it runs apt-get; otherwise it prints the exact command and fails.
 set -u
 
-# Build: compiler libraries. Tests: Python oracles (numpy, jsonschema, yaml).
+# Build: compiler libraries (libmicrohttpd: serve's HTTP server; libcurl:
+# the client of OpenAI-compatible servers). Tests: Python oracles (numpy, jsonschema, yaml).
 PKGS="gcc make pkg-config libjansson-dev libyaml-dev libsqlite3-dev libopenblas-dev \
-liblapacke-dev libssl-dev libpcre2-dev python3 python3-numpy python3-jsonschema python3-yaml"
+liblapacke-dev libssl-dev libpcre2-dev libmicrohttpd-dev libcurl4-openssl-dev python3 python3-numpy python3-jsonschema python3-yaml"
 
 missing=""
 for p in $PKGS; do
