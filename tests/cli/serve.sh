@@ -7,7 +7,9 @@ M="$ROOT/tests/data/models/tiny-spm-q8_0.gguf"
 H="$ROOT/tests/data/reference-configs/custom_logit_processors_test.yaml"
 PY=/usr/bin/python3
 PIDS=""
-trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
+# servers run under timeout; a kill reaches the server itself through its parent's id
+kill_child() { pkill -9 -P "$1" 2>/dev/null; kill -9 "$1" 2>/dev/null; }
+trap 'for p in $PIDS; do kill_child $p; done; rm -rf "$TMP"' EXIT
 
 start_serve() { # start_serve NAME ARGS...: port in $TMP/NAME.port
     name=$1; shift
