@@ -129,6 +129,8 @@ static int parse_prompt(asn_oai_request *rq, const asn_oai_limits *lim, asn_err 
     rq->prompt_ids = asn_xmalloc(n * sizeof *rq->prompt_ids);
     for (size_t i = 0; i < n; i++) {
         const json_t *t = json_array_get(p, i);
+        if (json_is_string(t) || json_is_array(t))
+            return asn_err_set(e, "field \"prompt\": one prompt per request (item %zu is another)", i);
         if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) >= lim->n_vocab)
             return asn_err_set(e, "field \"prompt\": item %zu must be a token id from 0 to %d", i, lim->n_vocab - 1);
         rq->prompt_ids[i] = (int32_t)json_integer_value(t);
