@@ -77,7 +77,7 @@ int asn_gen_prompt_tokens(const asn_vocab *v, int chat_template, const char *sys
 
 /* A prompt prefilled once; its jobs fork from it. */
 typedef struct root {
-    const int32_t *toks;
+    int32_t *toks;    /* a copy of the prompt */
     int n;
     int seq;          /* -1 until prefilled */
     int remaining;    /* jobs of this prompt not forked yet */
@@ -321,6 +321,7 @@ static void root_release(asn_gen_stream *s, root *r)
     if (r->seq >= 0)
         asn_seq_free(s->g->en, r->seq);
     free(r->logits);
+    free(r->toks);
     for (root **p = &s->roots; *p; p = &(*p)->next)
         if (*p == r) {
             *p = r->next;
@@ -346,6 +347,7 @@ void asn_gen_stream_free(asn_gen_stream *s)
         if (r->seq >= 0)
             asn_seq_free(s->g->en, r->seq);
         free(r->logits);
+        free(r->toks);
         free(r);
     }
     free(s->slots);
@@ -357,6 +359,18 @@ void asn_gen_stream_free(asn_gen_stream *s)
 int asn_gen_stream_pending(const asn_gen_stream *s)
 {
     return s->pending;
+}
+
+/* The live root of a job's prompt: the same tokens (the same pointer, or
+ * equal contents: a server's requests for one prompt share its prefill). */
+static root *root_of(asn_gen_stream *s, const asn_gen_job *job)
+{
+    root *r = s->roots;
+    while (r && !(r->n == job->n_prompt &&
+                  (r->toks == job->prompt_tokens ||
+                   !memcmp(r->toks, job->prompt_tokens, (size_t)r->n * sizeof *r->toks))))
+        r = r->next;
+    return r;
 }
 
 int asn_gen_stream_add(asn_gen_stream *s, asn_gen_job *job, asn_err *e)
@@ -371,12 +385,12 @@ int asn_gen_stream_add(asn_gen_stream *s, asn_gen_job *job, asn_err *e)
                            job->n_prompt, js->max_new_tokens, s->g->n_ctx);
     if (job->top_logprobs < 0 || job->top_logprobs > s->g->V)
         return asn_err_set(e, "top_logprobs must be 0 to %d", s->g->V);
-    root *r = s->roots;
-    while (r && !(r->toks == job->prompt_tokens && r->n == job->n_prompt))
-        r = r->next;
+    root *r = root_of(s, job);
     if (!r) {
         r = asn_xcalloc(1, sizeof *r);
-        *r = (root){job->prompt_tokens, job->n_prompt, -1, 0, NULL, s->roots};
+        int32_t *own = asn_xmalloc((size_t)job->n_prompt * sizeof *own); /* outlives any one job */
+        memcpy(own, job->prompt_tokens, (size_t)job->n_prompt * sizeof *own);
+        *r = (root){own, job->n_prompt, -1, 0, NULL, s->roots};
         s->roots = r;
     }
     r->remaining++;
@@ -395,13 +409,6 @@ int asn_gen_stream_add(asn_gen_stream *s, asn_gen_job *job, asn_err *e)
     return 0;
 }
 
-static root *root_of(asn_gen_stream *s, const asn_gen_job *job)
-{
-    root *r = s->roots;
-    while (r && !(r->toks == job->prompt_tokens && r->n == job->n_prompt))
-        r = r->next;
-    return r;
-}
 
 static void slot_release(asn_gen_stream *s, slot *sl)
 {
