@@ -209,7 +209,8 @@ static void engine_loop(void)
         }
         size_t n = S.n_inbox;
         asn_grow((void **)&batch, &cap, n + 1, sizeof *batch);
-        memcpy(batch, S.inbox, n * sizeof *batch);
+        if (n)
+            memcpy(batch, S.inbox, n * sizeof *batch);
         S.n_inbox = 0;
         for (size_t i = 0; i < n; i++) {
             asn_grow((void **)&S.active, &S.active_cap, S.n_active + 1, sizeof *S.active);
