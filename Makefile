@@ -14,7 +14,12 @@
 O        ?= .
 PREFIX   ?= /usr/local
 VERSION  := 0.1.0
-PKGS     := jansson yaml-0.1 sqlite3 openblas libcrypto libpcre2-8
+# NET_PKGS: serve's HTTP server and the servers' client. asn.pc names them
+# as plain -l flags: their static dependency chains (TLS, IDN, ...) are not
+# needed by a program that links libasn statically without the network part.
+CORE_PKGS := jansson yaml-0.1 sqlite3 openblas libcrypto libpcre2-8
+NET_PKGS := libmicrohttpd libcurl
+PKGS     := $(CORE_PKGS) $(NET_PKGS)
 
 CC       ?= cc
 OPT      ?= -O3
@@ -205,7 +210,7 @@ install: all
 	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 lib/asn/*.h $(DESTDIR)$(PREFIX)/include/asn/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
-	    -e 's|@REQUIRES@|$(PKGS)|' scripts/asn.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/asn.pc
+	    -e 's|@REQUIRES@|$(CORE_PKGS)|' -e 's|@NET_LIBS@|$(shell pkg-config --libs $(NET_PKGS) 2>/dev/null)|' scripts/asn.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/asn.pc
 
 clean:
 	rm -rf build bin

@@ -50,7 +50,7 @@ static double run(asn_model *m, asn_pool *pool, int batch, int share, const shap
             memcpy(copies[i], prompts[p], (size_t)n_prompt_toks * sizeof(int32_t));
             toks = copies[i];
         }
-        jobs[i] = (asn_gen_job){ids[p], toks, n_prompt_toks, hs[h], (uint64_t)s, NULL, 0, 0, NULL, 0};
+        jobs[i] = (asn_gen_job){.prompt_id = ids[p], .prompt_tokens = toks, .n_prompt = n_prompt_toks, .heuristic = hs[h], .seed = (uint64_t)s};
     }
     double t0 = now();
     if (asn_generate(g, jobs, n, NULL, NULL, &e)) {

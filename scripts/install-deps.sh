@@ -9,9 +9,12 @@ set -u
 
 case ${1:-build} in
 build)
-    # Build: compiler libraries. Tests: Python oracles (numpy, jsonschema, yaml).
+    # Build: compiler libraries (libmicrohttpd: serve's HTTP server; libcurl:
+    # the client of OpenAI-compatible servers). Tests: Python oracles (numpy,
+    # jsonschema, yaml).
     PKGS="gcc make pkg-config libjansson-dev libyaml-dev libsqlite3-dev libopenblas-dev \
-liblapacke-dev libssl-dev libpcre2-dev python3 python3-numpy python3-jsonschema python3-yaml" ;;
+liblapacke-dev libssl-dev libpcre2-dev libmicrohttpd-dev libcurl4-openssl-dev python3 python3-numpy \
+python3-jsonschema python3-yaml" ;;
 cluster)
     # pipelines/full-parallel.sh (parallel copies files with rsync over ssh)
     # and pipelines/slurm/ (the Slurm client commands and daemons, and munge,

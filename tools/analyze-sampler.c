@@ -631,7 +631,7 @@ static void prompt_mode(analyzer *an, const char *prompt)
     asn_generator *g = asn_generator_new(an->m, an->pool, 1, (int)opt_ctx, &gs, &e);
     if (!g)
         asn_fatal("%s", e.msg);
-    asn_gen_job job = {pid, ids, n_ids, &hs->h[k], (uint64_t)opt_seed, NULL, 0, 0, NULL, 0};
+    asn_gen_job job = {.prompt_id = pid, .prompt_tokens = ids, .n_prompt = n_ids, .heuristic = &hs->h[k], .seed = (uint64_t)opt_seed};
     if (asn_generate(g, &job, 1, NULL, NULL, &e))
         asn_fatal("%s", e.msg);
     asn_generator_free(g);

@@ -219,7 +219,7 @@ int main(int argc, char **argv)
     asn_generator *gen = asn_generator_new(m, pool, 1, (int)opt_ctx, &gs, &e);
     if (!gen)
         asn_fatal("%s", e.msg);
-    asn_gen_job job = {pid, ids, (int)n_ids, h, (uint64_t)opt_seed, NULL, 0, 0, NULL, 0};
+    asn_gen_job job = {.prompt_id = pid, .prompt_tokens = ids, .n_prompt = (int)n_ids, .heuristic = h, .seed = (uint64_t)opt_seed};
     double t0 = (double)clock() / CLOCKS_PER_SEC;
     if (asn_generate(gen, &job, 1, NULL, NULL, &e))
         asn_fatal("%s", e.msg);

@@ -220,8 +220,7 @@ static int replay(asn_model *m, asn_pool *pool, const json_t *c, char *msg, size
              !(g = asn_generator_new(m, pool, 1, 0, &gs, &e)))
         snprintf(msg, cap, "%s", e.msg);
     else {
-        asn_gen_job j = {json_string_value(json_object_get(c, "prompt_id")), ids, n, &heur,
-                         (uint64_t)json_integer_value(json_object_get(c, "seed")), NULL, 0, 0, NULL, 0};
+        asn_gen_job j = {.prompt_id = json_string_value(json_object_get(c, "prompt_id")), .prompt_tokens = ids, .n_prompt = n, .heuristic = &heur, .seed = (uint64_t)json_integer_value(json_object_get(c, "seed"))};
         if (asn_generate(g, &j, 1, NULL, NULL, &e)) {
             snprintf(msg, cap, "%s", e.msg);
         } else {

@@ -51,6 +51,16 @@ typedef struct asn_gen_job {
     asn_finish finish;
     char *generation;               /* detokenized, special tokens removed, cut at a stop string */
     size_t generation_len;          /* bytes (the text may hold NUL or invalid UTF-8) */
+    /* optional inputs (zero: none) */
+    const asn_gen_settings *settings; /* this job's min/max new tokens and stops (NULL: the generator's) */
+    int top_logprobs;               /* > 0: keep the log-probabilities (below), with this many alternatives */
+    /* optional outputs */
+    float *logprobs;                /* with top_logprobs: each token's log-probability under the model
+                                     * (log-softmax of the logits, before the heuristic) */
+    int32_t *top_ids;               /* with top_logprobs: n_tokens x top_logprobs most likely ids, */
+    float *top_lps;                 /* most likely first (ties: lower id), and their log-probabilities */
+    char *error;                    /* a job that failed in a stream: why (asn_generate fails instead) */
+    void *user;                     /* the caller's */
 } asn_gen_job;
 
 void asn_gen_job_clear(asn_gen_job *j);
@@ -72,6 +82,44 @@ typedef void (*asn_gen_progress)(void *ctx, long jobs_done, long tokens);
  * token. */
 int asn_generate(asn_generator *g, asn_gen_job *jobs, int n, asn_gen_progress progress, void *ctx,
                  asn_err *e);
+
+/* ------------------------------------------------------------ streams */
+
+/* A stream runs jobs that arrive at any time (a server's requests): each
+ * asn_gen_stream_step admits waiting jobs into free slots in the order they
+ * were added, runs one batched forward and draws one token for every live
+ * job. The tokens of a job are the ones asn_generate gives it. */
+typedef struct asn_gen_stream asn_gen_stream;
+
+typedef struct asn_gen_events {
+    void (*token)(void *ctx, asn_gen_job *job, int32_t token); /* each token drawn (may be NULL) */
+    void (*done)(void *ctx, asn_gen_job *job); /* finished (job->finish) or failed (job->error) */
+    void *ctx;
+} asn_gen_events;
+
+asn_gen_stream *asn_gen_stream_new(asn_generator *g, const asn_gen_events *ev);
+/* Frees the stream's sequences; jobs still in it are left unfinished. */
+void asn_gen_stream_free(asn_gen_stream *s);
+/* Adds a job (borrowed until done). Jobs of the same prompt share the same
+ * prompt_tokens pointer, as for asn_generate. Fails when the job cannot run
+ * (its prompt and max_new_tokens exceed the context, bad settings). */
+int asn_gen_stream_add(asn_gen_stream *s, asn_gen_job *job, asn_err *e);
+/* Takes an unfinished job out (its caller is gone); no done event. */
+void asn_gen_stream_cancel(asn_gen_stream *s, asn_gen_job *job);
+/* Jobs added and not done yet. */
+int asn_gen_stream_pending(const asn_gen_stream *s);
+/* One step (nothing when no job is pending). Fails only when the engine
+ * does (a job's own failure is its error). */
+int asn_gen_stream_step(asn_gen_stream *s, asn_err *e);
+
+/* How a generation ends, from its tokens (gen[0..n)) and the settings: the
+ * text (detokenized, special tokens removed, cut at the first stop string)
+ * and the finish reason (ASN_FINISH_NONE while it goes on). Text is
+ * computed when it can matter (stops set, or the generation ended); *text
+ * is new or NULL. What the generator does after each token, for a client
+ * that gets the tokens from elsewhere. */
+int asn_gen_ending(const asn_vocab *v, const asn_gen_settings *s, const int32_t *gen, int n, asn_finish *fin,
+                   char **text, size_t *len, asn_err *e);
 
 /* The end-of-generation ids (ctx->eos) set to -inf while fewer than
  * min_new_tokens tokens were generated, unless h is JSON-constrained and its

@@ -22,8 +22,16 @@ void asn_gen_job_clear(asn_gen_job *j)
 {
     free(j->tokens);
     free(j->generation);
+    free(j->logprobs);
+    free(j->top_ids);
+    free(j->top_lps);
+    free(j->error);
     j->tokens = NULL;
     j->generation = NULL;
+    j->logprobs = NULL;
+    j->top_ids = NULL;
+    j->top_lps = NULL;
+    j->error = NULL;
     j->n_tokens = 0;
     j->finish = ASN_FINISH_NONE;
 }
@@ -67,24 +75,29 @@ int asn_gen_prompt_tokens(const asn_vocab *v, int chat_template, const char *sys
 
 /* ------------------------------------------------------------ generator */
 
+/* A prompt prefilled once; its jobs fork from it. */
 typedef struct root {
-    const int32_t *toks;
+    int32_t *toks;    /* a copy of the prompt */
     int n;
     int seq;          /* -1 until prefilled */
     int remaining;    /* jobs of this prompt not forked yet */
     float *logits;    /* last position's logits */
+    struct root *next;
 } root;
 
 typedef struct slot {
-    int job;          /* -1: free */
+    asn_gen_job *job; /* NULL: free */
     root *r;
     int seq;          /* -1 until forked */
     int32_t *hist;    /* prompt + generated */
     int n_gen;
     int fresh;        /* logits hold the next step's row */
+    int failed;       /* sampling failed this step (message in err) */
     float *logits;
+    float *raw;       /* with top_logprobs: the row before the heuristic */
     asn_seq_state st;
     asn_rng_key key;
+    asn_err err;
 } slot;
 
 struct asn_generator {
@@ -153,14 +166,28 @@ static const char *find_stop(const asn_gen_settings *s, const char *text, size_t
     return first;
 }
 
-typedef struct step_task {
-    asn_generator *g;
-    asn_gen_job *jobs;
-    slot *slots;
-    int n_slots;
-    int *failed;     /* per slot: sampling failed, message in errs */
-    asn_err *errs;
-} step_task;
+int asn_gen_ending(const asn_vocab *v, const asn_gen_settings *s, const int32_t *gen, int n, asn_finish *fin,
+                   char **text, size_t *len, asn_err *e)
+{
+    *fin = ASN_FINISH_NONE;
+    *text = NULL;
+    *len = 0;
+    if (n > 0 && asn_vocab_is_eog(v, gen[n - 1]))
+        *fin = ASN_FINISH_EOS;
+    if (!s->n_stop && !*fin && n < s->max_new_tokens)
+        return 0;
+    if (asn_detokenize(v, gen, (size_t)n, 1, 0, text, len, e))
+        return -1;
+    const char *at = find_stop(s, *text, *len);
+    if (at) { /* a stop string, before an EOS too: cut there */
+        *len = (size_t)(at - *text);
+        (*text)[*len] = 0;
+        *fin = ASN_FINISH_STOP;
+    }
+    if (*fin == ASN_FINISH_NONE && n >= s->max_new_tokens)
+        *fin = ASN_FINISH_LENGTH;
+    return 0;
+}
 
 void asn_gen_mask_eog(const asn_heuristic *h, int min_new_tokens, float *row, const asn_seq_ctx *ctx)
 {
@@ -182,12 +209,51 @@ int asn_gen_process_row(const asn_heuristic *h, int min_new_tokens, float *row, 
     return 0;
 }
 
+static const asn_gen_settings *job_settings(const asn_generator *g, const asn_gen_job *j)
+{
+    return j->settings ? j->settings : &g->s;
+}
+
+/* Log-probabilities of the raw row for step k: the drawn token's and the
+ * top_logprobs most likely (by value, then lower id). */
+static void keep_logprobs(const asn_generator *g, asn_gen_job *job, const float *raw, int k, int tok)
+{
+    int V = g->V, K = job->top_logprobs;
+    float mx = -INFINITY;
+    for (int i = 0; i < V; i++)
+        if (raw[i] > mx)
+            mx = raw[i];
+    double sum = 0;
+    for (int i = 0; i < V; i++)
+        sum += exp((double)raw[i] - mx);
+    double lse = mx + log(sum);
+    job->logprobs[k] = (float)(raw[tok] - lse);
+    int32_t *ids = job->top_ids + (size_t)k * K;
+    float *lps = job->top_lps + (size_t)k * K;
+    int n = 0;
+    for (int i = 0; i < V; i++) { /* insertion into a sorted list of K */
+        if (n == K && !(raw[i] > raw[ids[n - 1]]))
+            continue;
+        int at = n < K ? n++ : K - 1;
+        while (at > 0 && raw[i] > raw[ids[at - 1]]) {
+            ids[at] = ids[at - 1];
+            at--;
+        }
+        ids[at] = i;
+    }
+    for (int i = 0; i < K; i++)
+        lps[i] = i < n ? (float)(raw[ids[i]] - lse) : -INFINITY;
+}
+
 /* Samples one token for a slot whose logits are fresh; sets its job's
  * outputs when it finishes. */
-static int sample_slot(asn_generator *g, asn_gen_job *job, slot *sl, asn_workspace *ws, asn_err *e)
+static int sample_slot(asn_generator *g, slot *sl, asn_workspace *ws, asn_err *e)
 {
-    const asn_gen_settings *s = &g->s;
+    asn_gen_job *job = sl->job;
+    const asn_gen_settings *s = job_settings(g, job);
     float *row = sl->logits;
+    if (job->top_logprobs > 0)
+        memcpy(sl->raw, row, (size_t)g->V * sizeof *row);
     asn_seq_ctx ctx = {sl->hist, job->n_prompt + sl->n_gen, job->n_prompt, g->eog, (int)g->n_eog,
                        sl->key, (uint64_t)sl->n_gen, g->v};
     if (asn_gen_process_row(job->heuristic, s->min_new_tokens, row, g->V, &ctx, &sl->st, ws, e))
@@ -197,30 +263,16 @@ static int sample_slot(asn_generator *g, asn_gen_job *job, slot *sl, asn_workspa
         return asn_err_set(e, "heuristic \"%s\", step %d: every token was removed", job->heuristic->name,
                            sl->n_gen);
     asn_pipeline_accept(job->heuristic, row, g->V, tok, &sl->st);
+    if (job->top_logprobs > 0)
+        keep_logprobs(g, job, sl->raw, sl->n_gen, tok);
     sl->hist[job->n_prompt + sl->n_gen++] = tok;
     sl->fresh = 0;
     const int32_t *gen = sl->hist + job->n_prompt;
-    asn_finish fin = ASN_FINISH_NONE;
-    char *text = NULL;
-    size_t len = 0;
-    if (asn_vocab_is_eog(g->v, tok))
-        fin = ASN_FINISH_EOS;
-    if (s->n_stop || fin || sl->n_gen >= s->max_new_tokens) {
-        if (asn_detokenize(g->v, gen, (size_t)sl->n_gen, 1, 0, &text, &len, e))
-            return -1;
-        const char *at = find_stop(s, text, len);
-        if (at && fin == ASN_FINISH_NONE) {
-            fin = ASN_FINISH_STOP;
-            len = (size_t)(at - text);
-            text[len] = 0;
-        } else if (at) { /* a stop string before the EOS: cut there too */
-            len = (size_t)(at - text);
-            text[len] = 0;
-            fin = ASN_FINISH_STOP;
-        }
-        if (fin == ASN_FINISH_NONE && sl->n_gen >= s->max_new_tokens)
-            fin = ASN_FINISH_LENGTH;
-    }
+    asn_finish fin;
+    char *text;
+    size_t len;
+    if (asn_gen_ending(g->v, s, gen, sl->n_gen, &fin, &text, &len, e))
+        return -1;
     if (fin == ASN_FINISH_NONE) {
         free(text);
         return 0;
@@ -234,152 +286,322 @@ static int sample_slot(asn_generator *g, asn_gen_job *job, slot *sl, asn_workspa
     return 0;
 }
 
+/* ---------------------------------------------------------------- stream */
+
+struct asn_gen_stream {
+    asn_generator *g;
+    asn_gen_events ev;
+    slot *slots;
+    asn_batch_item *items;
+    root *roots;            /* live roots */
+    asn_gen_job **wait;     /* added, not admitted yet (FIFO; NULL: cancelled) */
+    size_t w_head, w_n, w_cap;
+    int live, pending;
+};
+
+asn_gen_stream *asn_gen_stream_new(asn_generator *g, const asn_gen_events *ev)
+{
+    asn_gen_stream *s = asn_xcalloc(1, sizeof *s);
+    s->g = g;
+    if (ev)
+        s->ev = *ev;
+    s->slots = asn_xcalloc((size_t)g->batch, sizeof *s->slots);
+    for (int i = 0; i < g->batch; i++) {
+        s->slots[i].seq = -1;
+        s->slots[i].logits = asn_xmalloc((size_t)g->V * sizeof(float));
+    }
+    s->items = asn_xmalloc((size_t)2 * g->batch * sizeof *s->items);
+    return s;
+}
+
+static void root_release(asn_gen_stream *s, root *r)
+{
+    if (--r->remaining > 0)
+        return;
+    if (r->seq >= 0)
+        asn_seq_free(s->g->en, r->seq);
+    free(r->logits);
+    free(r->toks);
+    for (root **p = &s->roots; *p; p = &(*p)->next)
+        if (*p == r) {
+            *p = r->next;
+            break;
+        }
+    free(r);
+}
+
+void asn_gen_stream_free(asn_gen_stream *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->g->batch; i++) {
+        if (s->slots[i].job && s->slots[i].seq >= 0)
+            asn_seq_free(s->g->en, s->slots[i].seq);
+        free(s->slots[i].hist);
+        free(s->slots[i].logits);
+        free(s->slots[i].raw);
+    }
+    while (s->roots) {
+        root *r = s->roots;
+        s->roots = r->next;
+        if (r->seq >= 0)
+            asn_seq_free(s->g->en, r->seq);
+        free(r->logits);
+        free(r->toks);
+        free(r);
+    }
+    free(s->slots);
+    free(s->items);
+    free(s->wait);
+    free(s);
+}
+
+int asn_gen_stream_pending(const asn_gen_stream *s)
+{
+    return s->pending;
+}
+
+/* The live root of a job's prompt: the same tokens (the same pointer, or
+ * equal contents: a server's requests for one prompt share its prefill). */
+static root *root_of(asn_gen_stream *s, const asn_gen_job *job)
+{
+    root *r = s->roots;
+    while (r && !(r->n == job->n_prompt &&
+                  (r->toks == job->prompt_tokens ||
+                   !memcmp(r->toks, job->prompt_tokens, (size_t)r->n * sizeof *r->toks))))
+        r = r->next;
+    return r;
+}
+
+int asn_gen_stream_add(asn_gen_stream *s, asn_gen_job *job, asn_err *e)
+{
+    const asn_gen_settings *js = job_settings(s->g, job);
+    if (js->max_new_tokens < 1 || js->min_new_tokens < 0)
+        return asn_err_set(e, "max_new_tokens must be >= 1, min_new_tokens >= 0");
+    if (job->n_prompt < 1)
+        return asn_err_set(e, "prompt %s: no tokens", job->prompt_id);
+    if (job->n_prompt + js->max_new_tokens > s->g->n_ctx)
+        return asn_err_set(e, "prompt %s: %d prompt tokens + %d new exceed the context of %d", job->prompt_id,
+                           job->n_prompt, js->max_new_tokens, s->g->n_ctx);
+    if (job->top_logprobs < 0 || job->top_logprobs > s->g->V)
+        return asn_err_set(e, "top_logprobs must be 0 to %d", s->g->V);
+    root *r = root_of(s, job);
+    if (!r) {
+        r = asn_xcalloc(1, sizeof *r);
+        int32_t *own = asn_xmalloc((size_t)job->n_prompt * sizeof *own); /* outlives any one job */
+        memcpy(own, job->prompt_tokens, (size_t)job->n_prompt * sizeof *own);
+        *r = (root){own, job->n_prompt, -1, 0, NULL, s->roots};
+        s->roots = r;
+    }
+    r->remaining++;
+    job->finish = ASN_FINISH_NONE;
+    if (job->top_logprobs > 0) {
+        size_t K = (size_t)job->top_logprobs, M = (size_t)js->max_new_tokens;
+        job->logprobs = asn_xrealloc(job->logprobs, M * sizeof *job->logprobs);
+        job->top_ids = asn_xrealloc(job->top_ids, M * K * sizeof *job->top_ids);
+        job->top_lps = asn_xrealloc(job->top_lps, M * K * sizeof *job->top_lps);
+    }
+    if (s->w_head > 0 && s->w_head == s->w_n)
+        s->w_head = s->w_n = 0;
+    asn_grow((void **)&s->wait, &s->w_cap, s->w_n + 1, sizeof *s->wait);
+    s->wait[s->w_n++] = job;
+    s->pending++;
+    return 0;
+}
+
+
+static void slot_release(asn_gen_stream *s, slot *sl)
+{
+    if (sl->seq >= 0)
+        asn_seq_free(s->g->en, sl->seq);
+    else
+        root_release(s, sl->r);
+    sl->job = NULL;
+    sl->seq = -1;
+    s->live--;
+    s->pending--;
+}
+
+void asn_gen_stream_cancel(asn_gen_stream *s, asn_gen_job *job)
+{
+    for (size_t i = s->w_head; i < s->w_n; i++)
+        if (s->wait[i] == job) {
+            s->wait[i] = NULL;
+            root_release(s, root_of(s, job));
+            s->pending--;
+            return;
+        }
+    for (int i = 0; i < s->g->batch; i++)
+        if (s->slots[i].job == job) {
+            slot_release(s, &s->slots[i]);
+            return;
+        }
+}
+
+typedef struct step_task {
+    asn_gen_stream *s;
+} step_task;
+
 static void step_run(void *arg, int ith, int nth)
 {
-    step_task *t = arg;
+    asn_gen_stream *s = ((step_task *)arg)->s;
     int lo, hi;
-    asn_split(t->n_slots, ith, nth, 1, &lo, &hi);
+    asn_split(s->g->batch, ith, nth, 1, &lo, &hi);
     for (int i = lo; i < hi; i++) {
-        slot *sl = &t->slots[i];
-        if (sl->job < 0 || !sl->fresh)
+        slot *sl = &s->slots[i];
+        if (!sl->job || !sl->fresh)
             continue;
-        t->failed[i] = sample_slot(t->g, &t->jobs[sl->job], sl, t->g->ws[ith], &t->errs[i]) != 0;
+        sl->failed = sample_slot(s->g, sl, s->g->ws[ith], &sl->err) != 0;
     }
+}
+
+int asn_gen_stream_step(asn_gen_stream *s, asn_err *e)
+{
+    asn_generator *g = s->g;
+    int B = g->batch;
+    /* admit waiting jobs into free slots, in the order added */
+    for (int i = 0; i < B && s->w_head < s->w_n; i++) {
+        slot *sl = &s->slots[i];
+        if (sl->job)
+            continue;
+        asn_gen_job *j = s->wait[s->w_head++];
+        if (!j) { /* cancelled */
+            i--;
+            continue;
+        }
+        sl->job = j;
+        sl->r = root_of(s, j);
+        sl->seq = -1;
+        sl->n_gen = 0;
+        sl->fresh = 0;
+        sl->failed = 0;
+        sl->hist = asn_xrealloc(sl->hist, (size_t)(j->n_prompt + job_settings(g, j)->max_new_tokens) *
+                                              sizeof *sl->hist);
+        memcpy(sl->hist, j->prompt_tokens, (size_t)j->n_prompt * sizeof *sl->hist);
+        if (j->top_logprobs > 0 && !sl->raw)
+            sl->raw = asn_xmalloc((size_t)g->V * sizeof *sl->raw);
+        asn_seq_state_init(&sl->st);
+        sl->key = asn_rng_key_make(j->seed, j->prompt_id, j->heuristic->id);
+        s->live++;
+    }
+    if (!s->live)
+        return 0;
+    /* one forward: prompts not yet prefilled, and every pending token */
+    int ni = 0;
+    for (int i = 0; i < B; i++) {
+        root *r = s->slots[i].r;
+        if (s->slots[i].job && s->slots[i].seq < 0 && r->seq < 0) {
+            r->seq = asn_seq_new(g->en);
+            r->logits = asn_xmalloc((size_t)g->V * sizeof(float));
+            s->items[ni++] = (asn_batch_item){r->seq, r->toks, r->n, r->logits, 0, NULL, NULL};
+        }
+    }
+    for (int i = 0; i < B; i++) {
+        slot *sl = &s->slots[i];
+        if (sl->job && sl->seq >= 0 && !sl->fresh)
+            s->items[ni++] = (asn_batch_item){sl->seq, &sl->hist[sl->job->n_prompt + sl->n_gen - 1], 1,
+                                              sl->logits, 0, NULL, NULL};
+    }
+    if (ni && asn_engine_decode(g->en, s->items, ni, e)) {
+        /* nothing was appended: roots prefilled in this pass start over */
+        for (root *r = s->roots; r; r = r->next)
+            if (r->seq >= 0 && asn_seq_len(g->en, r->seq) == 0) {
+                asn_seq_free(g->en, r->seq);
+                r->seq = -1;
+                free(r->logits);
+                r->logits = NULL;
+            }
+        return -1;
+    }
+    for (int i = 0; i < B; i++) {
+        slot *sl = &s->slots[i];
+        if (!sl->job)
+            continue;
+        if (sl->seq < 0) { /* branch from the prefilled prompt */
+            root *r = sl->r;
+            sl->seq = asn_seq_fork(g->en, r->seq);
+            memcpy(sl->logits, r->logits, (size_t)g->V * sizeof(float));
+            root_release(s, r);
+        }
+        sl->fresh = 1;
+    }
+    /* sample every live sequence, in parallel */
+    step_task st = {s};
+    asn_pool_run(g->pool, step_run, &st);
+    for (int i = 0; i < B; i++) {
+        slot *sl = &s->slots[i];
+        asn_gen_job *j = sl->job;
+        if (!j)
+            continue;
+        if (sl->failed) {
+            j->error = asn_xstrdup(sl->err.msg);
+            slot_release(s, sl);
+            if (s->ev.done)
+                s->ev.done(s->ev.ctx, j);
+            continue;
+        }
+        if (s->ev.token)
+            s->ev.token(s->ev.ctx, j, sl->hist[j->n_prompt + sl->n_gen - 1]);
+        if (j->finish != ASN_FINISH_NONE) {
+            slot_release(s, sl);
+            if (s->ev.done)
+                s->ev.done(s->ev.ctx, j);
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ one batch */
+
+typedef struct batch_run {
+    asn_generator *g;
+    asn_gen_job *jobs;
+    asn_gen_progress progress;
+    void *pctx;
+    long done, tokens;
+    asn_gen_job *failed;
+} batch_run;
+
+static void batch_token(void *ctx, asn_gen_job *job, int32_t token)
+{
+    batch_run *b = ctx;
+    b->tokens++;
+    if (b->g->s.on_token)
+        b->g->s.on_token(b->g->s.token_ctx, (int)(job - b->jobs), token);
+}
+
+static void batch_done(void *ctx, asn_gen_job *job)
+{
+    batch_run *b = ctx;
+    if (job->error) {
+        if (!b->failed)
+            b->failed = job;
+        return;
+    }
+    b->done++;
+    if (b->progress)
+        b->progress(b->pctx, b->done, b->tokens);
 }
 
 int asn_generate(asn_generator *g, asn_gen_job *jobs, int n, asn_gen_progress progress, void *pctx,
                  asn_err *e)
 {
-    int B = g->batch, rc = -1;
-    /* one root per distinct prompt_tokens pointer */
-    root *roots = asn_xcalloc((size_t)(n ? n : 1), sizeof *roots);
-    int *job_root = asn_xmalloc((size_t)(n ? n : 1) * sizeof *job_root), n_roots = 0;
-    for (int i = 0; i < n; i++) {
-        /* jobs of a prompt are usually adjacent: try the last root first */
-        int r = n_roots && roots[n_roots - 1].toks == jobs[i].prompt_tokens ? n_roots - 1 : 0;
-        while (r < n_roots && roots[r].toks != jobs[i].prompt_tokens)
-            r++;
-        if (r == n_roots)
-            roots[n_roots++] = (root){jobs[i].prompt_tokens, jobs[i].n_prompt, -1, 0, NULL};
-        if (jobs[i].n_prompt + g->s.max_new_tokens > g->n_ctx) {
-            asn_err_set(e, "prompt %s: %d prompt tokens + %d new exceed the context of %d",
-                        jobs[i].prompt_id, jobs[i].n_prompt, g->s.max_new_tokens, g->n_ctx);
-            free(roots);
-            free(job_root);
-            return -1;
-        }
-        roots[r].remaining++;
-        job_root[i] = r;
-        jobs[i].finish = ASN_FINISH_NONE;
-    }
-    slot *slots = asn_xcalloc((size_t)B, sizeof *slots);
-    for (int i = 0; i < B; i++) {
-        slots[i].job = -1;
-        slots[i].logits = asn_xmalloc((size_t)g->V * sizeof(float));
-    }
-    asn_batch_item *items = asn_xmalloc((size_t)2 * B * sizeof *items);
-    asn_err *errs = asn_xcalloc((size_t)B, sizeof *errs);
-    int *failed = asn_xcalloc((size_t)B, sizeof *failed);
-    int next = 0, live = 0;
-    long done = 0, tokens = 0;
-    for (;;) {
-        /* admit jobs into free slots, in the order given */
-        for (int i = 0; i < B && next < n; i++) {
-            if (slots[i].job >= 0)
-                continue;
-            asn_gen_job *j = &jobs[next];
-            slot *sl = &slots[i];
-            sl->job = next;
-            sl->r = &roots[job_root[next]];
-            sl->seq = -1;
-            sl->n_gen = 0;
-            sl->fresh = 0;
-            sl->hist = asn_xrealloc(sl->hist, (size_t)(j->n_prompt + g->s.max_new_tokens) * sizeof *sl->hist);
-            memcpy(sl->hist, j->prompt_tokens, (size_t)j->n_prompt * sizeof *sl->hist);
-            asn_seq_state_init(&sl->st);
-            sl->key = asn_rng_key_make(j->seed, j->prompt_id, j->heuristic->id);
-            live++;
-            next++;
-        }
-        if (!live)
-            break;
-        /* one forward: prompts not yet prefilled, and every pending token */
-        int ni = 0;
-        for (int i = 0; i < B; i++) {
-            root *r = slots[i].r;
-            if (slots[i].job >= 0 && slots[i].seq < 0 && r->seq < 0) {
-                r->seq = asn_seq_new(g->en);
-                r->logits = asn_xmalloc((size_t)g->V * sizeof(float));
-                items[ni++] = (asn_batch_item){r->seq, r->toks, r->n, r->logits, 0, NULL, NULL};
-            }
-        }
-        for (int i = 0; i < B; i++) {
-            slot *sl = &slots[i];
-            if (sl->job >= 0 && sl->seq >= 0 && !sl->fresh)
-                items[ni++] = (asn_batch_item){sl->seq, &sl->hist[jobs[sl->job].n_prompt + sl->n_gen - 1],
-                                               1, sl->logits, 0, NULL, NULL};
-        }
-        if (ni && asn_engine_decode(g->en, items, ni, e))
+    batch_run b = {g, jobs, progress, pctx, 0, 0, NULL};
+    asn_gen_events ev = {batch_token, batch_done, &b};
+    asn_gen_stream *s = asn_gen_stream_new(g, &ev);
+    int rc = -1;
+    for (int i = 0; i < n; i++)
+        if (asn_gen_stream_add(s, &jobs[i], e))
             goto out;
-        for (int i = 0; i < B; i++) {
-            slot *sl = &slots[i];
-            if (sl->job < 0)
-                continue;
-            if (sl->seq < 0) { /* branch from the prefilled prompt */
-                root *r = sl->r;
-                sl->seq = asn_seq_fork(g->en, r->seq);
-                memcpy(sl->logits, r->logits, (size_t)g->V * sizeof(float));
-                if (--r->remaining == 0) {
-                    asn_seq_free(g->en, r->seq);
-                    free(r->logits);
-                    r->logits = NULL;
-                }
-            }
-            sl->fresh = 1;
-        }
-        /* sample every live sequence, in parallel */
-        step_task st = {g, jobs, slots, B, failed, errs};
-        asn_pool_run(g->pool, step_run, &st);
-        for (int i = 0; i < B; i++) {
-            slot *sl = &slots[i];
-            if (sl->job < 0)
-                continue;
-            if (failed[i]) {
-                asn_err_set(e, "prompt %s: %s", jobs[sl->job].prompt_id, errs[i].msg);
-                goto out;
-            }
-            tokens++;
-            if (g->s.on_token)
-                g->s.on_token(g->s.token_ctx, sl->job, sl->hist[jobs[sl->job].n_prompt + sl->n_gen - 1]);
-            if (jobs[sl->job].finish != ASN_FINISH_NONE) {
-                asn_seq_free(g->en, sl->seq);
-                sl->job = -1;
-                sl->seq = -1;
-                live--;
-                done++;
-                if (progress)
-                    progress(pctx, done, tokens);
-            }
-        }
+    while (asn_gen_stream_pending(s) && !b.failed)
+        if (asn_gen_stream_step(s, e))
+            goto out;
+    if (b.failed) {
+        asn_err_set(e, "prompt %s: %s", b.failed->prompt_id, b.failed->error);
+        goto out;
     }
     rc = 0;
 out:
-    for (int i = 0; i < B; i++) {
-        if (slots[i].job >= 0 && slots[i].seq >= 0)
-            asn_seq_free(g->en, slots[i].seq);
-        free(slots[i].hist);
-        free(slots[i].logits);
-    }
-    for (int r = 0; r < n_roots; r++)
-        if (roots[r].logits) {
-            asn_seq_free(g->en, roots[r].seq);
-            free(roots[r].logits);
-        }
-    free(slots);
-    free(items);
-    free(errs);
-    free(failed);
-    free(roots);
-    free(job_root);
+    asn_gen_stream_free(s);
     return rc;
 }

@@ -62,7 +62,7 @@ int main(void)
     asn_gen_job jobs[NH * NSEED];
     memset(jobs, 0, sizeof jobs);
     for (int i = 0; i < NH * NSEED; i++)
-        jobs[i] = (asn_gen_job){"p0", prompt, n_prompt, &hs[i / NSEED], (uint64_t)(i % NSEED), NULL, 0, 0, NULL, 0};
+        jobs[i] = (asn_gen_job){.prompt_id = "p0", .prompt_tokens = prompt, .n_prompt = n_prompt, .heuristic = &hs[i / NSEED], .seed = (uint64_t)(i % NSEED)};
     T_OK("generate", g && !asn_generate(g, jobs, NH * NSEED, NULL, NULL, &e), "%s", e.msg);
 
     asn_replayer *r = asn_replayer_new(m, NULL, 0, &e);

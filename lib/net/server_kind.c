@@ -1,0 +1,298 @@
+/* server_kind.c — what each kind of server can express of a heuristic, as
+ * one table per kind: the processors it runs, the request field of each
+ * parameter, and the order it applies them in (vLLM: penalties,
+ * temperature, min_p, top_k, top_p; SGLang: penalties, temperature, top_k,
+ * top_p, min_p; llama-server: any order of its samplers, sent as
+ * "samplers"). A heuristic outside the table is refused, never
+ * approximated. */
+#include "asn/client.h"
+#include "asn/json.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct param_map {
+    const char *asn;      /* the processor's parameter */
+    const char *field;    /* the server's field; NULL: allowed only at `only` */
+    double only;
+} param_map;
+
+typedef struct proc_map {
+    const char *proc;     /* asn processor name */
+    int rank;             /* where the server applies it (-1: anywhere, ordered by "samplers") */
+    const char *sampler;  /* llama-server's sampler name */
+    const char *as_field; /* a processor without parameters sent as field = as_value (greedy) */
+    double as_value;
+    param_map params[5];
+} proc_map;
+
+typedef struct kind_row {
+    const char *name, *path;
+    int min_tokens;       /* can mask end of generation (min_new_tokens) */
+    proc_map procs[12];
+} kind_row;
+
+/* vLLM's sampler: repetition, then frequency and presence penalties, then
+ * temperature, min_p, top_k, top_p. */
+#define PENALTIES(REP, FREQ)                                                                                     \
+    {"repetition_penalty", REP, NULL, NULL, 0, {{"penalty", "repetition_penalty", 0}, {"prompt_ignore_length", NULL, 0}}}, \
+    {"frequency_penalty", FREQ, NULL, NULL, 0, {{"penalty", "frequency_penalty", 0}}},                          \
+    {"presence_penalty", FREQ, NULL, NULL, 0, {{"penalty", "presence_penalty", 0}}}
+
+static const kind_row KINDS[ASN_SERVER_KINDS] = {
+    [ASN_SERVER_ASN] = {"asn", "/v1/completions", 1, {{0}}},
+    [ASN_SERVER_VLLM] = {"vllm", "/v1/completions", 1, {
+        PENALTIES(0, 1),
+        {"temperature", 2, NULL, NULL, 0, {{"temperature", "temperature", 0}}},
+        {"greedy", 2, NULL, "temperature", 0, {{0}}},
+        {"min_p", 3, NULL, NULL, 0, {{"min_p", "min_p", 0}, {"min_tokens_to_keep", NULL, 1}}},
+        {"top_k", 4, NULL, NULL, 0, {{"top_k", "top_k", 0}, {"min_tokens_to_keep", NULL, 1}}},
+        {"top_p", 5, NULL, NULL, 0, {{"top_p", "top_p", 0}, {"min_tokens_to_keep", NULL, 1}}},
+    }},
+    [ASN_SERVER_SGLANG] = {"sglang", "/generate", 1, {
+        PENALTIES(0, 1),
+        {"temperature", 2, NULL, NULL, 0, {{"temperature", "temperature", 0}}},
+        {"greedy", 2, NULL, "temperature", 0, {{0}}},
+        {"top_k", 3, NULL, NULL, 0, {{"top_k", "top_k", 0}, {"min_tokens_to_keep", NULL, 1}}},
+        {"top_p", 4, NULL, NULL, 0, {{"top_p", "top_p", 0}, {"min_tokens_to_keep", NULL, 1}}},
+        {"min_p", 5, NULL, NULL, 0, {{"min_p", "min_p", 0}, {"min_tokens_to_keep", NULL, 1}}},
+    }},
+    [ASN_SERVER_LLAMA] = {"llama-server", "/completion", 0, {
+        {"penalties", -1, "penalties", NULL, 0, {{"penalty_last_n", "repeat_last_n", 0}, {"penalty_repeat", "repeat_penalty", 0},
+                                                 {"penalty_freq", "frequency_penalty", 0}, {"penalty_present", "presence_penalty", 0}}},
+        {"llama_top_k", -1, "top_k", NULL, 0, {{"top_k", "top_k", 0}}},
+        {"llama_typical", -1, "typ_p", NULL, 0, {{"typ_p", "typical_p", 0}, {"min_keep", "min_keep", 0}}},
+        {"llama_top_p", -1, "top_p", NULL, 0, {{"top_p", "top_p", 0}, {"min_keep", "min_keep", 0}}},
+        {"llama_min_p", -1, "min_p", NULL, 0, {{"min_p", "min_p", 0}, {"min_keep", "min_keep", 0}}},
+        {"top_n_sigma", -1, "top_n_sigma", NULL, 0, {{"top_n_sigma", "top_n_sigma", 0}}},
+        {"xtc", -1, "xtc", NULL, 0, {{"xtc_probability", "xtc_probability", 0}, {"xtc_threshold", "xtc_threshold", 0},
+                                      {"min_keep", "min_keep", 0}}},
+        {"llama_temp", -1, "temperature", NULL, 0, {{"temp", "temperature", 0}}},
+    }},
+};
+
+int asn_server_kind_from_name(const char *name)
+{
+    for (int k = 0; k < ASN_SERVER_KINDS; k++)
+        if (!strcmp(name, KINDS[k].name))
+            return k;
+    return -1;
+}
+
+const char *asn_server_kind_name(int kind)
+{
+    return kind >= 0 && kind < ASN_SERVER_KINDS ? KINDS[kind].name : "?";
+}
+
+const char *asn_server_path(int kind)
+{
+    return KINDS[kind].path;
+}
+
+static const proc_map *find_proc(int kind, const char *name)
+{
+    for (int i = 0; i < 12 && KINDS[kind].procs[i].proc; i++)
+        if (!strcmp(KINDS[kind].procs[i].proc, name))
+            return &KINDS[kind].procs[i];
+    return NULL;
+}
+
+static const param_map *find_param(const proc_map *pm, const char *key)
+{
+    for (int i = 0; i < 5 && pm->params[i].asn; i++)
+        if (!strcmp(pm->params[i].asn, key))
+            return &pm->params[i];
+    return NULL;
+}
+
+int asn_server_check(int kind, const asn_heuristic *h, const asn_gen_settings *s, asn_err *e)
+{
+    const char *kn = KINDS[kind].name;
+    if (s && s->min_new_tokens > 0 && !KINDS[kind].min_tokens)
+        return asn_err_set(e, "%s cannot express --min-new-tokens %d (no minimum length parameter)", kn,
+                           s->min_new_tokens);
+    if (kind == ASN_SERVER_ASN)
+        return 0;
+    int last_rank = -1;
+    const char *seen[32];
+    double min_keep = NAN;
+    size_t i;
+    const json_t *p;
+    json_array_foreach(h->processors, i, p)
+    {
+        const char *name = json_string_value(json_object_get(p, "name"));
+        const proc_map *pm = find_proc(kind, name);
+        if (!pm)
+            return asn_err_set(e, "heuristic \"%s\": %s cannot express processor %zu (%s)", h->name, kn, i + 1, name);
+        for (size_t k = 0; k < i && k < 32; k++)
+            if (!strcmp(seen[k], name))
+                return asn_err_set(e, "heuristic \"%s\": %s applies processor %zu (%s) once only", h->name, kn,
+                                   i + 1, name);
+        if (i < 32)
+            seen[i] = name;
+        if (pm->rank >= 0 && pm->rank < last_rank)
+            return asn_err_set(e, "heuristic \"%s\": %s applies processor %zu (%s) before the ones above it; "
+                                  "the order cannot be kept", h->name, kn, i + 1, name);
+        if (!strcmp(name, "greedy") && i + 1 < json_array_size(h->processors))
+            return asn_err_set(e, "heuristic \"%s\": %s has greedy (temperature 0) last only", h->name, kn);
+        last_rank = pm->rank >= 0 ? pm->rank : last_rank;
+        const char *key;
+        const json_t *v;
+        json_object_foreach((json_t *)json_object_get(p, "params"), key, v)
+        {
+            const param_map *pa = find_param(pm, key);
+            double x;
+            if (!pa || asn_json_number(v, &x))
+                return asn_err_set(e, "heuristic \"%s\": %s cannot express processor %zu (%s) parameter \"%s\"",
+                                   h->name, kn, i + 1, name, key);
+            if (!pa->field && x != pa->only)
+                return asn_err_set(e, "heuristic \"%s\": %s cannot express processor %zu (%s) parameter \"%s\" "
+                                      "other than %g", h->name, kn, i + 1, name, key, pa->only);
+            if (!strcmp(key, "min_keep")) {
+                if (!isnan(min_keep) && x != min_keep)
+                    return asn_err_set(e, "heuristic \"%s\": %s has one min_keep for every sampler; processor %zu "
+                                          "(%s) gives another", h->name, kn, i + 1, name);
+                min_keep = x;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Neutral values, so that a server's own defaults (a model's generation
+ * config) never change what is asked. */
+static void neutral(int kind, json_t *o)
+{
+    if (kind == ASN_SERVER_LLAMA)
+        return; /* only the listed samplers run */
+    json_object_set_new(o, "temperature", json_real(1));
+    json_object_set_new(o, "top_p", json_real(1));
+    json_object_set_new(o, "top_k", json_integer(kind == ASN_SERVER_VLLM ? -1 : -1));
+    json_object_set_new(o, "min_p", json_real(0));
+    json_object_set_new(o, "repetition_penalty", json_real(1));
+    json_object_set_new(o, "presence_penalty", json_real(0));
+    json_object_set_new(o, "frequency_penalty", json_real(0));
+}
+
+static void mapped_params(int kind, const asn_heuristic *h, json_t *o)
+{
+    json_t *samplers = json_array();
+    size_t i;
+    const json_t *p;
+    json_array_foreach(h->processors, i, p)
+    {
+        const proc_map *pm = find_proc(kind, json_string_value(json_object_get(p, "name")));
+        if (pm->as_field)
+            json_object_set_new(o, pm->as_field, json_real(pm->as_value));
+        if (pm->sampler)
+            json_array_append_new(samplers, json_string(pm->sampler));
+        const char *key;
+        json_t *v;
+        json_object_foreach((json_t *)json_object_get(p, "params"), key, v)
+        {
+            const param_map *pa = find_param(pm, key);
+            if (pa->field)
+                json_object_set(o, pa->field, v);
+        }
+    }
+    if (kind == ASN_SERVER_LLAMA)
+        json_object_set_new(o, "samplers", samplers);
+    else
+        json_decref(samplers);
+}
+
+json_t *asn_server_body(int kind, const asn_server_job *j)
+{
+    json_t *ids = json_array(), *stop = json_array();
+    for (int i = 0; i < j->n_prompt; i++)
+        json_array_append_new(ids, json_integer(j->prompt[i]));
+    for (int i = 0; i < j->s->n_stop; i++)
+        json_array_append_new(stop, json_string(j->s->stop[i]));
+    json_t *o = json_object();
+    if (j->model && kind != ASN_SERVER_SGLANG && kind != ASN_SERVER_LLAMA)
+        json_object_set_new(o, "model", json_string(j->model));
+    switch (kind) {
+    case ASN_SERVER_ASN:
+        json_object_set_new(o, "prompt", ids);
+        json_object_set_new(o, "max_tokens", json_integer(j->s->max_new_tokens));
+        json_object_set_new(o, "min_tokens", json_integer(j->s->min_new_tokens));
+        json_object_set_new(o, "stop", stop);
+        json_object_set_new(o, "seed", json_integer((json_int_t)j->seed));
+        json_object_set_new(o, "asn_heuristic", asn_heuristic_json(j->h));
+        json_object_set_new(o, "asn_prompt_id", json_string(j->prompt_id));
+        json_object_set_new(o, "return_token_ids", json_true());
+        break;
+    case ASN_SERVER_VLLM:
+        json_object_set_new(o, "prompt", ids);
+        json_object_set_new(o, "max_tokens", json_integer(j->s->max_new_tokens));
+        json_object_set_new(o, "min_tokens", json_integer(j->s->min_new_tokens));
+        json_object_set_new(o, "stop", stop);
+        json_object_set_new(o, "seed", json_integer((json_int_t)j->seed));
+        neutral(kind, o);
+        mapped_params(kind, j->h, o);
+        json_object_set_new(o, "return_token_ids", json_true());
+        json_object_set_new(o, "skip_special_tokens", json_false());
+        break;
+    case ASN_SERVER_SGLANG: {
+        json_t *sp = json_object();
+        json_object_set_new(sp, "max_new_tokens", json_integer(j->s->max_new_tokens));
+        json_object_set_new(sp, "min_new_tokens", json_integer(j->s->min_new_tokens));
+        json_object_set_new(sp, "stop", stop);
+        json_object_set_new(sp, "sampling_seed", json_integer((json_int_t)j->seed));
+        neutral(kind, sp);
+        mapped_params(kind, j->h, sp);
+        json_object_set_new(o, "input_ids", ids);
+        json_object_set_new(o, "sampling_params", sp);
+        break;
+    }
+    case ASN_SERVER_LLAMA:
+        json_object_set_new(o, "prompt", ids);
+        json_object_set_new(o, "n_predict", json_integer(j->s->max_new_tokens));
+        json_object_set_new(o, "stop", stop);
+        json_object_set_new(o, "seed", json_integer((json_int_t)(j->seed & 0xffffffffu)));
+        json_object_set_new(o, "return_tokens", json_true());
+        json_object_set_new(o, "cache_prompt", json_true());
+        mapped_params(kind, j->h, o);
+        break;
+    }
+    return o;
+}
+
+int asn_server_tokens(int kind, const char *body, size_t len, int32_t **ids, int *n, asn_err *e)
+{
+    json_error_t je;
+    json_t *o = json_loadb(body, len, 0, &je), *a = NULL;
+    *ids = NULL;
+    *n = 0;
+    if (!o)
+        return asn_err_set(e, "the response is not JSON: %s", je.text);
+    if (kind == ASN_SERVER_ASN || kind == ASN_SERVER_VLLM)
+        a = json_object_get(json_array_get(json_object_get(o, "choices"), 0), "token_ids");
+    else if (kind == ASN_SERVER_SGLANG)
+        a = json_object_get(json_is_array(o) ? json_array_get(o, 0) : o, "output_ids");
+    else
+        a = json_object_get(o, "tokens");
+    if (!json_is_array(a)) {
+        json_decref(o);
+        return asn_err_set(e, "the response has no generated token ids (%s)",
+                           kind == ASN_SERVER_SGLANG ? "output_ids"
+                           : kind == ASN_SERVER_LLAMA ? "tokens"
+                                                      : "choices[0].token_ids");
+    }
+    size_t k = json_array_size(a);
+    *ids = asn_xmalloc((k ? k : 1) * sizeof **ids);
+    for (size_t i = 0; i < k; i++) {
+        const json_t *t = json_array_get(a, i);
+        if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) > INT32_MAX) {
+            free(*ids);
+            *ids = NULL;
+            json_decref(o);
+            return asn_err_set(e, "the response's token id %zu is not a token id", i);
+        }
+        (*ids)[i] = (int32_t)json_integer_value(t);
+    }
+    *n = (int)k;
+    json_decref(o);
+    return 0;
+}

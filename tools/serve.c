@@ -1,0 +1,732 @@
+/* serve — asn's engine behind an OpenAI-compatible HTTP API: requests join
+ * one batched decode as they arrive (continuous batching over the stream of
+ * lib/gen/generate.c, the generator gen-candidates uses), and a seeded
+ * request returns the same tokens whatever else the server is doing. */
+#include "asn/chat.h"
+#include "asn/gen.h"
+#include "asn/http.h"
+#include "asn/json.h"
+#include "asn/openai.h"
+#include "asn/tool.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+static const char *opt_model, *opt_heuristics, *opt_host = "127.0.0.1", *opt_api_key, *opt_name, *opt_template,
+                  *opt_port_file;
+static long opt_port = 8000, opt_threads, opt_batch = 16, opt_ctx, opt_queue = 64, opt_max_tokens = 4096,
+            opt_max_body = 1 << 20, opt_max_n = 16;
+static int opt_allow_files, opt_verbose;
+
+static const asn_option options[] = {
+    {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF model (required)"},
+    {"heuristics", 'H', ASN_OPT_STRING, &opt_heuristics, "FILE", "heuristics YAML: requests may name these (asn_heuristic)"},
+    {"host", 0, ASN_OPT_STRING, &opt_host, "ADDR", "IPv4 address to listen on"},
+    {"port", 'p', ASN_OPT_INT, &opt_port, "N", "port (0: any free one)"},
+    {"port-file", 0, ASN_OPT_STRING, &opt_port_file, "FILE", "write the port to FILE once listening"},
+    {"api-key", 0, ASN_OPT_STRING, &opt_api_key, "KEY", "require \"Authorization: Bearer KEY\" (all but /health)"},
+    {"model-name", 0, ASN_OPT_STRING, &opt_name, "NAME", "the model's id in the API (default: general.name, else the file name)"},
+    {"chat-template", 0, ASN_OPT_STRING, &opt_template, "NAME", "chat template (default: the model's; none without one)"},
+    {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
+    {"batch", 'b', ASN_OPT_INT, &opt_batch, "N", "sequences decoding at once"},
+    {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "context size (0: the model's)"},
+    {"queue", 'q', ASN_OPT_INT, &opt_queue, "N", "most requests accepted at once (waiting or running); more get 503"},
+    {"max-tokens", 0, ASN_OPT_INT, &opt_max_tokens, "N", "most new tokens a request may ask for"},
+    {"max-n", 0, ASN_OPT_INT, &opt_max_n, "N", "most choices (n) a request may ask for"},
+    {"max-body", 0, ASN_OPT_INT, &opt_max_body, "BYTES", "largest request body (413 beyond)"},
+    {"allow-sampler-files", 0, ASN_OPT_FLAG, &opt_allow_files, NULL, "requests may define learned heuristics (they name files on this machine)"},
+    {"verbose", 'v', ASN_OPT_FLAG, &opt_verbose, NULL, "one line per request on stderr"},
+    {0},
+};
+
+static const asn_tool tool = {
+    "serve", "-m MODEL [OPTIONS]",
+    "Serve the engine over an OpenAI-compatible HTTP API.",
+    "Endpoints: POST /v1/completions (prompt: text or token ids), POST\n"
+    "/v1/chat/completions (messages through the chat template), both streamed\n"
+    "(\"stream\": true, server-sent events) or not; GET /v1/models; GET /health.\n"
+    "Sampling: temperature (0: greedy), top_k, top_p, min_p, typical_p,\n"
+    "repetition_penalty, presence_penalty, frequency_penalty, min_tokens,\n"
+    "max_tokens, stop, seed, n (choice i draws with seed + i), logprobs.\n"
+    "asn_heuristic (a name of --heuristics, or {name, processors}) replaces\n"
+    "the sampling parameters by any asn heuristic; asn_prompt_id sets the prompt\n"
+    "id that keys the draws. With the same prompt tokens, heuristic, seed,\n"
+    "prompt id and settings, the tokens are gen-candidates' (byte-identical),\n"
+    "whatever else the server runs. Each choice carries asn_finish (eos, stop,\n"
+    "length) and, with \"return_token_ids\": true, token_ids.\n"
+    "Limits: a full queue answers 503 with Retry-After; bad requests get a 4xx\n"
+    "JSON error {\"error\": {\"message\", \"type\", \"code\"}}.\n",
+    options,
+};
+
+/* ------------------------------------------------------------- state */
+
+typedef struct req req;
+
+typedef struct server {
+    asn_model *m;
+    const asn_vocab *v;
+    int V, n_ctx, tmpl;
+    char *name;
+    const char *sha;
+    asn_heuristics *hs;
+    asn_generator *gen;
+    asn_gen_stream *stream;
+    pthread_mutex_t mu, tok_mu;
+    pthread_cond_t work, news;
+    req **inbox;
+    size_t n_inbox, inbox_cap;
+    req **active;           /* requests the engine holds */
+    size_t n_active, active_cap;
+    int accepted;           /* accepted and not finished by the engine */
+    int quit;
+    long served;
+} server;
+
+struct req {
+    server *s;
+    asn_oai_request rq;
+    asn_heuristic own;
+    const asn_heuristic *h;
+    int own_h;
+    int32_t *toks;
+    int n_toks;
+    asn_gen_settings gs;
+    asn_gen_job *jobs;
+    int n, n_done;
+    int refs, cancel, engine_gone;
+    char id[48];
+    long created;
+    /* streaming: tokens so far per choice, what was sent */
+    int32_t **ctoks;
+    int *n_ctoks, *sent_tok, *fin_sent, *finished;
+    size_t *sent_text;
+    char *out;
+    size_t out_len, out_pos, out_cap;
+    int done_sent;
+};
+
+static server S;
+
+static void req_free(req *r)
+{
+    for (int i = 0; i < r->n; i++) {
+        asn_gen_job_clear(&r->jobs[i]);
+        if (r->ctoks)
+            free(r->ctoks[i]);
+    }
+    if (r->own_h)
+        asn_heuristic_clear(&r->own);
+    free(r->jobs);
+    free(r->toks);
+    free(r->ctoks);
+    free(r->n_ctoks);
+    free(r->sent_tok);
+    free(r->fin_sent);
+    free(r->finished);
+    free(r->sent_text);
+    free(r->out);
+    asn_oai_request_free(&r->rq);
+    free(r);
+}
+
+/* With S.mu held. */
+static void req_unref(req *r)
+{
+    if (--r->refs == 0)
+        req_free(r);
+}
+
+/* ------------------------------------------------------------- engine */
+
+static void ev_token(void *ctx, asn_gen_job *job, int32_t tok)
+{
+    req *r = job->user;
+    if (!r->ctoks)
+        return;
+    int i = (int)(job - r->jobs);
+    pthread_mutex_lock(&S.mu);
+    r->ctoks[i][r->n_ctoks[i]++] = tok;
+    pthread_cond_broadcast(&S.news);
+    pthread_mutex_unlock(&S.mu);
+}
+
+/* The engine lets go of a request (with S.mu held). */
+static void engine_release(req *r)
+{
+    for (size_t i = 0; i < S.n_active; i++)
+        if (S.active[i] == r) {
+            S.active[i] = S.active[--S.n_active];
+            break;
+        }
+    r->engine_gone = 1;
+    S.accepted--;
+    req_unref(r);
+}
+
+static void ev_done(void *ctx, asn_gen_job *job)
+{
+    req *r = job->user;
+    pthread_mutex_lock(&S.mu);
+    if (r->finished)
+        r->finished[job - r->jobs] = 1;
+    if (++r->n_done == r->n)
+        engine_release(r);
+    pthread_cond_broadcast(&S.news);
+    pthread_mutex_unlock(&S.mu);
+}
+
+static void engine_loop(void)
+{
+    req **batch = NULL;
+    size_t cap = 0;
+    for (;;) {
+        pthread_mutex_lock(&S.mu);
+        if (asn_stop_requested())
+            S.quit = 1;
+        if (S.quit) {
+            pthread_cond_broadcast(&S.news);
+            pthread_mutex_unlock(&S.mu);
+            break;
+        }
+        /* requests whose client went away: their jobs leave the stream */
+        for (size_t i = 0; i < S.n_active;) {
+            req *r = S.active[i];
+            if (!r->cancel) {
+                i++;
+                continue;
+            }
+            for (int k = 0; k < r->n; k++)
+                if (r->jobs[k].finish == ASN_FINISH_NONE && !r->jobs[k].error)
+                    asn_gen_stream_cancel(S.stream, &r->jobs[k]);
+            engine_release(r); /* swaps the last one into i */
+        }
+        size_t n = S.n_inbox;
+        asn_grow((void **)&batch, &cap, n + 1, sizeof *batch);
+        if (n)
+            memcpy(batch, S.inbox, n * sizeof *batch);
+        S.n_inbox = 0;
+        for (size_t i = 0; i < n; i++) {
+            asn_grow((void **)&S.active, &S.active_cap, S.n_active + 1, sizeof *S.active);
+            S.active[S.n_active++] = batch[i];
+        }
+        if (!n && !asn_gen_stream_pending(S.stream)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 200000000;
+            if (ts.tv_nsec >= 1000000000)
+                ts.tv_sec++, ts.tv_nsec -= 1000000000;
+            pthread_cond_timedwait(&S.work, &S.mu, &ts);
+            pthread_mutex_unlock(&S.mu);
+            continue;
+        }
+        pthread_mutex_unlock(&S.mu);
+        asn_err e;
+        for (size_t i = 0; i < n; i++)
+            for (int k = 0; k < batch[i]->n; k++)
+                if (asn_gen_stream_add(S.stream, &batch[i]->jobs[k], &e)) { /* checked before: cannot happen */
+                    batch[i]->jobs[k].error = asn_xstrdup(e.msg);
+                    ev_done(NULL, &batch[i]->jobs[k]);
+                }
+        if (asn_gen_stream_step(S.stream, &e)) {
+            asn_warn("engine: %s", e.msg);
+            pthread_mutex_lock(&S.mu);
+            while (S.n_active) { /* fail what runs; the server goes on */
+                req *r = S.active[0];
+                for (int k = 0; k < r->n; k++)
+                    if (r->jobs[k].finish == ASN_FINISH_NONE && !r->jobs[k].error) {
+                        asn_gen_stream_cancel(S.stream, &r->jobs[k]);
+                        r->jobs[k].error = asn_xstrdup(e.msg);
+                        r->n_done++;
+                    }
+                engine_release(r);
+            }
+            pthread_cond_broadcast(&S.news);
+            pthread_mutex_unlock(&S.mu);
+        }
+    }
+    free(batch);
+}
+
+/* ----------------------------------------------------------- requests */
+
+static void error_json(asn_http_response *out, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void error_json(asn_http_response *out, int status, const char *fmt, ...)
+{
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_t *j = asn_oai_error(status, msg);
+    asn_http_json(out, status, asn_json_dumps(j, 0));
+    json_decref(j);
+    if (status == 503)
+        out->retry_after = 1;
+}
+
+static int uses_files(const json_t *procs)
+{
+    size_t i;
+    const json_t *p;
+    json_array_foreach(procs, i, p)
+    {
+        const char *n = json_string_value(json_object_get(p, "name"));
+        if (n && (!strcmp(n, "learned") || !strcmp(n, "adaptive_sampler")))
+            return 1;
+    }
+    return 0;
+}
+
+/* Builds a request from its body; answers the client's errors itself. */
+static req *build(const asn_http_request *hr, int chat, asn_http_response *out)
+{
+    req *r = asn_xcalloc(1, sizeof *r);
+    r->s = &S;
+    asn_err e;
+    asn_oai_limits lim = {opt_max_tokens, (int)opt_max_n, S.n_ctx, S.V};
+    if (asn_oai_parse(hr->body, hr->len, chat, &lim, &r->rq, &e)) {
+        error_json(out, 400, "%s", e.msg);
+        goto fail;
+    }
+    asn_oai_request *rq = &r->rq;
+    if (rq->model && strcmp(rq->model, S.name)) {
+        error_json(out, 404, "model \"%s\" is not served here (this server has \"%s\")", rq->model, S.name);
+        goto fail;
+    }
+    if (rq->heuristic_name) {
+        int k = S.hs ? asn_heuristics_find(S.hs, rq->heuristic_name) : -1;
+        if (k < 0) {
+            error_json(out, 400, "field \"asn_heuristic\": no heuristic named \"%s\"%s", rq->heuristic_name,
+                       S.hs ? " in the server's --heuristics" : " (the server has no --heuristics)");
+            goto fail;
+        }
+        r->h = &S.hs->h[k];
+    } else {
+        const json_t *procs = rq->heuristic_def ? json_object_get(rq->heuristic_def, "processors") : rq->processors;
+        const char *hname = rq->heuristic_def ? json_string_value(json_object_get(rq->heuristic_def, "name")) : "params";
+        if (!opt_allow_files && uses_files(procs)) {
+            error_json(out, 400, "field \"asn_heuristic\": learned samplers name files; this server allows them "
+                                 "only by name (--heuristics) or with --allow-sampler-files");
+            goto fail;
+        }
+        if (asn_heuristic_init(&r->own, hname, procs, &e)) {
+            error_json(out, 400, "field \"asn_heuristic\": %s", e.msg);
+            goto fail;
+        }
+        r->own_h = 1;
+        r->h = &r->own;
+        const char *want = rq->heuristic_def ? json_string_value(json_object_get(rq->heuristic_def, "id")) : NULL;
+        if (want && strcmp(want, r->own.id)) {
+            error_json(out, 400, "field \"asn_heuristic\": id \"%s\" given, its processors make \"%s\"", want,
+                       r->own.id);
+            goto fail;
+        }
+    }
+    /* the prompt's tokens */
+    pthread_mutex_lock(&S.tok_mu);
+    int rc = 0;
+    if (rq->prompt_ids) {
+        r->toks = asn_xmalloc((size_t)rq->n_prompt_ids * sizeof *r->toks);
+        memcpy(r->toks, rq->prompt_ids, (size_t)rq->n_prompt_ids * sizeof *r->toks);
+        r->n_toks = rq->n_prompt_ids;
+    } else {
+        char *text = NULL;
+        if (chat) {
+            size_t nm;
+            const char *sys, *user;
+            asn_chat_msg *msgs = asn_oai_messages(rq, &nm, &sys, &user);
+            text = asn_chat_format(S.tmpl, msgs, nm, 1, &e);
+            free(msgs);
+        } else {
+            text = asn_xstrdup(rq->prompt);
+        }
+        size_t len = 0;
+        rc = !text || asn_tokenize(S.v, text, strlen(text), 1, 1, &r->toks, &len, &e);
+        r->n_toks = (int)len;
+        free(text);
+    }
+    pthread_mutex_unlock(&S.tok_mu);
+    if (rc) {
+        error_json(out, 400, "the prompt: %s", e.msg);
+        goto fail;
+    }
+    if (r->n_toks < 1 || r->n_toks + rq->max_tokens > S.n_ctx) {
+        error_json(out, 400, "%d prompt tokens + max_tokens %ld exceed the context of %d", r->n_toks,
+                   rq->max_tokens, S.n_ctx);
+        goto fail;
+    }
+    uint64_t seed = rq->seed;
+    if (!rq->has_seed && getrandom(&seed, sizeof seed, 0) != sizeof seed)
+        seed = (uint64_t)time(NULL);
+    if (!rq->has_seed)
+        seed >>= 1; /* a JSON integer */
+    r->gs = (asn_gen_settings){.min_new_tokens = (int)rq->min_tokens, .max_new_tokens = (int)rq->max_tokens,
+                               .stop = rq->stop, .n_stop = rq->n_stop};
+    r->n = rq->n;
+    r->jobs = asn_xcalloc((size_t)r->n, sizeof *r->jobs);
+    for (int i = 0; i < r->n; i++)
+        r->jobs[i] = (asn_gen_job){.prompt_id = rq->prompt_id, .prompt_tokens = r->toks, .n_prompt = r->n_toks,
+                                   .heuristic = r->h, .seed = seed + (uint64_t)i, .settings = &r->gs,
+                                   .top_logprobs = rq->logprobs < 0 ? 0 : rq->logprobs ? rq->logprobs : 1,
+                                   .user = r};
+    if (rq->stream) {
+        r->ctoks = asn_xcalloc((size_t)r->n, sizeof *r->ctoks);
+        r->n_ctoks = asn_xcalloc((size_t)r->n, sizeof *r->n_ctoks);
+        r->sent_tok = asn_xcalloc((size_t)r->n, sizeof *r->sent_tok);
+        r->fin_sent = asn_xcalloc((size_t)r->n, sizeof *r->fin_sent);
+        r->finished = asn_xcalloc((size_t)r->n, sizeof *r->finished);
+        r->sent_text = asn_xcalloc((size_t)r->n, sizeof *r->sent_text);
+        for (int i = 0; i < r->n; i++)
+            r->ctoks[i] = asn_xmalloc((size_t)rq->max_tokens * sizeof **r->ctoks);
+    }
+    r->created = (long)time(NULL);
+    static long counter;
+    pthread_mutex_lock(&S.mu);
+    long k = ++counter;
+    pthread_mutex_unlock(&S.mu);
+    snprintf(r->id, sizeof r->id, "%s-%ld-%ld", chat ? "chatcmpl" : "cmpl", r->created, k);
+    return r;
+fail:
+    req_free(r);
+    return NULL;
+}
+
+/* Hands a request to the engine; 0, or -1 when the queue is full. */
+static int submit(req *r)
+{
+    pthread_mutex_lock(&S.mu);
+    if (S.accepted >= opt_queue || S.quit) {
+        pthread_mutex_unlock(&S.mu);
+        return -1;
+    }
+    S.accepted++;
+    r->refs = 2; /* the connection and the engine */
+    asn_grow((void **)&S.inbox, &S.inbox_cap, S.n_inbox + 1, sizeof *S.inbox);
+    S.inbox[S.n_inbox++] = r;
+    pthread_cond_signal(&S.work);
+    pthread_mutex_unlock(&S.mu);
+    return 0;
+}
+
+static const char *first_error(const req *r)
+{
+    for (int i = 0; i < r->n; i++)
+        if (r->jobs[i].error)
+            return r->jobs[i].error;
+    return NULL;
+}
+
+static asn_oai_choice choice_of(const asn_gen_job *j, const asn_oai_request *rq)
+{
+    return (asn_oai_choice){j->tokens, j->n_tokens, j->generation, j->generation_len, j->finish,
+                            j->logprobs, j->top_ids, j->top_lps, rq->logprobs > 0 ? rq->logprobs : 0};
+}
+
+static void answer_whole(req *r, asn_http_response *out)
+{
+    pthread_mutex_lock(&S.mu);
+    while (r->n_done < r->n && !S.quit)
+        pthread_cond_wait(&S.news, &S.mu);
+    int finished = r->n_done == r->n;
+    if (!finished)
+        r->cancel = 1;
+    pthread_mutex_unlock(&S.mu);
+    const char *err = finished ? first_error(r) : NULL;
+    if (!finished) {
+        error_json(out, 503, "the server is shutting down");
+    } else if (err) {
+        error_json(out, 400, "%s", err);
+    } else {
+        asn_oai_choice *ch = asn_xcalloc((size_t)r->n, sizeof *ch);
+        for (int i = 0; i < r->n; i++)
+            ch[i] = choice_of(&r->jobs[i], &r->rq);
+        json_t *j = asn_oai_response(&r->rq, r->id, r->created, S.name, S.v, ch, r->n, r->n_toks);
+        asn_http_json(out, 200, asn_json_dumps(j, 0));
+        json_decref(j);
+        free(ch);
+    }
+    pthread_mutex_lock(&S.mu);
+    req_unref(r);
+    pthread_mutex_unlock(&S.mu);
+}
+
+/* ----------------------------------------------------------- streaming */
+
+static void out_add(req *r, const char *s, size_t n)
+{
+    asn_grow((void **)&r->out, &r->out_cap, r->out_len + n + 1, 1);
+    memcpy(r->out + r->out_len, s, n);
+    r->out_len += n;
+}
+
+static void out_event(req *r, json_t *j)
+{
+    char *s = asn_json_dumps(j, 0);
+    json_decref(j);
+    out_add(r, "data: ", 6);
+    out_add(r, s, strlen(s));
+    out_add(r, "\n\n", 2);
+    free(s);
+}
+
+/* Bytes at the end of text that may not be sent yet: the start of a stop
+ * string, or of a UTF-8 character. */
+static size_t held_back(const req *r, const char *t, size_t n)
+{
+    size_t hold = 0;
+    for (int i = 0; i < r->rq.n_stop; i++) {
+        size_t sl = strlen(r->rq.stop[i]);
+        for (size_t k = sl - 1; k > hold && k > 0; k--)
+            if (k <= n && !memcmp(t + n - k, r->rq.stop[i], k)) {
+                hold = k;
+                break;
+            }
+    }
+    size_t u = 0; /* an unfinished UTF-8 sequence */
+    for (size_t k = 1; k <= 3 && k <= n; k++) {
+        unsigned char c = (unsigned char)t[n - k];
+        if ((c & 0xC0) == 0x80)
+            continue;
+        if (c >= 0xC0 && k < (c >= 0xF0 ? 4u : c >= 0xE0 ? 3u : 2u))
+            u = k;
+        break;
+    }
+    return hold > u ? hold : u;
+}
+
+/* New chunks for every choice (with S.mu held); 1 if any. */
+static int make_chunks(req *r)
+{
+    int any = 0;
+    for (int i = 0; i < r->n; i++) {
+        asn_gen_job *j = &r->jobs[i];
+        if (r->fin_sent[i])
+            continue;
+        int done = r->finished[i];
+        int nt = r->n_ctoks[i];
+        if (done && j->error) {
+            json_t *err = asn_oai_error(400, j->error);
+            out_event(r, err);
+            r->fin_sent[i] = 1;
+            any = 1;
+            continue;
+        }
+        if (nt == r->sent_tok[i] && !done)
+            continue;
+        char *text = NULL;
+        size_t len = 0, upto;
+        asn_err e;
+        if (done) {
+            text = j->generation;
+            upto = len = j->generation_len;
+        } else {
+            pthread_mutex_lock(&S.tok_mu);
+            int bad = asn_detokenize(S.v, r->ctoks[i], (size_t)nt, 1, 0, &text, &len, &e);
+            pthread_mutex_unlock(&S.tok_mu);
+            if (bad)
+                len = 0;
+            upto = len - held_back(r, text, len);
+        }
+        size_t from = r->sent_text[i] < upto ? r->sent_text[i] : upto;
+        asn_oai_choice c = {r->ctoks[i] + r->sent_tok[i], nt - r->sent_tok[i], text ? text + from : "", upto - from,
+                            done ? j->finish : ASN_FINISH_NONE,
+                            j->top_logprobs && j->logprobs ? j->logprobs + r->sent_tok[i] : NULL,
+                            j->top_ids ? j->top_ids + (size_t)r->sent_tok[i] * j->top_logprobs : NULL,
+                            j->top_lps ? j->top_lps + (size_t)r->sent_tok[i] * j->top_logprobs : NULL,
+                            r->rq.logprobs > 0 ? r->rq.logprobs : 0};
+        if (upto > from || c.n_tokens || done) {
+            out_event(r, asn_oai_chunk(&r->rq, r->id, r->created, S.name, S.v, i, &c));
+            any = 1;
+        }
+        r->sent_text[i] = upto > r->sent_text[i] ? upto : r->sent_text[i];
+        r->sent_tok[i] = nt;
+        if (done)
+            r->fin_sent[i] = 1;
+        else
+            free(text);
+    }
+    return any;
+}
+
+static ssize_t stream_read(void *ctx, char *buf, size_t max)
+{
+    req *r = ctx;
+    pthread_mutex_lock(&S.mu);
+    for (;;) {
+        if (r->out_pos < r->out_len) {
+            size_t k = r->out_len - r->out_pos < max ? r->out_len - r->out_pos : max;
+            memcpy(buf, r->out + r->out_pos, k);
+            r->out_pos += k;
+            if (r->out_pos == r->out_len)
+                r->out_pos = r->out_len = 0;
+            pthread_mutex_unlock(&S.mu);
+            return (ssize_t)k;
+        }
+        if (r->done_sent) {
+            pthread_mutex_unlock(&S.mu);
+            return 0;
+        }
+        if (make_chunks(r))
+            continue;
+        int all = 1;
+        for (int i = 0; i < r->n; i++)
+            all &= r->fin_sent[i];
+        if (all) {
+            out_add(r, "data: [DONE]\n\n", 14);
+            r->done_sent = 1;
+            continue;
+        }
+        if (S.quit) {
+            pthread_mutex_unlock(&S.mu);
+            return -1;
+        }
+        pthread_cond_wait(&S.news, &S.mu);
+    }
+}
+
+static void stream_done(void *ctx)
+{
+    req *r = ctx;
+    pthread_mutex_lock(&S.mu);
+    if (!r->engine_gone) {
+        r->cancel = 1; /* the client went away */
+        pthread_cond_signal(&S.work);
+    }
+    req_unref(r);
+    pthread_mutex_unlock(&S.mu);
+}
+
+/* -------------------------------------------------------------- routes */
+
+static int authorized(const asn_http_request *hr)
+{
+    if (!opt_api_key)
+        return 1;
+    const char *a = hr->authorization;
+    return a && !strncmp(a, "Bearer ", 7) && !strcmp(a + 7, opt_api_key);
+}
+
+static void handle(void *ctx, const asn_http_request *hr, asn_http_response *out)
+{
+    (void)ctx;
+    const char *p = hr->path;
+    int get = !strcmp(hr->method, "GET"), post = !strcmp(hr->method, "POST");
+    if (!strcmp(p, "/health")) {
+        pthread_mutex_lock(&S.mu);
+        char buf[160];
+        snprintf(buf, sizeof buf, "{\"status\":\"ok\",\"accepted\":%d,\"queue\":%ld}", S.accepted, opt_queue);
+        pthread_mutex_unlock(&S.mu);
+        asn_http_json(out, 200, asn_xstrdup(buf));
+        return;
+    }
+    if (!authorized(hr)) {
+        error_json(out, 401, "a valid \"Authorization: Bearer KEY\" header is required");
+        return;
+    }
+    int chat = !strcmp(p, "/v1/chat/completions");
+    if (!strcmp(p, "/v1/models")) {
+        if (!get)
+            { error_json(out, 405, "use GET for %s", p); return; }
+        json_t *j = json_pack("{s:s,s:[{s:s,s:s,s:i,s:s,s:i,s:{s:s,s:s,s:i}}]}", "object", "list", "data", "id",
+                              S.name, "object", "model", "created", 0, "owned_by", "asn", "max_model_len", S.n_ctx,
+                              "asn", "sha256", S.sha, "chat_template", asn_chat_name(S.tmpl), "n_vocab", S.V);
+        asn_http_json(out, 200, asn_json_dumps(j, 0));
+        json_decref(j);
+        return;
+    }
+    if (!chat && strcmp(p, "/v1/completions"))
+        { error_json(out, 404, "no endpoint %s", p); return; }
+    if (!post)
+        { error_json(out, 405, "use POST for %s", p); return; }
+    req *r = build(hr, chat, out);
+    if (!r)
+        return;
+    if (opt_verbose)
+        asn_warn("%s %s: %d prompt tokens, n=%d, max_tokens=%ld, heuristic \"%s\"", r->id, p, r->n_toks, r->n,
+                 r->rq.max_tokens, r->h->name);
+    if (submit(r)) {
+        req_free(r);
+        { error_json(out, 503, "the server is busy: %ld requests are waiting or running", opt_queue); return; }
+    }
+    if (!r->rq.stream)
+        return answer_whole(r, out);
+    out->status = 200;
+    out->content_type = "text/event-stream";
+    out->read = stream_read;
+    out->done = stream_done;
+    out->ctx = r;
+}
+
+int main(int argc, char **argv)
+{
+    int nops = asn_tool_parse(&tool, argc, argv);
+    if (nops)
+        asn_usage_error("no operands expected");
+    if (!opt_model)
+        asn_usage_error("--model is required");
+    if (opt_batch < 1 || opt_queue < 1 || opt_max_tokens < 1 || opt_max_body < 64 || opt_max_n < 1)
+        asn_usage_error("--batch, --queue, --max-tokens and --max-n must be >= 1, --max-body >= 64");
+    signal(SIGPIPE, SIG_IGN);
+    asn_err e;
+    S.m = asn_model_load(opt_model, &e);
+    S.v = S.m ? asn_model_vocab(S.m, &e) : NULL;
+    if (!S.v || !(S.sha = asn_model_sha256(S.m, &e)))
+        asn_fatal("%s", e.msg);
+    if (opt_heuristics && !(S.hs = asn_heuristics_load(opt_heuristics, &e)))
+        asn_fatal("%s", e.msg);
+    char *tmpl_text = NULL, *gname = NULL;
+    const asn_gguf *gg = asn_model_gguf(S.m);
+    if (asn_gguf_get_str(gg, "tokenizer.chat_template", 0, &tmpl_text, &e) ||
+        asn_gguf_get_str(gg, "general.name", 0, &gname, &e))
+        asn_fatal("%s", e.msg);
+    S.tmpl = !opt_template && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opt_template, &e);
+    if (S.tmpl < 0)
+        asn_fatal("%s: %s", opt_model, e.msg);
+    free(tmpl_text);
+    const char *base = strrchr(opt_model, '/') ? strrchr(opt_model, '/') + 1 : opt_model;
+    S.name = asn_xstrdup(opt_name ? opt_name : gname ? gname : base);
+    free(gname);
+    S.V = asn_model_cfg(S.m)->n_vocab;
+    S.n_ctx = opt_ctx > 0 ? (int)opt_ctx : asn_model_cfg(S.m)->n_ctx_train;
+    asn_pool *pool = asn_pool_new((int)opt_threads);
+    asn_gen_settings gs = {.max_new_tokens = 1};
+    if (!(S.gen = asn_generator_new(S.m, pool, (int)opt_batch, S.n_ctx, &gs, &e)))
+        asn_fatal("%s", e.msg);
+    asn_gen_events ev = {ev_token, ev_done, NULL};
+    S.stream = asn_gen_stream_new(S.gen, &ev);
+    pthread_mutex_init(&S.mu, NULL);
+    pthread_mutex_init(&S.tok_mu, NULL);
+    pthread_cond_init(&S.work, NULL);
+    pthread_cond_init(&S.news, NULL);
+    asn_catch_stop();
+    asn_http_settings hs = {opt_host, (int)opt_port, (size_t)opt_max_body, (int)opt_queue + 16, 600};
+    asn_http_server *srv = asn_http_start(&hs, handle, NULL, &e);
+    if (!srv)
+        asn_fatal("%s", e.msg);
+    fprintf(stderr, "serve: %s on http://%s:%d (batch %ld, queue %ld)\n", S.name, opt_host, asn_http_port(srv),
+            opt_batch, opt_queue);
+    if (opt_port_file) {
+        FILE *f = asn_open_out(opt_port_file);
+        fprintf(f, "%d\n", asn_http_port(srv));
+        asn_close_out(f, opt_port_file);
+    }
+    engine_loop();
+    asn_http_stop(srv);
+    asn_gen_stream_free(S.stream);
+    asn_generator_free(S.gen);
+    asn_pool_free(pool);
+    asn_heuristics_free(S.hs);
+    asn_model_free(S.m);
+    free(S.active);
+    free(S.inbox);
+    free(S.name);
+    return 0;
+}
