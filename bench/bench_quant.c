@@ -13,6 +13,7 @@
  *     20-token prompt, -n 64) beside asn's streams.
  * Usage: bench_quant [-t THREADS] MODEL.gguf...   (no model: limits only)
  * Run it on an idle machine: a build on another core halves every figure. */
+#include "asn/cpu.h"
 #include "asn/linalg.h"
 #include "asn/model.h"
 
@@ -240,8 +241,7 @@ int main(int argc, char **argv)
     int threads = 2, first = 1;
     if (argc > 2 && !strcmp(argv[1], "-t"))
         threads = atoi(argv[2]), first = 3;
-    __builtin_cpu_init();
-    int v4 = __builtin_cpu_supports("avx512f"), vnni = __builtin_cpu_supports("avx512vnni");
+    int v4 = asn_cpu_has(ASN_CPU_AVX512F), vnni = asn_cpu_has(ASN_CPU_AVX512VNNI);
     double bw = read_bandwidth(threads);
     printf("bench_quant: %d threads; read bandwidth %.1f GB/s; peak f32 FMA %.0f GFLOPS (%s); "
            "peak int8 %.0f GOPS (%s)\n",

@@ -9,6 +9,7 @@
  * and for any machine (GCC vectors, fmaf lane by lane), and every
  * operation in it is lane-wise and correctly rounded, so the three give the
  * same bits; the best one the processor has is picked at run time. */
+#include "asn/cpu.h"
 #include "learn/layers.h"
 
 #include <math.h>
@@ -225,10 +226,7 @@ int asn_nn_pertoken_level(void)
     int best = __atomic_load_n(&pt_best, __ATOMIC_RELAXED);
     if (best < 0) {
 #ifdef PT_X86
-        __builtin_cpu_init();
-        best = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") ? 2
-               : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")       ? 1
-                                                                                          : 0;
+        best = asn_cpu_has(ASN_CPU_AVX512F | ASN_CPU_AVX512DQ) ? 2 : asn_cpu_has(ASN_CPU_AVX2 | ASN_CPU_FMA) ? 1 : 0;
 #else
         best = 0;
 #endif

@@ -5,6 +5,7 @@
  * and reduced by the same tree, whatever the tile it falls in: tiles change
  * speed, never bits. This file is compiled with -ffp-contract=fast (see the
  * Makefile) so the multiply-add fuses where the target has FMA. */
+#include "asn/cpu.h"
 #include "asn/linalg.h"
 #include "asn/gguf.h"
 
@@ -57,7 +58,7 @@ enum { MAXR = 8, MAXT = 8 };
 /* Keeps a loaded vector in a register: without it GCC folds the load into
  * each multiply-add that uses it, reading memory once per use. (A vector
  * used once is left to GCC, which folds its load.) */
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(__clang__) /* clang: not for vectors wider than the function's target */
 #define IN_REG(v) __asm__("" : "+v"(v))
 #elif defined(__aarch64__)
 #define IN_REG(v) __asm__("" : "+w"(v))
@@ -265,17 +266,15 @@ static block_fn block_impl;
 /* Chooses the kernels once (pick_block's pthread_once). */
 static void choose_kernels(void)
 {
-    __builtin_cpu_init();
     /* ASN_MATMUL_KERNEL=avx512|avx2|base forces a kernel (tests compare them) */
     const char *force = getenv("ASN_MATMUL_KERNEL");
     if (force && !strcmp(force, "base"))
         block_impl = block_base, dot_impl = dot_base;
     else if (force && !strcmp(force, "avx2"))
         block_impl = block_avx2, dot_impl = dot_avx2;
-    else if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    else if (asn_cpu_has(ASN_CPU_V4))
         block_impl = block_avx512, dot_impl = dot_avx512;
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    else if (asn_cpu_has(ASN_CPU_AVX2 | ASN_CPU_FMA))
         block_impl = block_avx2, dot_impl = dot_avx2;
     else
         block_impl = block_base, dot_impl = dot_base;

@@ -19,6 +19,7 @@
  * Accuracy is that of llama.cpp's quantized dot products (activations in
  * 8 bits per block); asn_engine_set_exact selects the exact path instead
  * (weights dequantized to f32, asn/linalg.h). */
+#include "asn/cpu.h"
 #include "asn/linalg.h"
 #include "asn/gguf.h"
 #include "qunpack.h"
@@ -339,7 +340,8 @@ QK_INLINE __m256i k_pairs(int sgn, __m256i w, __m256i aw, __m256i q)
 /* The integer instruction set of a kernel variant: 0 maddubs + madd
  * (AVX2), 1 vpdpbusd in its AVX-512 VNNI encoding, 2 in its AVX-VNNI (VEX)
  * encoding. Written as asm so that one source serves every variant. */
-QK_INLINE __m256i k_dpbusd(int vnni, __m256i acc, __m256i u, __m256i q)
+/* (target: clang checks the asm operands where the function is defined) */
+QK_INLINE __attribute__((target("avx2"))) __m256i k_dpbusd(int vnni, __m256i acc, __m256i u, __m256i q)
 {
     if (vnni == 2)
         __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(q));
@@ -370,7 +372,7 @@ QK_INLINE __m256i k_weights(int vnni, uint32_t t, const uint8_t *x, int g)
 }
 
 /* vpdpwssd: acc + pairwise products of int16 lanes, as k_dpbusd. */
-QK_INLINE __m256i k_dpwssd(int vnni, __m256i acc, __m256i a, __m256i b)
+QK_INLINE __attribute__((target("avx2"))) __m256i k_dpwssd(int vnni, __m256i acc, __m256i a, __m256i b)
 {
     if (vnni == 2)
         __asm__("%{vex%} vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b));
@@ -676,18 +678,14 @@ static const qkernel *by_name(const char *name)
     if (!strcmp(name, "base"))
         return &k_generic;
 #if defined(__x86_64__)
-    __builtin_cpu_init();
-    int v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
-    int v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    int v3 = asn_cpu_has(ASN_CPU_V3), v4 = asn_cpu_has(ASN_CPU_V4);
     if (!strcmp(name, "avx2") && v3)
         return &k_avx2;
-    if (!strcmp(name, "avxvnni") && v3 && __builtin_cpu_supports("avxvnni"))
+    if (!strcmp(name, "avxvnni") && v3 && asn_cpu_has(ASN_CPU_AVXVNNI))
         return &k_avxvnni;
     if (!strcmp(name, "avx512") && v4)
         return &k_avx512;
-    if (!strcmp(name, "avx512vnni") && v4 && __builtin_cpu_supports("avx512vnni"))
+    if (!strcmp(name, "avx512vnni") && v4 && asn_cpu_has(ASN_CPU_AVX512VNNI))
         return &k_avx512vnni;
 #endif
     return NULL;

@@ -9,6 +9,7 @@
  * row chunks, with 1 and 3 threads; so the variants equal one another
  * wherever they share FMA, and every output is the same alone or in any
  * batch. The model itself is checked against float64. */
+#include "asn/cpu.h"
 #include "asn/gguf.h"
 #include "asn/linalg.h"
 #include "asn/pool.h"
@@ -165,10 +166,7 @@ static void in_child(const char *name, int fused)
 int main(void)
 {
 #if defined(__x86_64__)
-    __builtin_cpu_init();
-    int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    int avx512 = asn_cpu_has(ASN_CPU_V4), avx2 = asn_cpu_has(ASN_CPU_AVX2 | ASN_CPU_FMA);
     in_child("base", 0);
     if (avx2)
         in_child("avx2", 1);

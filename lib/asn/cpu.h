@@ -1,0 +1,28 @@
+/* asn/cpu.h — what this x86-64 CPU (and its operating system) can run, the
+ * one detector every kernel choice reads: CPUID for the instructions, XGETBV
+ * for the registers the OS saves. Other architectures report none. */
+#ifndef ASN_CPU_H
+#define ASN_CPU_H
+
+enum {
+    ASN_CPU_AVX2 = 1u << 0,
+    ASN_CPU_FMA = 1u << 1,
+    ASN_CPU_F16C = 1u << 2,
+    ASN_CPU_BMI2 = 1u << 3,
+    ASN_CPU_AVX512F = 1u << 4,
+    ASN_CPU_AVX512BW = 1u << 5,
+    ASN_CPU_AVX512VL = 1u << 6,
+    ASN_CPU_AVX512DQ = 1u << 7,
+    ASN_CPU_AVX512VNNI = 1u << 8,
+    ASN_CPU_AVXVNNI = 1u << 9,
+    /* the x86-64 levels the kernels are built for */
+    ASN_CPU_V3 = ASN_CPU_AVX2 | ASN_CPU_FMA | ASN_CPU_F16C | ASN_CPU_BMI2,
+    ASN_CPU_V4 = ASN_CPU_V3 | ASN_CPU_AVX512F | ASN_CPU_AVX512BW | ASN_CPU_AVX512VL | ASN_CPU_AVX512DQ,
+};
+
+/* The features (ASN_CPU_* bits), detected once. */
+unsigned asn_cpu_features(void);
+/* Whether every feature of mask is present. */
+static inline int asn_cpu_has(unsigned mask) { return (asn_cpu_features() & mask) == mask; }
+
+#endif
