@@ -174,9 +174,13 @@ static void block_generic(const qjob *j, int r0, qrows *u)
 /* ---------------------------------------------------------- x86 kernels */
 
 #if defined(__x86_64__)
+#include <immintrin.h>
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,bmi2"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,bmi2")
-#include <immintrin.h>
+#endif
 
 #define QK_INLINE static inline __attribute__((always_inline))
 
@@ -628,7 +632,11 @@ QK_INLINE void block_x86(const qjob *j, int r0, qrows *u, int NT, int vnni)
     }
 }
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 /* One copy of the kernels per instruction-set level: AVX2 (16 vector
  * registers: tiles of 4 x 2), AVX2 with AVX-VNNI, AVX-512 (32 registers:
