@@ -10,8 +10,8 @@
  * text must match: a leading ^ and a trailing $ are accepted and change
  * nothing. Back-references, lookaround, \b, inline flags and possessive
  * quantifiers are refused with their offset. A pattern is first compiled
- * with PCRE2, so one that does not compile is reported with PCRE2's
- * message. */
+ * with PCRE2 (with PCRE2_ALT_BSUX: \uHHHH and \xHH as ECMAScript reads
+ * them), so one that does not compile is reported with PCRE2's message. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "grammar_internal.h"
 #include "gtext.h"
@@ -593,7 +593,7 @@ static int pcre_check(const char *pattern, asn_err *e)
 {
     int err;
     PCRE2_SIZE at;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF, &err, &at, NULL);
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_ALT_BSUX, &err, &at, NULL);
     if (!re) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(err, msg, sizeof msg);
