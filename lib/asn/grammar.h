@@ -107,6 +107,10 @@ void asn_constraint_mask(asn_constraint *c, const asn_gstate *s, uint64_t *bits)
 /* The same by trying every token in turn (the reference). */
 void asn_constraint_mask_brute(const asn_constraint *c, const asn_gstate *s, uint64_t *bits);
 
+/* Drops the cached masks of whole states, and with `suffixes` those of
+ * stack tops too (benchmarks time each level; memory). */
+void asn_constraint_drop_caches(asn_constraint *c, int suffixes);
+
 /* Consumes a token: 0, or -1 if it is not allowed (s unchanged). An
  * end-of-generation token is allowed when the state is complete and leaves
  * it as it is. */

@@ -17,10 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Two entries: the position inside a lexical rule and the one it returns
- * to, so that string bodies, numbers and literals are decided without the
- * context they sit in. */
-enum { SUFFIX_DEPTH = 2 };
+/* Three entries: a byte position inside a character class, the repetition
+ * it returns to, and the rule around that (a string's closing quote), so
+ * that string bodies, numbers and literals are decided without the context
+ * they sit in (a JSON string's body is three deep in the grammars of
+ * schema.c and of llama.cpp's json.gbnf). */
+enum { SUFFIX_DEPTH = 3 };
 /* Caches are dropped when they grow past these (memory bound: a mask is
  * V / 8 bytes, 16 KiB at V = 128k). */
 enum { MAX_STATE_MASKS = 2048, MAX_SUFFIXES = 4096, MAX_SEQS = 4096 };
@@ -43,8 +45,11 @@ typedef struct trie {
 
 typedef struct suffix {
     uint64_t *bits;
-    int32_t *roots; /* trie nodes whose subtrees need the whole stack */
-    int n_roots;
+    /* Where the kept entries were popped past: the children of those trie
+     * nodes, grouped by their byte (exits[exit_off[b] .. exit_off[b+1])).
+     * The rest of the real stack, resumed, walks them. */
+    int32_t *exits;
+    int exit_off[257];
 } suffix;
 
 typedef struct seqent {
@@ -169,7 +174,7 @@ static void free_suffix(void *p)
     if (!s)
         return;
     free(s->bits);
-    free(s->roots);
+    free(s->exits);
     free(s);
 }
 
@@ -277,7 +282,7 @@ typedef struct level {
 /* Walks the subtree of trie node `root` (not root itself) from the set
  * [start, start+n) that holds after root's prefix. Tokens consumed set
  * their bit. With `roots`, a node after which a stack popped past
- * ST_BOTTOM is appended there and its subtree skipped. */
+ * ST_BOTTOM is appended there (the walk goes on with the other stacks). */
 static void walk(const trie *t, gwalker *w, int root, int start, int n, uint64_t *bits,
                  int32_t **roots, int *n_roots)
 {
@@ -308,8 +313,17 @@ static void walk(const trie *t, gwalker *w, int root, int start, int n, uint64_t
                     *roots = asn_xrealloc(*roots, (size_t)(*n_roots + 1) * sizeof **roots);
                     (*roots)[(*n_roots)++] = i;
                 }
-                i += t->size[i];
-                continue;
+                int k2 = s0;
+                for (int k = s0; k < s0 + m; k++)
+                    if (w->sets[k] != ST_BOTTOM)
+                        w->sets[k2++] = w->sets[k];
+                m = k2 - s0;
+                w->n_sets = k2;
+                if (!m) {
+                    i += t->size[i];
+                    continue;
+                }
+                lv[d] = (level){s0, m, w->n_nodes, w->n_sets};
             }
         }
         i++;
@@ -328,8 +342,26 @@ static suffix *suffix_compute(const asn_constraint *c, const uint32_t *key, int 
     int start = w.n_sets;
     int32_t top = gw_push_stack(&w, key + 1, n, key[0] ? ST_BOTTOM : ST_ROOT);
     gw_add(&w, start, top);
-    walk(&c->t, &w, 0, start, 1, s->bits, key[0] ? &s->roots : NULL, &s->n_roots);
+    int32_t *roots = NULL;
+    int n_roots = 0;
+    walk(&c->t, &w, 0, start, 1, s->bits, key[0] ? &roots : NULL, &n_roots);
     gw_free(&w);
+    /* the children of the exit nodes, by byte (counting sort) */
+    const trie *t = &c->t;
+    int total = 0;
+    memset(s->exit_off, 0, sizeof s->exit_off);
+    for (int r = 0; r < n_roots; r++)
+        for (int ch = roots[r] + 1; ch < roots[r] + t->size[roots[r]]; ch += t->size[ch])
+            s->exit_off[t->byte[ch] + 1]++, total++;
+    for (int b = 0; b < 256; b++)
+        s->exit_off[b + 1] += s->exit_off[b];
+    s->exits = asn_xmalloc((size_t)(total ? total : 1) * sizeof *s->exits);
+    int fill[256];
+    memcpy(fill, s->exit_off, sizeof fill);
+    for (int r = 0; r < n_roots; r++)
+        for (int ch = roots[r] + 1; ch < roots[r] + t->size[roots[r]]; ch += t->size[ch])
+            s->exits[fill[t->byte[ch]]++] = ch;
+    free(roots);
     return s;
 }
 
@@ -378,27 +410,43 @@ static void mask_compute(asn_constraint *c, const asn_gstate *s, uint64_t *bits)
         const suffix *sx = suffix_get_locked(c, key, n);
         for (int i = 0; i < c->W; i++)
             bits[i] |= sx->bits[i];
-        int nr = sx->n_roots;
-        int32_t *roots = asn_xmalloc((size_t)(nr ? nr : 1) * sizeof *roots);
-        memcpy(roots, sx->roots, (size_t)nr * sizeof *roots);
-        pthread_mutex_unlock(&c->mu);
-        for (int r = 0; r < nr; r++) {
-            /* the whole stack, moved along the node's prefix, then its subtree */
-            w.n_nodes = 0, w.n_sets = 0;
-            int32_t node = roots[r];
-            gw_add(&w, 0, gw_push_stack(&w, pos, len, ST_ROOT));
-            size_t plen;
-            const char *piece = asn_vocab_piece(c->v, c->t.first[node], 0, &plen);
-            int cur = 0, m = 1;
-            for (int b = 0; b < c->t.depth[node] && m; b++) {
-                int next = w.n_sets;
-                gw_advance(&w, cur, m, (unsigned char)piece[b]);
-                cur = next, m = w.n_sets - next;
-            }
-            if (m)
-                walk(&c->t, &w, node, cur, m, bits, NULL, NULL);
+        int n_exits = sx->exit_off[256];
+        int32_t *exits = NULL, off[257];
+        if (n_exits) {
+            exits = asn_xmalloc((size_t)n_exits * sizeof *exits);
+            memcpy(exits, sx->exits, (size_t)n_exits * sizeof *exits);
+            memcpy(off, sx->exit_off, sizeof off);
         }
-        free(roots);
+        pthread_mutex_unlock(&c->mu);
+        if (!n_exits)
+            continue;
+        /* the rest of the stack, resumed where the kept entries return */
+        w.n_nodes = 0, w.n_sets = 0;
+        int32_t below = gw_push_stack(&w, pos, len - n - 1, ST_ROOT);
+        if (len - n - 1 == 0)
+            below = ST_ROOT;
+        int lo = w.n_sets;
+        gw_expand(&w, lo, pos[len - n - 1], below);
+        int m = w.n_sets - lo;
+        int nodes0 = w.n_nodes, sets0 = w.n_sets;
+        for (int b = 0; b < 256 && m; b++) {
+            if (off[b] == off[b + 1])
+                continue;
+            w.n_nodes = nodes0, w.n_sets = sets0;
+            gw_advance(&w, lo, m, (unsigned char)b);
+            int mb = w.n_sets - sets0;
+            if (!mb)
+                continue;
+            int nodes1 = w.n_nodes, sets1 = w.n_sets;
+            for (int k = off[b]; k < off[b + 1]; k++) {
+                int32_t ch = exits[k];
+                for (int x = c->t.tok_off[ch]; x < c->t.tok_off[ch + 1]; x++)
+                    bit_set(bits, c->t.toks[x]);
+                w.n_nodes = nodes1, w.n_sets = sets1;
+                walk(&c->t, &w, ch, sets0, mb, bits, NULL, NULL);
+            }
+        }
+        free(exits);
     }
     gw_free(&w);
 }
@@ -420,6 +468,15 @@ void asn_constraint_mask(asn_constraint *c, const asn_gstate *s, uint64_t *bits)
     if (c->masks.used >= MAX_STATE_MASKS)
         wmap_clear(&c->masks);
     wmap_put(&c->masks, s->w, s->n, h, copy);
+    pthread_mutex_unlock(&c->mu);
+}
+
+void asn_constraint_drop_caches(asn_constraint *c, int suffixes)
+{
+    pthread_mutex_lock(&c->mu);
+    wmap_clear(&c->masks);
+    if (suffixes)
+        wmap_clear(&c->suffixes);
     pthread_mutex_unlock(&c->mu);
 }
 
