@@ -546,7 +546,8 @@ static int cmp_u32pair(const void *a, const void *b)
 static int resolve(const cls *k, uint32_t **out)
 {
     uint32_t *r = asn_xmalloc((size_t)(k->n + 1) * 2 * sizeof *r);
-    memcpy(r, k->r, (size_t)k->n * 2 * sizeof *r);
+    if (k->n)
+        memcpy(r, k->r, (size_t)k->n * 2 * sizeof *r);
     qsort(r, (size_t)k->n, 2 * sizeof *r, cmp_u32pair);
     int n = 0;
     for (int i = 0; i < k->n; i++) {

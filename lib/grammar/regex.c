@@ -31,7 +31,8 @@ void sb_put(sbuf *b, const char *s, size_t n)
             b->cap = b->cap ? 2 * b->cap : 256;
         b->s = asn_xrealloc(b->s, b->cap);
     }
-    memcpy(b->s + b->n, s, n);
+    if (n)
+        memcpy(b->s + b->n, s, n);
     b->n += n;
     b->s[b->n] = 0;
 }

@@ -229,7 +229,8 @@ void asn_gstate_clear(asn_gstate *s)
 void asn_gstate_copy(asn_gstate *dst, const asn_gstate *src)
 {
     uint32_t *w = asn_xmalloc((size_t)(src->n ? src->n : 1) * sizeof *w);
-    memcpy(w, src->w, (size_t)src->n * sizeof *w);
+    if (src->n)
+        memcpy(w, src->w, (size_t)src->n * sizeof *w);
     free(dst->w);
     dst->w = w, dst->n = src->n;
 }
@@ -281,7 +282,7 @@ static wmap_ent *slot(const wmap *m, const uint32_t *key, int n, uint64_t h)
     size_t mask = (size_t)m->cap - 1;
     for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
         wmap_ent *x = &m->t[i];
-        if (!x->key || (x->h == h && x->n == n && !memcmp(x->key, key, (size_t)n * sizeof *key)))
+        if (!x->key || (x->h == h && x->n == n && (!n || !memcmp(x->key, key, (size_t)n * sizeof *key))))
             return x;
     }
 }
@@ -316,7 +317,8 @@ void *wmap_put(wmap *m, const uint32_t *key, int n, uint64_t h, void *val)
     }
     x->h = h, x->n = n, x->val = val;
     x->key = asn_xmalloc((size_t)(n ? n : 1) * sizeof *key);
-    memcpy(x->key, key, (size_t)n * sizeof *key);
+    if (n)
+        memcpy(x->key, key, (size_t)n * sizeof *key);
     m->used++;
     return val;
 }
