@@ -286,7 +286,8 @@ int main(int argc, char **argv)
     long bad = asn_map_records(nops ? argv + 1 : NULL, opt_skip_invalid, opt_progress, check, &c);
     asn_close_out(stdout, "-");
     if (!opt_quiet) {
-        qsort(c.times, c.n_times, sizeof *c.times, cmp_double);
+        if (c.n_times)
+            qsort(c.times, c.n_times, sizeof *c.times, cmp_double);
         double mean = 0;
         for (size_t i = 0; i < c.n_times; i++)
             mean += c.times[i];
