@@ -12,9 +12,10 @@
  * UTF-8 is ever produced.
  *
  * The mask (asn_constraint_mask) walks a byte trie of the vocabulary's
- * pieces against the top two entries of each stack and caches the result
- * per such suffix (tokens allowed whatever lies below, and the few tokens
- * that need the rest of the stack, checked one by one), and caches whole
+ * pieces against the top three entries of each stack and caches the result
+ * per such suffix (tokens allowed whatever lies below, and the trie nodes
+ * where the walk leaves the suffix, walked by the rest of the stack when
+ * a mask is asked for), and caches whole
  * masks per state. Results never depend on the cache: the mask is the set
  * of tokens whose bytes the state accepts (asn_constraint_mask_brute tries
  * every token, for tests and benchmarks). Compiled grammars and constraints
