@@ -122,13 +122,13 @@ int asn_gen_ending(const asn_vocab *v, const asn_gen_settings *s, const int32_t 
                    char **text, size_t *len, asn_err *e);
 
 /* The end-of-generation ids (ctx->eos) set to -inf while fewer than
- * min_new_tokens tokens were generated, unless h is JSON-constrained and its
- * value is complete: the row a heuristic receives. */
+ * min_new_tokens tokens were generated, unless h is constrained (json,
+ * json_schema, grammar, regex, choice) and its text is complete: the row a heuristic receives. */
 void asn_gen_mask_eog(const asn_heuristic *h, int min_new_tokens, float *row, const asn_seq_ctx *ctx);
 
 /* The row a generation step draws from, in place: the end-of-generation
  * ids (ctx->eos) masked while fewer than min_new_tokens tokens were
- * generated (unless h is JSON-constrained and its value is complete), then
+ * generated (unless h is constrained and its text is complete), then
  * the heuristic. ctx->n_ids - ctx->n_prompt tokens are generated so far. */
 int asn_gen_process_row(const asn_heuristic *h, int min_new_tokens, float *row, int V, const asn_seq_ctx *ctx,
                         asn_seq_state *st, asn_workspace *ws, asn_err *e);

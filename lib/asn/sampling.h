@@ -7,9 +7,11 @@
  * eta, repetition_penalty, no_repeat_ngram, min_new_tokens), OpenAI-style
  * presence/frequency penalties, greedy, and llama.cpp's samplers
  * (llama_temp, llama_top_k, llama_top_p, llama_min_p, llama_typical,
- * top_n_sigma, xtc, penalties, dry, mirostat_v2), the json constraint, and
+ * top_n_sigma, xtc, penalties, dry, mirostat_v2), the json constraint,
  * `learned`: a trained sampler network (asn/sampler_net.h) that replaces the
- * row by its log-probabilities. */
+ * row by its log-probabilities, and the structured-output constraints
+ * json_schema, grammar, regex and choice (asn/grammar.h), which mask the
+ * raw row before every other processor of the heuristic. */
 #ifndef ASN_SAMPLING_H
 #define ASN_SAMPLING_H
 
@@ -45,6 +47,10 @@ typedef enum asn_proc_kind {
     ASN_PROC_MIROSTAT_V2_TRUNCATE,
     ASN_PROC_JSON,
     ASN_PROC_LEARNED, /* also spelled adaptive_sampler, the reference's name */
+    ASN_PROC_JSON_SCHEMA,
+    ASN_PROC_GRAMMAR,
+    ASN_PROC_REGEX,
+    ASN_PROC_CHOICE,
     ASN_PROC_COUNT
 } asn_proc_kind;
 
@@ -61,6 +67,9 @@ typedef struct asn_proc {
     int n_brk;
     struct asn_learned *learned; /* learned: the loaded sampler, shared by every
                                   * heuristic naming the same file (proc_learned.c) */
+    struct asn_cproc *cons;      /* json_schema, grammar, regex, choice: the
+                                  * grammar and its compiled constraint
+                                  * (proc_constraint.c) */
 } asn_proc;
 
 /* A heuristic: a named pipeline applied left to right. */
@@ -124,6 +133,16 @@ typedef struct asn_seq_ctx {
 int asn_json_complete(const asn_seq_ctx *ctx, int object_root);
 /* The json processor of a heuristic, or NULL. */
 const asn_proc *asn_heuristic_json_proc(const asn_heuristic *h);
+/* 1 if h holds a constraint (json, json_schema, grammar, regex, choice)
+ * and every one of them is complete after the generated tokens: the end of
+ * generation is allowed then even before min_new_tokens. */
+int asn_heuristic_may_end(const asn_heuristic *h, const asn_seq_ctx *ctx);
+/* 1 for json_schema, grammar, regex and choice. */
+int asn_proc_is_constraint(asn_proc_kind k);
+/* The GBNF text a constraint processor's params stand for (new string),
+ * compiled once to check it. Errors name the parameter: "parameter
+ * \"schema\": /properties/age: unsupported keyword \"format\"". */
+int asn_constraint_proc_gbnf(asn_proc_kind kind, const json_t *params, char **gbnf, asn_err *e);
 
 /* Per-sequence state of stateful processors (mirostat_v2's mu). Start a
  * sequence with asn_seq_state_init; asn_pipeline_accept updates it. */

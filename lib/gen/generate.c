@@ -191,10 +191,9 @@ int asn_gen_ending(const asn_vocab *v, const asn_gen_settings *s, const int32_t 
 
 void asn_gen_mask_eog(const asn_heuristic *h, int min_new_tokens, float *row, const asn_seq_ctx *ctx)
 {
-    /* a JSON-constrained heuristic may end as soon as its value is complete */
+    /* a constrained heuristic may end as soon as its text is complete */
     int n_gen = ctx->n_ids - ctx->n_prompt;
-    const asn_proc *jp = asn_heuristic_json_proc(h);
-    if (n_gen < min_new_tokens && !(jp && asn_json_complete(ctx, (int)jp->i[0])))
+    if (n_gen < min_new_tokens && !asn_heuristic_may_end(h, ctx))
         for (int k = 0; k < ctx->n_eos; k++)
             row[ctx->eos[k]] = -INFINITY;
 }

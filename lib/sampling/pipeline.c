@@ -11,7 +11,7 @@
 
 /* ------------------------------------------------------- parameter table */
 
-typedef enum { T_REAL, T_INT, T_INT_TRUNC, T_IDS, T_BREAKERS, T_BOOL, T_STR } ptype;
+typedef enum { T_REAL, T_INT, T_INT_TRUNC, T_IDS, T_BREAKERS, T_BOOL, T_STR, T_ANY } ptype;
 
 enum { LO_INCL = 1, LO_EXCL = 2, HI_INCL = 4, HI_EXCL = 8 };
 
@@ -36,6 +36,7 @@ typedef struct kspec {
 #define I(k, s, req, d, b, lo, hi) {k, T_INT, s, req, d, b, lo, hi}
 #define MTK {"min_tokens_to_keep", T_INT, 0, 0, 1, LO_INCL, 1, 0}
 #define STR(k, req) {k, T_STR, 0, req, 0, 0, 0, 0}
+#define ANY(k) {k, T_ANY, 0, 0, 0, 0, 0, 0} /* checked by the processor's init */
 
 /* Ranges are those HuggingFace validates (sampling semantics doc §4), and
  * OpenAI's [-2, 2] for presence/frequency penalties. llama.cpp's samplers
@@ -85,6 +86,11 @@ static const kspec KINDS[] = {
     {"adaptive_sampler", ASN_PROC_LEARNED,
      {STR("sampler_checkpoint_path", 1), STR("sampler_model_name", 0), STR("sampler_config_path", 0),
       STR("device", 0)}},
+    /* structured output (proc_constraint.c, docs/sampling.md "Constraints") */
+    {"json_schema", ASN_PROC_JSON_SCHEMA, {ANY("schema"), ANY("path"), ANY("whitespace")}},
+    {"grammar", ASN_PROC_GRAMMAR, {ANY("gbnf"), ANY("path")}},
+    {"regex", ASN_PROC_REGEX, {ANY("pattern")}},
+    {"choice", ASN_PROC_CHOICE, {ANY("options")}},
 };
 #define N_KINDS ((int)(sizeof KINDS / sizeof KINDS[0]))
 
@@ -174,6 +180,8 @@ static int parse_param(asn_proc *p, const pspec *ps, int which, const json_t *v,
                                asn_json_type_name(v));
         p->i[ps->slot] = json_is_true(v);
         break;
+    case T_ANY:
+        break;
     case T_STR:
         if (!json_is_string(v))
             return asn_err_set(e, "parameter \"%s\" must be a string, not %s", ps->key,
@@ -255,6 +263,8 @@ static int parse_proc(asn_proc *p, const json_t *obj, asn_err *e)
     }
     if (k->kind == ASN_PROC_LEARNED)
         return asn_learned_init(p, k->name, params, e);
+    if (asn_proc_is_constraint(k->kind))
+        return asn_constraint_proc_init(p, params, e);
     return 0;
 }
 
@@ -304,6 +314,7 @@ void asn_heuristic_clear(asn_heuristic *h)
         free(h->procs[i].ids);
         free(h->procs[i].brk_len);
         asn_learned_release(&h->procs[i]);
+        asn_constraint_proc_release(&h->procs[i]);
     }
     free(h->procs);
     free(h->name);
@@ -317,6 +328,24 @@ const asn_proc *asn_heuristic_json_proc(const asn_heuristic *h)
         if (h->procs[i].kind == ASN_PROC_JSON)
             return &h->procs[i];
     return NULL;
+}
+
+int asn_heuristic_may_end(const asn_heuristic *h, const asn_seq_ctx *ctx)
+{
+    int any = 0;
+    for (int i = 0; i < h->n; i++) {
+        const asn_proc *p = &h->procs[i];
+        if (p->kind == ASN_PROC_JSON) {
+            if (!asn_json_complete(ctx, (int)p->i[0]))
+                return 0;
+            any = 1;
+        } else if (asn_proc_is_constraint(p->kind)) {
+            if (!asn_constraint_proc_complete(p, ctx))
+                return 0;
+            any = 1;
+        }
+    }
+    return any;
 }
 
 json_t *asn_heuristic_json(const asn_heuristic *h)
@@ -378,6 +407,8 @@ int asn_proc_apply(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx,
     if (p->kind == ASN_PROC_LEARNED)
         return asn_apply_learned(p, row, V, ws, e);
     asn_ws_reserve(ws, V);
+    if (asn_proc_is_constraint(p->kind))
+        return asn_apply_constraint(p, row, V, ctx, e);
     if (p->kind == ASN_PROC_JSON)
         return asn_apply_json(p, row, V, ctx, e);
     if (p->kind <= ASN_PROC_GREEDY)
@@ -428,10 +459,16 @@ int asn_pipeline_apply(const asn_heuristic *h, float *row, int V, const asn_seq_
 {
     if (check_row(row, V, e))
         return -1;
-    for (int i = 0; i < h->n; i++) {
-        const asn_proc *p = &h->procs[i];
-        if (asn_proc_apply(p, row, V, ctx, state, ws, e) || (may_overflow(p->kind) && check_row(row, V, e)))
-            return asn_err_prefix(e, "processor %d (%s)", i + 1, asn_proc_name(p->kind));
+    /* constraints mask the raw row first (as vLLM and xgrammar do), in the
+     * order listed; then the other processors in theirs */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < h->n; i++) {
+            const asn_proc *p = &h->procs[i];
+            if (asn_proc_is_constraint(p->kind) != !pass)
+                continue;
+            if (asn_proc_apply(p, row, V, ctx, state, ws, e) || (may_overflow(p->kind) && check_row(row, V, e)))
+                return asn_err_prefix(e, "processor %d (%s)", i + 1, asn_proc_name(p->kind));
+        }
     }
     return 0;
 }

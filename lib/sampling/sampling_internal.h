@@ -100,6 +100,17 @@ void asn_learned_release(asn_proc *p);
 int asn_apply_learned(const asn_proc *p, float *row, int V, asn_workspace *ws, asn_err *e);
 void asn_learned_ws_free(struct asn_learned_ws *l);
 
+/* ----------------------------------------------------- proc_constraint.c */
+
+/* After the parameters of a constraint processor were checked: its GBNF
+ * compiled once (errors name the parameter and position). */
+int asn_constraint_proc_init(asn_proc *p, const json_t *params, asn_err *e);
+void asn_constraint_proc_release(asn_proc *p);
+/* Masks the row to the tokens the constraint allows after the generated
+ * tokens (ctx->ids[n_prompt..]); needs ctx->vocab. */
+int asn_apply_constraint(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx, asn_err *e);
+int asn_constraint_proc_complete(const asn_proc *p, const asn_seq_ctx *ctx);
+
 /* Parameter slots, by processor (see the table in pipeline.c). */
 enum {
     /* shared by the HF filters */

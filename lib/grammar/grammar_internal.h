@@ -1,0 +1,96 @@
+/* grammar_internal.h — what the files of lib/grammar share: the compiled
+ * byte grammar, the stack walker (stacks as linked nodes in an arena), and
+ * a small hash map keyed by word strings. */
+#ifndef ASN_GRAMMAR_INTERNAL_H
+#define ASN_GRAMMAR_INTERNAL_H
+
+#include <stdint.h>
+
+#include "asn/grammar.h"
+
+/* Element kinds of the flattened grammar. */
+enum { E_END = 0, E_BYTES = 1, E_REF = 2 };
+
+typedef struct gelem {
+    uint32_t type : 2;
+    uint32_t arg : 30; /* E_BYTES: byte-set index; E_REF: rule id */
+} gelem;
+
+struct asn_grammar {
+    gelem *el;        /* every alternative of every rule, each ended by E_END */
+    int n_el;
+    int n_rules;
+    int *alt_off;     /* rule r's alternatives are alt_start[alt_off[r] .. alt_off[r+1]) */
+    int *alt_start;   /* position of an alternative's first element */
+    uint64_t (*sets)[4]; /* 256-bit byte sets */
+    int n_sets;
+    int root;
+};
+
+static inline int gbyte_in(const asn_grammar *g, uint32_t pos, unsigned char b)
+{
+    return (int)((g->sets[g->el[pos].arg][b >> 6] >> (b & 63)) & 1);
+}
+
+/* Set entries that are not stack nodes. */
+enum {
+    ST_COMPLETE = -2, /* the empty stack: the sentence is complete */
+    ST_BOTTOM = -3,   /* a truncated stack popped past its known part */
+    ST_ROOT = -1,     /* parent of a bottom node */
+};
+
+typedef struct snode {
+    uint32_t pos;
+    int32_t parent; /* node index, ST_ROOT or ST_BOTTOM */
+} snode;
+
+/* Stacks are nodes in an arena; a set of stacks is a segment of `sets`
+ * (node ids, ST_COMPLETE or ST_BOTTOM). Both grow and are cut back to
+ * marks, so a walk allocates nothing once warm. */
+typedef struct gwalker {
+    const asn_grammar *g;
+    snode *nodes;
+    int n_nodes, cap_nodes;
+    int32_t *sets;
+    int n_sets, cap_sets;
+} gwalker;
+
+void gw_init(gwalker *w, const asn_grammar *g);
+void gw_free(gwalker *w);
+/* Appends the stacks of s (a canonical state) as a new set; returns its start. */
+int gw_load(gwalker *w, const asn_gstate *s);
+/* Appends one stack given bottom..top positions; parent of the bottom is
+ * `below` (ST_ROOT or ST_BOTTOM). Returns the entry (node id or ST_COMPLETE). */
+int32_t gw_push_stack(gwalker *w, const uint32_t *pos, int n, int32_t below);
+/* Appends entry to the set starting at `start` unless present. */
+void gw_add(gwalker *w, int start, int32_t entry);
+/* Appends the set of stacks reached from set [start, start+n) by byte b. */
+void gw_advance(gwalker *w, int start, int n, unsigned char b);
+/* Expands position pos over parent into the set starting at `start`. */
+void gw_expand(gwalker *w, int start, uint32_t pos, int32_t parent);
+/* Writes set [start, start+n) as a canonical state (s's words replaced). */
+void gw_store(gwalker *w, int start, int n, asn_gstate *s);
+
+/* ------------------------------------------------------------- word map */
+
+typedef struct wmap_ent {
+    uint64_t h;
+    uint32_t *key;
+    int n;
+    void *val;
+} wmap_ent;
+
+typedef struct wmap {
+    wmap_ent *t;
+    int cap, used;
+    void (*free_val)(void *);
+} wmap;
+
+uint64_t wmap_hash(const uint32_t *key, int n);
+void *wmap_get(const wmap *m, const uint32_t *key, int n, uint64_t h);
+/* Inserts a copy of the key; returns the value now stored (val, or the one
+ * already there, in which case val is freed). */
+void *wmap_put(wmap *m, const uint32_t *key, int n, uint64_t h, void *val);
+void wmap_clear(wmap *m);
+
+#endif

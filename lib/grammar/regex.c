@@ -1,0 +1,660 @@
+/* regex.c — regular expressions and choice lists to GBNF, and the GBNF
+ * spelling helpers.
+ *
+ * The dialect is the common subset of PCRE2, Python's re and ECMAScript:
+ * literals, escapes (\t \n \r \f \v \xHH \uHHHH, \ before punctuation),
+ * `.` (any character but \n), classes [...] and [^...] with ranges, \d \w \s
+ * and their negations (ASCII, as Python's re.ASCII), groups (...) (?:...)
+ * (?<name>...) (?P<name>...), alternation, and the quantifiers * + ? {m}
+ * {m,} {m,n} (lazy forms accepted: they match the same texts). The whole
+ * text must match: a leading ^ and a trailing $ are accepted and change
+ * nothing. Back-references, lookaround, \b, inline flags and possessive
+ * quantifiers are refused with their offset. A pattern is first compiled
+ * with PCRE2 (with PCRE2_ALT_BSUX: \uHHHH and \xHH as ECMAScript reads
+ * them), so one that does not compile is reported with PCRE2's message. */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "grammar_internal.h"
+#include "gtext.h"
+
+#include <pcre2.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------- sbuf */
+
+void sb_put(sbuf *b, const char *s, size_t n)
+{
+    if (b->n + n + 1 > b->cap) {
+        while (b->n + n + 1 > b->cap)
+            b->cap = b->cap ? 2 * b->cap : 256;
+        b->s = asn_xrealloc(b->s, b->cap);
+    }
+    if (n)
+        memcpy(b->s + b->n, s, n);
+    b->n += n;
+    b->s[b->n] = 0;
+}
+
+void sb_puts(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < (int)sizeof tmp) {
+        sb_put(b, tmp, (size_t)n);
+        return;
+    }
+    char *big = asn_xmalloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    sb_put(b, big, (size_t)n);
+    free(big);
+}
+
+void sb_gchar(sbuf *b, uint32_t c)
+{
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == ' ' || c == '_')
+        sb_printf(b, "%c", (char)c);
+    else if (c < 0x100)
+        sb_printf(b, "\\x%02X", (unsigned)c);
+    else if (c < 0x10000)
+        sb_printf(b, "\\u%04X", (unsigned)c);
+    else
+        sb_printf(b, "\\U%08X", (unsigned)c);
+}
+
+/* Decodes one UTF-8 character of s[0..n); a byte that does not start a
+ * valid sequence is taken as itself. Returns the bytes used. */
+static int utf8_next(const char *s, size_t n, uint32_t *out)
+{
+    unsigned char c = (unsigned char)s[0];
+    int k = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (!k || (size_t)k > n) {
+        *out = c;
+        return 1;
+    }
+    uint32_t v = k == 1 ? c : k == 2 ? (c & 0x1Fu) : k == 3 ? (c & 0x0Fu) : (c & 0x07u);
+    for (int i = 1; i < k; i++) {
+        if (((unsigned char)s[i] & 0xC0) != 0x80) {
+            *out = c;
+            return 1;
+        }
+        v = (v << 6) | ((unsigned char)s[i] & 0x3Fu);
+    }
+    *out = v;
+    return k;
+}
+
+void sb_gliteral(sbuf *b, const char *s, size_t n)
+{
+    sb_puts(b, "\"");
+    for (size_t i = 0; i < n;) {
+        uint32_t c;
+        int k = utf8_next(s + i, n - i, &c);
+        if (k == 1 && c >= 0x80) /* a stray byte: only \x can say it, and GBNF reads \x as a code point */
+            c = (unsigned char)s[i];
+        sb_gchar(b, c);
+        i += (size_t)k;
+    }
+    sb_puts(b, "\"");
+}
+
+void sb_gclass(sbuf *b, const uint32_t *r, int n)
+{
+    if (!n) {
+        sb_puts(b, "[^\\x00-\\U0010FFFF]");
+        return;
+    }
+    sb_puts(b, "[");
+    for (int i = 0; i < n; i++) {
+        sb_gchar(b, r[2 * i]);
+        if (r[2 * i + 1] != r[2 * i]) {
+            sb_puts(b, "-");
+            sb_gchar(b, r[2 * i + 1]);
+        }
+    }
+    sb_puts(b, "]");
+}
+
+/* ------------------------------------------------------------ classes */
+
+typedef struct cset {
+    uint32_t *r;
+    int n, cap;
+} cset;
+
+static void cs_add(cset *c, uint32_t lo, uint32_t hi)
+{
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 8;
+        c->r = asn_xrealloc(c->r, (size_t)c->cap * 2 * sizeof *c->r);
+    }
+    c->r[2 * c->n] = lo, c->r[2 * c->n + 1] = hi;
+    c->n++;
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+    const uint32_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+static void cs_norm(cset *c)
+{
+    qsort(c->r, (size_t)c->n, 2 * sizeof *c->r, cmp_pair);
+    int m = 0;
+    for (int i = 0; i < c->n; i++) {
+        if (m && c->r[2 * i] <= c->r[2 * m - 1] + 1) {
+            if (c->r[2 * i + 1] > c->r[2 * m - 1])
+                c->r[2 * m - 1] = c->r[2 * i + 1];
+        } else {
+            c->r[2 * m] = c->r[2 * i], c->r[2 * m + 1] = c->r[2 * i + 1], m++;
+        }
+    }
+    c->n = m;
+}
+
+static void cs_negate(cset *c)
+{
+    cs_norm(c);
+    cset o = {0};
+    uint32_t next = 0;
+    for (int i = 0; i < c->n; i++) {
+        if (c->r[2 * i] > next)
+            cs_add(&o, next, c->r[2 * i] - 1);
+        next = c->r[2 * i + 1] + 1;
+    }
+    if (next <= 0x10FFFF)
+        cs_add(&o, next, 0x10FFFF);
+    free(c->r);
+    *c = o;
+}
+
+static int cs_has(const cset *c, uint32_t x)
+{
+    for (int i = 0; i < c->n; i++)
+        if (x >= c->r[2 * i] && x <= c->r[2 * i + 1])
+            return 1;
+    return 0;
+}
+
+/* Removes [lo, hi] from a normalized set. */
+static void cs_remove(cset *c, uint32_t lo, uint32_t hi)
+{
+    cset o = {0};
+    for (int i = 0; i < c->n; i++) {
+        uint32_t a = c->r[2 * i], z = c->r[2 * i + 1];
+        if (z < lo || a > hi) {
+            cs_add(&o, a, z);
+            continue;
+        }
+        if (a < lo)
+            cs_add(&o, a, lo - 1);
+        if (z > hi)
+            cs_add(&o, hi + 1, z);
+    }
+    free(c->r);
+    *c = o;
+}
+
+/* \d \w \s and negations into c. */
+static int class_escape(char k, cset *c)
+{
+    cset t = {0};
+    char lk = (char)(k | 0x20);
+    if (lk == 'd')
+        cs_add(&t, '0', '9');
+    else if (lk == 'w')
+        cs_add(&t, '0', '9'), cs_add(&t, 'a', 'z'), cs_add(&t, 'A', 'Z'), cs_add(&t, '_', '_');
+    else if (lk == 's')
+        cs_add(&t, ' ', ' '), cs_add(&t, '\t', '\r'); /* \t \n \v \f \r */
+    else
+        return 0;
+    if (k != lk)
+        cs_negate(&t);
+    for (int i = 0; i < t.n; i++)
+        cs_add(c, t.r[2 * i], t.r[2 * i + 1]);
+    free(t.r);
+    return 1;
+}
+
+/* ------------------------------------------------------------- parser */
+
+typedef struct rx {
+    const char *s;
+    size_t i, n;
+    int json;
+    asn_err *e;
+} rx;
+
+static int rx_err(rx *r, size_t at, const char *msg)
+{
+    return asn_err_set(r->e, "offset %zu: %s", at, msg);
+}
+
+static int hexv(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* One character as a JSON string writes it: the raw bytes, or an escape
+ * for quotes, backslashes and control characters. */
+static void json_char(sbuf *b, uint32_t c)
+{
+    static const char *esc[] = {['\b'] = "\\b", ['\f'] = "\\f", ['\n'] = "\\n", ['\r'] = "\\r",
+                                ['\t'] = "\\t", ['"'] = "\\\"", ['\\'] = "\\\\"};
+    char tmp[8];
+    const char *s = c < sizeof esc / sizeof *esc ? esc[c] : NULL;
+    if (!s && c < 0x20) {
+        snprintf(tmp, sizeof tmp, "\\u%04x", (unsigned)c);
+        s = tmp;
+    }
+    if (s) {
+        sb_gliteral(b, s, strlen(s));
+        return;
+    }
+    sb_puts(b, "\"");
+    sb_gchar(b, c);
+    sb_puts(b, "\"");
+}
+
+/* A set as GBNF: a class, plus (json) the escaped forms of its members
+ * that a JSON string cannot hold raw. */
+static void emit_set(rx *r, cset *c, sbuf *b)
+{
+    cs_norm(c);
+    if (!r->json) {
+        sb_gclass(b, c->r, c->n);
+        return;
+    }
+    cset raw = {0};
+    for (int i = 0; i < c->n; i++)
+        cs_add(&raw, c->r[2 * i], c->r[2 * i + 1]);
+    cs_remove(&raw, 0, 0x1F);
+    cs_remove(&raw, '"', '"');
+    cs_remove(&raw, '\\', '\\');
+    sb_puts(b, "(");
+    sb_gclass(b, raw.r, raw.n);
+    for (uint32_t x = 0; x < 0x20; x++)
+        if (cs_has(c, x))
+            sb_puts(b, " | "), json_char(b, x);
+    if (cs_has(c, '"'))
+        sb_puts(b, " | "), json_char(b, '"');
+    if (cs_has(c, '\\'))
+        sb_puts(b, " | "), json_char(b, '\\');
+    sb_puts(b, ")");
+    free(raw.r);
+}
+
+/* An escape after '\' at r->i (r->i at the escaped character). in_class:
+ * inside [...]. Either adds to c (classes) or sets *ch. Returns 1 for a
+ * set, 0 for one character, -1 on error. */
+static int parse_escape(rx *r, cset *c, uint32_t *ch, int in_class)
+{
+    size_t at = r->i - 1;
+    if (r->i >= r->n)
+        return rx_err(r, at, "pattern ends after '\\'");
+    char k = r->s[r->i];
+    if (class_escape(k, c)) {
+        r->i++;
+        return 1;
+    }
+    static const char simple[] = "tnrfv0", value[] = "\t\n\r\f\v";
+    const char *f = strchr(simple, k);
+    if (f && k) {
+        r->i++;
+        *ch = k == '0' ? 0 : (uint32_t)(unsigned char)value[f - simple];
+        return 0;
+    }
+    if (k == 'x' || k == 'u') {
+        int nh = k == 'x' ? 2 : 4;
+        uint32_t v = 0;
+        for (int j = 0; j < nh; j++) {
+            int h = r->i + 1 + (size_t)j < r->n ? hexv(r->s[r->i + 1 + (size_t)j]) : -1;
+            if (h < 0)
+                return rx_err(r, at, "expecting hex digits after \\x or \\u");
+            v = v * 16 + (uint32_t)h;
+        }
+        r->i += 1 + (size_t)nh;
+        *ch = v;
+        return 0;
+    }
+    if (k == 'b' && in_class) {
+        r->i++;
+        *ch = '\b';
+        return 0;
+    }
+    if ((k >= 'a' && k <= 'z') || (k >= 'A' && k <= 'Z') || (k >= '0' && k <= '9'))
+        return rx_err(r, at, "unsupported escape (back-references, \\b, \\p{...} and the like)");
+    r->i += (size_t)utf8_next(r->s + r->i, r->n - r->i, ch);
+    return 0;
+}
+
+static int parse_class(rx *r, sbuf *b)
+{
+    size_t at = r->i;
+    r->i++; /* '[' */
+    int neg = r->i < r->n && r->s[r->i] == '^';
+    r->i += (size_t)neg;
+    cset c = {0};
+    int first = 1;
+    while (r->i < r->n && (r->s[r->i] != ']' || first)) {
+        first = 0;
+        uint32_t lo;
+        if (r->s[r->i] == '\\') {
+            r->i++;
+            int k = parse_escape(r, &c, &lo, 1);
+            if (k < 0)
+                goto fail;
+            if (k == 1)
+                continue;
+        } else if (r->s[r->i] == '[' && r->i + 1 < r->n && r->s[r->i + 1] == ':') {
+            rx_err(r, r->i, "POSIX classes [:name:] are not supported");
+            goto fail;
+        } else {
+            r->i += (size_t)utf8_next(r->s + r->i, r->n - r->i, &lo);
+        }
+        uint32_t hi = lo;
+        if (r->i + 1 < r->n && r->s[r->i] == '-' && r->s[r->i + 1] != ']') {
+            size_t rat = r->i;
+            r->i++;
+            if (r->s[r->i] == '\\') {
+                r->i++;
+                cset dummy = {0};
+                int k = parse_escape(r, &dummy, &hi, 1);
+                free(dummy.r);
+                if (k != 0) {
+                    if (k > 0)
+                        rx_err(r, rat, "a class escape cannot end a range");
+                    goto fail;
+                }
+            } else {
+                r->i += (size_t)utf8_next(r->s + r->i, r->n - r->i, &hi);
+            }
+            if (hi < lo) {
+                rx_err(r, rat, "range out of order");
+                goto fail;
+            }
+        }
+        cs_add(&c, lo, hi);
+    }
+    if (r->i >= r->n) {
+        rx_err(r, at, "missing ]");
+        goto fail;
+    }
+    r->i++;
+    if (neg)
+        cs_negate(&c);
+    emit_set(r, &c, b);
+    free(c.r);
+    return 0;
+fail:
+    free(c.r);
+    return -1;
+}
+
+static int parse_alt(rx *r, sbuf *b, int depth);
+
+/* One atom; 0 when there is none at r->i. */
+static int parse_atom(rx *r, sbuf *b, int depth, int *got)
+{
+    *got = 0;
+    if (r->i >= r->n)
+        return 0;
+    char c = r->s[r->i];
+    size_t at = r->i;
+    if (c == '|' || c == ')')
+        return 0;
+    *got = 1;
+    if (c == '(') {
+        r->i++;
+        if (r->i < r->n && r->s[r->i] == '?') {
+            if (r->i + 1 < r->n && r->s[r->i + 1] == ':')
+                r->i += 2;
+            else if (r->i + 1 < r->n && (r->s[r->i + 1] == '<' || r->s[r->i + 1] == 'P') &&
+                     r->i + 2 < r->n && r->s[r->i + 2] != '=' && r->s[r->i + 2] != '!') {
+                const char *gt = memchr(r->s + r->i, '>', r->n - r->i);
+                if (!gt)
+                    return rx_err(r, at, "unterminated group name");
+                r->i = (size_t)(gt - r->s) + 1;
+            } else {
+                return rx_err(r, at, "unsupported group (lookaround, flags, ...)");
+            }
+        }
+        if (parse_alt(r, b, depth + 1))
+            return -1;
+        if (r->i >= r->n || r->s[r->i] != ')')
+            return rx_err(r, at, "missing )");
+        r->i++;
+        return 0;
+    }
+    if (c == '[')
+        return parse_class(r, b);
+    if (c == '.') {
+        r->i++;
+        cset s = {0};
+        cs_add(&s, '\n', '\n');
+        cs_negate(&s);
+        emit_set(r, &s, b);
+        free(s.r);
+        return 0;
+    }
+    if (c == '^' || c == '$')
+        return rx_err(r, at, "anchors are only supported at the start (^) and end ($) of the pattern");
+    if (c == '*' || c == '+' || c == '?' || c == '{')
+        return rx_err(r, at, "nothing to repeat");
+    uint32_t ch;
+    if (c == '\\') {
+        r->i++;
+        cset s = {0};
+        int k = parse_escape(r, &s, &ch, 0);
+        if (k < 0) {
+            free(s.r);
+            return -1;
+        }
+        if (k == 1) {
+            emit_set(r, &s, b);
+            free(s.r);
+            return 0;
+        }
+        free(s.r);
+    } else {
+        r->i += (size_t)utf8_next(r->s + r->i, r->n - r->i, &ch);
+    }
+    if (r->json) {
+        json_char(b, ch);
+    } else {
+        sb_puts(b, "\"");
+        sb_gchar(b, ch);
+        sb_puts(b, "\"");
+    }
+    return 0;
+}
+
+static long parse_num(rx *r)
+{
+    long v = -1;
+    while (r->i < r->n && r->s[r->i] >= '0' && r->s[r->i] <= '9') {
+        v = (v < 0 ? 0 : v) * 10 + (r->s[r->i] - '0');
+        if (v > 100000)
+            v = 100000;
+        r->i++;
+    }
+    return v;
+}
+
+static int parse_seq(rx *r, sbuf *b, int depth)
+{
+    int any = 0;
+    for (;;) {
+        sbuf atom = {0};
+        int got;
+        if (parse_atom(r, &atom, depth, &got)) {
+            free(atom.s);
+            return -1;
+        }
+        if (!got) {
+            free(atom.s);
+            break;
+        }
+        /* quantifier */
+        if (r->i < r->n && strchr("*+?{", r->s[r->i])) {
+            size_t at = r->i;
+            char q = r->s[r->i];
+            char spec[64] = "";
+            if (q == '{') {
+                size_t save = r->i;
+                r->i++;
+                long lo = parse_num(r), hi = lo;
+                if (lo >= 0 && r->i < r->n && r->s[r->i] == ',') {
+                    r->i++;
+                    hi = parse_num(r);
+                }
+                if (lo < 0 || r->i >= r->n || r->s[r->i] != '}') {
+                    /* not a quantifier: PCRE2 and Python take '{' literally */
+                    r->i = save;
+                    goto no_quant;
+                }
+                r->i++;
+                if (lo > 2000 || hi > 2000) {
+                    free(atom.s);
+                    return rx_err(r, at, "repetition count above 2000");
+                }
+                if (hi >= 0)
+                    snprintf(spec, sizeof spec, "{%ld,%ld}", lo, hi);
+                else
+                    snprintf(spec, sizeof spec, "{%ld,}", lo);
+            } else {
+                r->i++;
+                spec[0] = q, spec[1] = 0;
+            }
+            if (r->i < r->n && r->s[r->i] == '?')
+                r->i++; /* lazy: same language */
+            else if (r->i < r->n && r->s[r->i] == '+') {
+                free(atom.s);
+                return rx_err(r, r->i, "possessive quantifiers are not supported");
+            }
+            if (r->i < r->n && strchr("*+?", r->s[r->i])) {
+                free(atom.s);
+                return rx_err(r, r->i, "nothing to repeat");
+            }
+            sb_puts(b, any ? " (" : "(");
+            sb_put(b, atom.s, atom.n);
+            sb_puts(b, ")");
+            sb_puts(b, spec);
+            free(atom.s);
+            any = 1;
+            continue;
+        }
+    no_quant:
+        if (any)
+            sb_puts(b, " ");
+        sb_put(b, atom.s, atom.n);
+        free(atom.s);
+        any = 1;
+        if (r->i < r->n && r->s[r->i] == '{') { /* a literal '{' */
+            r->i++;
+            sb_puts(b, " ");
+            if (r->json)
+                json_char(b, '{');
+            else
+                sb_puts(b, "\"\\x7B\"");
+        }
+    }
+    if (!any)
+        sb_puts(b, "\"\"");
+    return 0;
+}
+
+static int parse_alt(rx *r, sbuf *b, int depth)
+{
+    if (depth > 200)
+        return rx_err(r, r->i, "groups nested too deeply");
+    sb_puts(b, "(");
+    if (parse_seq(r, b, depth))
+        return -1;
+    while (r->i < r->n && r->s[r->i] == '|') {
+        r->i++;
+        sb_puts(b, " | ");
+        if (parse_seq(r, b, depth))
+            return -1;
+    }
+    sb_puts(b, ")");
+    return 0;
+}
+
+static int pcre_check(const char *pattern, asn_err *e)
+{
+    int err;
+    PCRE2_SIZE at;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_ALT_BSUX, &err, &at, NULL);
+    if (!re) {
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(err, msg, sizeof msg);
+        return asn_err_set(e, "offset %zu: %s", (size_t)at, (const char *)msg);
+    }
+    pcre2_code_free(re);
+    return 0;
+}
+
+int asn_regex_expr(const char *pattern, int json, sbuf *b, int *anchors, struct asn_err *e)
+{
+    if (pcre_check(pattern, e))
+        return -1;
+    size_t n = strlen(pattern);
+    rx r = {pattern, 0, n, json, e};
+    int anch = 0;
+    if (n && pattern[0] == '^')
+        r.i = 1, anch |= 1;
+    /* a trailing unescaped $ */
+    if (n > r.i && pattern[n - 1] == '$') {
+        size_t bs = 0;
+        for (size_t k = n - 1; k > 0 && pattern[k - 1] == '\\'; k--)
+            bs++;
+        if (!(bs & 1))
+            r.n = n - 1, anch |= 2;
+    }
+    if (anchors)
+        *anchors = anch;
+    if (parse_alt(&r, b, 0))
+        return -1;
+    if (r.i < r.n)
+        return rx_err(&r, r.i, "unmatched )");
+    return 0;
+}
+
+char *asn_regex_to_gbnf(const char *pattern, asn_err *e)
+{
+    sbuf b = {0};
+    sb_puts(&b, "root ::= ");
+    if (asn_regex_expr(pattern, 0, &b, NULL, e)) {
+        free(b.s);
+        return NULL;
+    }
+    sb_puts(&b, "\n");
+    return b.s;
+}
+
+char *asn_choice_to_gbnf(const char *const *options, int n, asn_err *e)
+{
+    if (n < 1) {
+        asn_err_set(e, "the list of options is empty");
+        return NULL;
+    }
+    sbuf b = {0};
+    sb_puts(&b, "root ::= ");
+    for (int i = 0; i < n; i++) {
+        if (i)
+            sb_puts(&b, " | ");
+        sb_gliteral(&b, options[i], strlen(options[i]));
+    }
+    sb_puts(&b, "\n");
+    return b.s;
+}

@@ -1,0 +1,1060 @@
+/* schema.c — JSON Schema to GBNF.
+ *
+ * Each subschema becomes a rule (identical bodies share one); $ref targets
+ * get their rule before they are converted, so recursive schemas work. An
+ * object's members may come in any order, each at most once: the rule of
+ * an object with up to MAX_ANY_ORDER properties tracks the set already
+ * written (one rule per reachable set), larger objects take their
+ * properties in schema order. Keys not declared (additionalProperties
+ * absent, true or a schema) are any other string: a rule built from the
+ * trie of the declared names refuses exactly those. Keywords that validate
+ * and are not understood are refused with their JSON pointer; annotations
+ * (title, description, default, examples, ...) are ignored. */
+#include "grammar_internal.h"
+#include "gtext.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* 2^8 = 256 member-set rules at most per object. */
+enum { MAX_ANY_ORDER = 8 };
+/* Bounds past this many digits are refused (int64 arithmetic). */
+#define MAX_BOUND 1e15
+
+typedef struct named {
+    char *key;
+    char name[24];
+} named;
+
+typedef struct conv {
+    const json_t *root;
+    int ws;
+    sbuf rules;
+    int n_rules;
+    named *refs, *bodies;
+    int n_refs, n_bodies;
+    unsigned used; /* primitive rules emitted */
+    asn_err *e;
+} conv;
+
+enum { U_VALUE = 1, U_STRING = 2, U_NUMBER = 4, U_INTEGER = 8, U_CHAR = 16, U_WS = 32 };
+
+static const char *const ANNOTATIONS[] = {"title", "description", "$schema", "$id", "$comment", "default",
+                                          "examples", "readOnly", "writeOnly", "deprecated", "$defs",
+                                          "definitions", "$anchor", NULL};
+static const char *const KNOWN[] = {"type", "properties", "required", "additionalProperties", "items",
+                                    "prefixItems", "minItems", "maxItems", "enum", "const", "minLength",
+                                    "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum",
+                                    "exclusiveMaximum", "$ref", "anyOf", "oneOf", "nullable", NULL};
+
+static int in_list(const char *const *l, const char *k)
+{
+    for (; *l; l++)
+        if (!strcmp(*l, k))
+            return 1;
+    return 0;
+}
+
+static int serr(conv *c, const char *ptr, const char *fmt, const char *arg)
+{
+    char msg[1200];
+    if (snprintf(msg, sizeof msg, fmt, arg) >= (int)sizeof msg)
+        msg[sizeof msg - 1] = 0;
+    return asn_err_set(c->e, "%s: %s", *ptr ? ptr : "/", msg);
+}
+
+/* Appends /key (escaped as a JSON pointer) to ptr. */
+static void ptr_child(char *out, size_t cap, const char *ptr, const char *key)
+{
+    size_t n = (size_t)snprintf(out, cap, "%s/", ptr);
+    for (const char *k = key; *k && n + 3 < cap; k++) {
+        if (*k == '~')
+            out[n++] = '~', out[n++] = '0';
+        else if (*k == '/')
+            out[n++] = '~', out[n++] = '1';
+        else
+            out[n++] = *k;
+    }
+    out[n < cap ? n : cap - 1] = 0;
+}
+
+static void ptr_index(char *out, size_t cap, const char *ptr, size_t i)
+{
+    char num[24];
+    snprintf(num, sizeof num, "%zu", i);
+    ptr_child(out, cap, ptr, num);
+}
+
+/* ------------------------------------------------------------- rules */
+
+/* The rule named for this body (a new one unless the same body exists). */
+static const char *add_rule(conv *c, const char *body, char *name_out)
+{
+    for (int i = 0; i < c->n_bodies; i++)
+        if (!strcmp(c->bodies[i].key, body)) {
+            strcpy(name_out, c->bodies[i].name);
+            return name_out;
+        }
+    snprintf(name_out, 24, "r%d", c->n_rules++);
+    c->bodies = asn_xrealloc(c->bodies, (size_t)(c->n_bodies + 1) * sizeof *c->bodies);
+    c->bodies[c->n_bodies].key = asn_xstrdup(body);
+    strcpy(c->bodies[c->n_bodies++].name, name_out);
+    sb_printf(&c->rules, "%s ::= %s\n", name_out, body);
+    return name_out;
+}
+
+/* Whitespace between tokens: " ws " or " ". */
+static const char *W(conv *c)
+{
+    if (c->ws == ASN_WS_COMPACT)
+        return " ";
+    c->used |= U_WS;
+    return " ws ";
+}
+
+static void prim_rules(conv *c, sbuf *b)
+{
+    if (c->used & U_WS)
+        sb_printf(b, "ws ::= [ \\t\\n\\r]{0,%d}\n", ASN_WS_MAX);
+    if (c->used & (U_STRING | U_CHAR | U_VALUE))
+        sb_puts(b, "char ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\n");
+    if (c->used & (U_STRING | U_VALUE))
+        sb_puts(b, "string ::= \"\\\"\" char* \"\\\"\"\n");
+    if (c->used & (U_NUMBER | U_VALUE))
+        sb_puts(b, "number ::= \"-\"? (\"0\" | [1-9] [0-9]*) (\".\" [0-9]+)? ([eE] [-+]? [0-9]+)?\n");
+    if (c->used & U_INTEGER)
+        sb_puts(b, "integer ::= \"-\"? (\"0\" | [1-9] [0-9]*)\n");
+    if (c->used & U_VALUE) {
+        const char *w = c->ws == ASN_WS_COMPACT ? " " : " ws ";
+        sb_printf(b, "value ::= object | array | string | number | \"true\" | \"false\" | \"null\"\n");
+        sb_printf(b, "object ::= \"{\"%s(string%s\":\"%svalue (%s\",\"%sstring%s\":\"%svalue)*%s)? \"}\"\n", w, w,
+                  w, w, w, w, w, w);
+        sb_printf(b, "array ::= \"[\"%s(value (%s\",\"%svalue)*%s)? \"]\"\n", w, w, w, w);
+    }
+}
+
+static int conv_schema(conv *c, const json_t *s, const char *ptr, char *name_out);
+
+/* ----------------------------------------------------------- numbers */
+
+/* Digit strings lo..hi of the same length n as a GBNF expression. */
+static void digits_range(sbuf *b, const char *lo, const char *hi, int n)
+{
+    if (!n) {
+        sb_puts(b, "\"\"");
+        return;
+    }
+    if (!strncmp(lo, hi, (size_t)n)) {
+        sb_put(b, "\"", 1), sb_put(b, lo, (size_t)n), sb_put(b, "\"", 1);
+        return;
+    }
+    if (lo[0] == hi[0]) {
+        sb_printf(b, "\"%c\" ", lo[0]);
+        digits_range(b, lo + 1, hi + 1, n - 1);
+        return;
+    }
+    int lo_zero = 1, hi_nine = 1;
+    for (int i = 1; i < n; i++)
+        lo_zero &= lo[i] == '0', hi_nine &= hi[i] == '9';
+    char a = lo_zero ? lo[0] : (char)(lo[0] + 1), z = hi_nine ? hi[0] : (char)(hi[0] - 1);
+    sb_puts(b, "(");
+    int alt = 0;
+    char nines[24], zeros[24];
+    memset(nines, '9', sizeof nines), memset(zeros, '0', sizeof zeros);
+    if (!lo_zero) {
+        sb_printf(b, "\"%c\" (", lo[0]);
+        digits_range(b, lo + 1, nines, n - 1);
+        sb_puts(b, ")");
+        alt = 1;
+    }
+    if (a <= z) {
+        sb_printf(b, "%s[%c-%c]", alt ? " | " : "", a, z);
+        if (n > 1)
+            sb_printf(b, " [0-9]{%d}", n - 1);
+        alt = 1;
+    }
+    if (!hi_nine) {
+        sb_printf(b, "%s\"%c\" (", alt ? " | " : "", hi[0]);
+        digits_range(b, zeros, hi + 1, n - 1);
+        sb_puts(b, ")");
+    }
+    sb_puts(b, ")");
+}
+
+/* Non-negative integers a..b (b < 0: no upper bound), as alternatives
+ * appended after "|" separators; returns how many were written. */
+static int uint_range(sbuf *b, long long a, long long z, int alt)
+{
+    if (z >= 0 && a > z)
+        return alt;
+    if (a == 0) {
+        sb_printf(b, "%s\"0\"", alt ? " | " : "");
+        alt = 1, a = 1;
+        if (z == 0)
+            return alt;
+    }
+    char lo[24], hi[24];
+    long long p = 1;
+    for (int d = 1; d <= 18; d++, p *= 10) {
+        long long dlo = p, dhi = p * 10 - 1;
+        if (dhi < a)
+            continue;
+        if (z >= 0 && dlo > z)
+            break;
+        long long x = a > dlo ? a : dlo;
+        if (z < 0 && x == dlo) { /* every number of d digits or more */
+            sb_printf(b, "%s[1-9] [0-9]{%d,}", alt ? " | " : "", d - 1);
+            return 1;
+        }
+        long long y = z >= 0 && z < dhi ? z : dhi;
+        snprintf(lo, sizeof lo, "%lld", x);
+        snprintf(hi, sizeof hi, "%lld", y);
+        sb_puts(b, alt ? " | (" : "(");
+        digits_range(b, lo, hi, d);
+        sb_puts(b, ")");
+        alt = 1;
+    }
+    return alt;
+}
+
+static int bound(conv *c, const json_t *s, const char *key, const char *ptr, int integer, double *out)
+{
+    const json_t *v = json_object_get(s, key);
+    if (!v)
+        return 0;
+    char p[1024];
+    ptr_child(p, sizeof p, ptr, key);
+    if (!json_is_number(v))
+        return serr(c, p, "\"%s\" must be a number", key) - 1;
+    double d = json_number_value(v);
+    if (fabs(d) > MAX_BOUND)
+        return serr(c, p, "bound \"%s\" is out of the supported range (|x| <= 1e15)", key) - 1;
+    if (!integer && d != floor(d))
+        return serr(c, p, "\"%s\" on a number must be an integer (fractional bounds are not supported)",
+                    key) - 1;
+    *out = d;
+    return 1;
+}
+
+static int integer_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
+{
+    double v;
+    int k;
+    long long lo = 0, hi = 0;
+    int has_lo = 0, has_hi = 0;
+    if ((k = bound(c, s, "minimum", ptr, 1, &v)) < 0)
+        return -1;
+    if (k)
+        lo = (long long)ceil(v), has_lo = 1;
+    if ((k = bound(c, s, "exclusiveMinimum", ptr, 1, &v)) < 0)
+        return -1;
+    if (k) {
+        long long x = (long long)floor(v) + 1;
+        if (!has_lo || x > lo)
+            lo = x;
+        has_lo = 1;
+    }
+    if ((k = bound(c, s, "maximum", ptr, 1, &v)) < 0)
+        return -1;
+    if (k)
+        hi = (long long)floor(v), has_hi = 1;
+    if ((k = bound(c, s, "exclusiveMaximum", ptr, 1, &v)) < 0)
+        return -1;
+    if (k) {
+        long long x = (long long)ceil(v) - 1;
+        if (!has_hi || x < hi)
+            hi = x;
+        has_hi = 1;
+    }
+    if (!has_lo && !has_hi) {
+        c->used |= U_INTEGER;
+        sb_puts(b, "integer");
+        return 0;
+    }
+    if (has_lo && has_hi && lo > hi)
+        return serr(c, ptr, "%s", "no integer lies within minimum and maximum");
+    sb_puts(b, "(");
+    int alt = 0;
+    if (!has_lo || lo < 0) { /* negatives: -(1 .. -lo) within hi */
+        long long a = has_hi && hi < 0 ? -hi : 1;
+        long long z = has_lo ? -lo : -1;
+        sb_puts(b, "\"-\" (");
+        uint_range(b, a, z, 0);
+        sb_puts(b, ")");
+        alt = 1;
+    }
+    if (!has_hi || hi >= 0)
+        uint_range(b, has_lo && lo > 0 ? lo : 0, has_hi ? hi : -1, alt);
+    sb_puts(b, ")");
+    return 0;
+}
+
+/* A number with integer bounds, written without an exponent. */
+static int number_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
+{
+    double v;
+    int k;
+    long long L = 0, H = 0;
+    int has_lo = 0, has_hi = 0;
+    if (json_object_get(s, "exclusiveMinimum") || json_object_get(s, "exclusiveMaximum")) {
+        char p[1024];
+        ptr_child(p, sizeof p, ptr, json_object_get(s, "exclusiveMinimum") ? "exclusiveMinimum" : "exclusiveMaximum");
+        return serr(c, p, "%s", "exclusive bounds are supported on integers only");
+    }
+    if ((k = bound(c, s, "minimum", ptr, 0, &v)) < 0)
+        return -1;
+    if (k)
+        L = (long long)v, has_lo = 1;
+    if ((k = bound(c, s, "maximum", ptr, 0, &v)) < 0)
+        return -1;
+    if (k)
+        H = (long long)v, has_hi = 1;
+    if (!has_lo && !has_hi) {
+        c->used |= U_NUMBER;
+        sb_puts(b, "number");
+        return 0;
+    }
+    if (has_lo && has_hi && L > H)
+        return serr(c, ptr, "%s", "minimum is above maximum");
+    const char *frac = "(\".\" [0-9]+)?", *zfrac = "(\".\" \"0\"+)?";
+    sb_puts(b, "(");
+    int alt = 0;
+    /* x >= 0: integer part I with I >= max(L, 0); below H any fraction, at H only zeros */
+    if (!has_hi || H >= 0) {
+        long long a = has_lo && L > 0 ? L : 0;
+        if (!has_hi || H - 1 >= a) {
+            sb_puts(b, "((");
+            uint_range(b, a, has_hi ? H - 1 : -1, 0);
+            sb_printf(b, ") %s)", frac);
+            alt = 1;
+        }
+        if (has_hi && H >= a) {
+            sb_printf(b, "%s(\"%lld\" %s)", alt ? " | " : "", H, zfrac);
+            alt = 1;
+        }
+    }
+    /* x < 0 written -I.F: I >= -H when H < 0; I < -L, or I = -L with zeros */
+    if (!has_lo || L < 0) {
+        long long a = has_hi && H < 0 ? -H : 0;
+        long long z = has_lo ? -L : -1;
+        if (z < 0 || z - 1 >= a) {
+            sb_printf(b, "%s(\"-\" (", alt ? " | " : "");
+            uint_range(b, a, z < 0 ? -1 : z - 1, 0);
+            sb_printf(b, ") %s)", frac);
+            alt = 1;
+        }
+        if (z >= 0 && z >= a && z > 0) {
+            sb_printf(b, "%s(\"-%lld\" %s)", alt ? " | " : "", z, zfrac);
+            alt = 1;
+        }
+    }
+    sb_puts(b, ")");
+    return 0;
+}
+
+/* ----------------------------------------------------------- strings */
+
+static int string_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
+{
+    const json_t *pat = json_object_get(s, "pattern");
+    const json_t *mn = json_object_get(s, "minLength"), *mx = json_object_get(s, "maxLength");
+    char p[1024];
+    if (mn && (!json_is_integer(mn) || json_integer_value(mn) < 0 || json_integer_value(mn) > 2000)) {
+        ptr_child(p, sizeof p, ptr, "minLength");
+        return serr(c, p, "%s", "minLength must be an integer in [0, 2000]");
+    }
+    if (mx && (!json_is_integer(mx) || json_integer_value(mx) < 0 || json_integer_value(mx) > 2000)) {
+        ptr_child(p, sizeof p, ptr, "maxLength");
+        return serr(c, p, "%s", "maxLength must be an integer in [0, 2000]");
+    }
+    if (pat) {
+        ptr_child(p, sizeof p, ptr, "pattern");
+        if (!json_is_string(pat))
+            return serr(c, p, "%s", "pattern must be a string");
+        if (mn || mx)
+            return serr(c, p, "%s", "pattern together with minLength/maxLength is not supported");
+        sbuf x = {0};
+        int anch = 0;
+        asn_err e2;
+        if (asn_regex_expr(json_string_value(pat), 1, &x, &anch, &e2)) {
+            free(x.s);
+            return serr(c, p, "%s", e2.msg);
+        }
+        c->used |= U_CHAR;
+        sb_printf(b, "\"\\\"\" %s", anch & 1 ? "" : "char* ");
+        sb_put(b, x.s, x.n);
+        sb_printf(b, " %s\"\\\"\"", anch & 2 ? "" : "char* ");
+        free(x.s);
+        return 0;
+    }
+    if (!mn && !mx) {
+        c->used |= U_STRING;
+        sb_puts(b, "string");
+        return 0;
+    }
+    long lo = mn ? (long)json_integer_value(mn) : 0;
+    long hi = mx ? (long)json_integer_value(mx) : -1;
+    if (hi >= 0 && hi < lo)
+        return serr(c, ptr, "%s", "maxLength is below minLength");
+    c->used |= U_CHAR;
+    if (hi >= 0)
+        sb_printf(b, "\"\\\"\" char{%ld,%ld} \"\\\"\"", lo, hi);
+    else
+        sb_printf(b, "\"\\\"\" char{%ld,} \"\\\"\"", lo);
+    return 0;
+}
+
+/* ----------------------------------------------------------- objects */
+
+/* A JSON string that is none of the n (encoded) keys: one rule per node of
+ * the keys' trie. Writes the start rule's name. */
+typedef struct knode {
+    uint32_t *ch; /* children's code points */
+    int *kid;
+    int n;
+    int end;      /* a key ends here */
+} knode;
+
+static int key_trie_add(knode **t, int *nt, const char *s, size_t len)
+{
+    int cur = 0;
+    for (size_t i = 0; i < len;) {
+        uint32_t c = (unsigned char)s[i];
+        int k = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : 4;
+        if (k > 1) {
+            c &= k == 2 ? 0x1F : k == 3 ? 0x0F : 0x07;
+            for (int j = 1; j < k && i + (size_t)j < len; j++)
+                c = (c << 6) | ((unsigned char)s[i + (size_t)j] & 0x3F);
+        }
+        i += (size_t)k;
+        int next = -1;
+        for (int j = 0; j < (*t)[cur].n; j++)
+            if ((*t)[cur].ch[j] == c)
+                next = (*t)[cur].kid[j];
+        if (next < 0) {
+            *t = asn_xrealloc(*t, (size_t)(*nt + 1) * sizeof **t);
+            memset(&(*t)[*nt], 0, sizeof **t);
+            next = (*nt)++;
+            knode *p = &(*t)[cur];
+            p->ch = asn_xrealloc(p->ch, (size_t)(p->n + 1) * sizeof *p->ch);
+            p->kid = asn_xrealloc(p->kid, (size_t)(p->n + 1) * sizeof *p->kid);
+            p->ch[p->n] = c, p->kid[p->n] = next, p->n++;
+        }
+        cur = next;
+    }
+    (*t)[cur].end = 1;
+    return 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void not_key_rule(conv *c, knode *t, int node, char *name_out)
+{
+    sbuf b = {0};
+    char kid[24];
+    c->used |= U_CHAR;
+    /* the string may end here unless a key ends here */
+    int alt = 0;
+    if (!t[node].end)
+        sb_puts(&b, "\"\\\"\""), alt = 1;
+    /* a character no key continues with, then anything */
+    uint32_t *r = asn_xmalloc((size_t)(2 * t[node].n + 8) * sizeof *r);
+    uint32_t *cs = asn_xmalloc((size_t)(t[node].n + 3) * sizeof *cs);
+    int m = 0;
+    cs[m++] = '"', cs[m++] = '\\';
+    for (int j = 0; j < t[node].n; j++)
+        cs[m++] = t[node].ch[j];
+    qsort(cs, (size_t)m, sizeof *cs, cmp_u32);
+    int nr = 0;
+    uint32_t next = 0x20;
+    for (int j = 0; j < m; j++) {
+        if (cs[j] < next)
+            continue;
+        if (cs[j] > next)
+            r[2 * nr] = next, r[2 * nr + 1] = cs[j] - 1, nr++;
+        next = cs[j] + 1;
+    }
+    r[2 * nr] = next, r[2 * nr + 1] = 0x10FFFF, nr++;
+    sb_puts(&b, alt ? " | " : "");
+    sb_puts(&b, "(");
+    sb_gclass(&b, r, nr);
+    sb_puts(&b, " | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})) char* \"\\\"\"");
+    for (int j = 0; j < t[node].n; j++) {
+        not_key_rule(c, t, t[node].kid[j], kid);
+        sb_puts(&b, " | \"");
+        sb_gchar(&b, t[node].ch[j]);
+        sb_printf(&b, "\" %s", kid);
+    }
+    add_rule(c, b.s, name_out);
+    free(b.s);
+    free(r);
+    free(cs);
+}
+
+typedef struct prop {
+    const char *name;
+    char kv[24]; /* rule: "name" : value */
+    int required;
+} prop;
+
+static int object_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
+{
+    const json_t *props = json_object_get(s, "properties"), *req = json_object_get(s, "required");
+    const json_t *add = json_object_get(s, "additionalProperties");
+    char p[1024];
+    if (props && !json_is_object(props)) {
+        ptr_child(p, sizeof p, ptr, "properties");
+        return serr(c, p, "%s", "properties must be an object");
+    }
+    if (req && !json_is_array(req)) {
+        ptr_child(p, sizeof p, ptr, "required");
+        return serr(c, p, "%s", "required must be a list of strings");
+    }
+    int np = props ? (int)json_object_size(props) : 0;
+    int nreq_extra = 0;
+    prop *pr = asn_xcalloc((size_t)(np + (req ? json_array_size(req) : 0) + 1), sizeof *pr);
+    int n = 0;
+    const char *key;
+    const json_t *sub;
+    char pp[1024], pk[1024];
+    ptr_child(pp, sizeof pp, ptr, "properties");
+    json_object_foreach((json_t *)props, key, sub)
+    {
+        pr[n].name = key;
+        char vr[24];
+        ptr_child(pk, sizeof pk, pp, key);
+        if (conv_schema(c, sub, pk, vr))
+            goto fail;
+        sbuf kv = {0};
+        json_t *js = json_string(key);
+        char *enc = json_dumps(js, JSON_ENCODE_ANY);
+        json_decref(js);
+        sb_gliteral(&kv, enc, strlen(enc));
+        free(enc);
+        sb_printf(&kv, "%s\":\"%s%s", W(c), W(c), vr);
+        add_rule(c, kv.s, pr[n].kv);
+        free(kv.s);
+        n++;
+    }
+    for (size_t i = 0; req && i < json_array_size(req); i++) {
+        const json_t *r = json_array_get(req, i);
+        ptr_index(pk, sizeof pk, ptr, i);
+        if (!json_is_string(r)) {
+            ptr_child(pk, sizeof pk, ptr, "required");
+            serr(c, pk, "%s", "required must be a list of strings");
+            goto fail;
+        }
+        int found = 0;
+        for (int j = 0; j < n; j++)
+            if (!strcmp(pr[j].name, json_string_value(r)))
+                pr[j].required = 1, found = 1;
+        if (!found)
+            nreq_extra++;
+    }
+    if (nreq_extra) {
+        ptr_child(pk, sizeof pk, ptr, "required");
+        serr(c, pk, "%s", "a required property must be listed in properties");
+        goto fail;
+    }
+    /* extra members */
+    char extra[24] = "";
+    if (!add || json_is_true(add) || json_is_object(add)) {
+        char vr[24], nk[24];
+        ptr_child(pk, sizeof pk, ptr, "additionalProperties");
+        if (add && json_is_object(add)) {
+            if (conv_schema(c, add, pk, vr))
+                goto fail;
+        } else {
+            c->used |= U_VALUE;
+            strcpy(vr, "value");
+        }
+        knode *t = asn_xcalloc(1, sizeof *t);
+        int nt = 1;
+        for (int j = 0; j < n; j++) {
+            json_t *js = json_string(pr[j].name);
+            char *enc = json_dumps(js, JSON_ENCODE_ANY);
+            json_decref(js);
+            key_trie_add(&t, &nt, enc + 1, strlen(enc) - 2);
+            free(enc);
+        }
+        not_key_rule(c, t, 0, nk);
+        for (int j = 0; j < nt; j++)
+            free(t[j].ch), free(t[j].kid);
+        free(t);
+        sbuf kv = {0};
+        sb_printf(&kv, "\"\\\"\" %s%s\":\"%s%s", nk, W(c), W(c), vr);
+        add_rule(c, kv.s, extra);
+        free(kv.s);
+    } else if (!json_is_false(add)) {
+        ptr_child(pk, sizeof pk, ptr, "additionalProperties");
+        serr(c, pk, "%s", "additionalProperties must be a boolean or a schema");
+        goto fail;
+    }
+    const char *w = W(c);
+    if (n <= MAX_ANY_ORDER) {
+        /* after at least one member, with set S written: rule more[S] */
+        int ns = 1 << n;
+        char(*more)[24] = asn_xcalloc((size_t)ns, sizeof *more);
+        unsigned reqmask = 0;
+        for (int j = 0; j < n; j++)
+            reqmask |= (unsigned)pr[j].required << j;
+        for (int S = ns - 1; S >= 0; S--) {
+            sbuf x = {0};
+            int alt = 0;
+            if ((S & reqmask) == reqmask)
+                sb_printf(&x, "%s\"}\"", w + 1), alt = 1;
+            for (int j = 0; j < n; j++)
+                if (!(S >> j & 1)) {
+                    sb_printf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, pr[j].kv, more[S | 1 << j]);
+                    alt = 1;
+                }
+            if (extra[0]) {
+                /* more[S] refers to itself: name it first */
+                char self[24];
+                snprintf(self, sizeof self, "r%d", c->n_rules++);
+                sb_printf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, extra, self);
+                sb_printf(&c->rules, "%s ::= %s\n", self, x.s);
+                strcpy(more[S], self);
+            } else {
+                if (!alt)
+                    sb_puts(&x, "[^\\x00-\\U0010FFFF]");
+                add_rule(c, x.s, more[S]);
+            }
+            free(x.s);
+        }
+        sb_printf(b, "\"{\"%s(", w);
+        int alt = 0;
+        if (!reqmask)
+            sb_puts(b, "\"}\""), alt = 1;
+        for (int j = 0; j < n; j++) {
+            sb_printf(b, "%s%s %s", alt ? " | " : "", pr[j].kv, more[1 << j]);
+            alt = 1;
+        }
+        if (extra[0])
+            sb_printf(b, "%s%s %s", alt ? " | " : "", extra, more[0]);
+        sb_puts(b, ")");
+        free(more);
+    } else {
+        /* schema order: state i = the last member written was property i-1 */
+        char(*after)[24] = asn_xcalloc((size_t)n + 1, sizeof *after);
+        for (int i = n; i >= 0; i--) {
+            sbuf x = {0};
+            int alt = 0, blocked = 0;
+            for (int j = i; j < n && !blocked; j++) {
+                sb_printf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, pr[j].kv, after[j + 1]);
+                alt = 1;
+                blocked = pr[j].required;
+            }
+            if (!blocked)
+                sb_printf(&x, "%s%s\"}\"", alt ? " | " : "", w + 1), alt = 1;
+            char self[24];
+            snprintf(self, sizeof self, "r%d", c->n_rules++);
+            if (extra[0])
+                sb_printf(&x, " | %s\",\"%s%s %s", w + 1, w, extra, self);
+            sb_printf(&c->rules, "%s ::= %s\n", self, x.s);
+            strcpy(after[i], self);
+            free(x.s);
+        }
+        sb_printf(b, "\"{\"%s(", w);
+        int alt = 0, blocked = 0;
+        for (int j = 0; j < n && !blocked; j++) {
+            sb_printf(b, "%s%s %s", alt ? " | " : "", pr[j].kv, after[j + 1]);
+            alt = 1;
+            blocked = pr[j].required;
+        }
+        if (!blocked)
+            sb_printf(b, "%s\"}\"", alt ? " | " : "");
+        if (extra[0])
+            sb_printf(b, " | %s %s", extra, after[0]);
+        sb_puts(b, ")");
+        free(after);
+    }
+    free(pr);
+    return 0;
+fail:
+    free(pr);
+    return -1;
+}
+
+/* ------------------------------------------------------------ arrays */
+
+static int array_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
+{
+    const json_t *items = json_object_get(s, "items"), *prefix = json_object_get(s, "prefixItems");
+    const json_t *mn = json_object_get(s, "minItems"), *mx = json_object_get(s, "maxItems");
+    char p[1024];
+    if (mn && (!json_is_integer(mn) || json_integer_value(mn) < 0 || json_integer_value(mn) > 2000)) {
+        ptr_child(p, sizeof p, ptr, "minItems");
+        return serr(c, p, "%s", "minItems must be an integer in [0, 2000]");
+    }
+    if (mx && (!json_is_integer(mx) || json_integer_value(mx) < 0 || json_integer_value(mx) > 2000)) {
+        ptr_child(p, sizeof p, ptr, "maxItems");
+        return serr(c, p, "%s", "maxItems must be an integer in [0, 2000]");
+    }
+    if (prefix && !json_is_array(prefix)) {
+        ptr_child(p, sizeof p, ptr, "prefixItems");
+        return serr(c, p, "%s", "prefixItems must be a list of schemas");
+    }
+    if (items && json_is_array(items)) {
+        ptr_child(p, sizeof p, ptr, "items");
+        return serr(c, p, "%s", "items as a list (draft 4 tuples) is not supported: use prefixItems");
+    }
+    int k = prefix ? (int)json_array_size(prefix) : 0;
+    long lo = mn ? (long)json_integer_value(mn) : 0;
+    long hi = mx ? (long)json_integer_value(mx) : -1;
+    char (*pr)[24] = asn_xcalloc((size_t)k + 1, sizeof *pr);
+    char it[24] = "";
+    for (int i = 0; i < k; i++) {
+        char pi[1024];
+        ptr_child(p, sizeof p, ptr, "prefixItems");
+        ptr_index(pi, sizeof pi, p, (size_t)i);
+        if (conv_schema(c, json_array_get(prefix, (size_t)i), pi, pr[i])) {
+            free(pr);
+            return -1;
+        }
+    }
+    if (items && json_is_false(items)) {
+        if (hi < 0 || hi > k)
+            hi = k;
+    } else {
+        ptr_child(p, sizeof p, ptr, "items");
+        if (items ? conv_schema(c, items, p, it) : (c->used |= U_VALUE, strcpy(it, "value"), 0)) {
+            free(pr);
+            return -1;
+        }
+    }
+    if (hi >= 0 && hi < lo) {
+        free(pr);
+        return serr(c, ptr, "%s", "maxItems is below minItems (or items is false)");
+    }
+    const char *w = W(c);
+    /* tail[i]: i items written; loop from L = max(k, lo) when unbounded */
+    long L = hi >= 0 ? hi : (k > lo ? k : lo);
+    char (*tail)[24] = asn_xcalloc((size_t)L + 2, sizeof *tail);
+    for (long i = L; i >= 1; i--) {
+        sbuf x = {0};
+        int alt = 0;
+        if (i >= lo)
+            sb_printf(&x, "%s\"]\"", w + 1), alt = 1;
+        const char *el = i < k ? pr[i] : it;
+        if (hi < 0 && i == L) {
+            char self[24];
+            snprintf(self, sizeof self, "r%d", c->n_rules++);
+            sb_printf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, el, self);
+            sb_printf(&c->rules, "%s ::= %s\n", self, x.s);
+            strcpy(tail[i], self);
+        } else {
+            if (i < hi || hi < 0)
+                sb_printf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, el, tail[i + 1]);
+            add_rule(c, x.s, tail[i]);
+        }
+        free(x.s);
+    }
+    sb_printf(b, "\"[\"%s(", w);
+    int alt = 0;
+    if (lo == 0)
+        sb_puts(b, "\"]\""), alt = 1;
+    if (hi != 0)
+        sb_printf(b, "%s%s %s", alt ? " | " : "", k > 0 ? pr[0] : it, tail[1]);
+    sb_puts(b, ")");
+    free(tail);
+    free(pr);
+    return 0;
+}
+
+/* ---------------------------------------------------------- literals */
+
+static int type_matches(const json_t *v, const char *t)
+{
+    if (!strcmp(t, "string"))
+        return json_is_string(v);
+    if (!strcmp(t, "integer"))
+        return json_is_integer(v) || (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)));
+    if (!strcmp(t, "number"))
+        return json_is_number(v);
+    if (!strcmp(t, "boolean"))
+        return json_is_boolean(v);
+    if (!strcmp(t, "null"))
+        return json_is_null(v);
+    if (!strcmp(t, "object"))
+        return json_is_object(v);
+    if (!strcmp(t, "array"))
+        return json_is_array(v);
+    return 0;
+}
+
+static void literal(sbuf *b, const json_t *v)
+{
+    char *enc = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    sb_gliteral(b, enc, strlen(enc));
+    free(enc);
+}
+
+/* ------------------------------------------------------------ schema */
+
+static const char *const TYPES[] = {"string", "number", "integer", "boolean", "null", "object", "array", NULL};
+
+static int type_body(conv *c, const json_t *s, const char *t, const char *ptr, sbuf *b)
+{
+    if (!strcmp(t, "string"))
+        return string_body(c, s, ptr, b);
+    if (!strcmp(t, "integer"))
+        return integer_body(c, s, ptr, b);
+    if (!strcmp(t, "number"))
+        return number_body(c, s, ptr, b);
+    if (!strcmp(t, "boolean"))
+        return sb_puts(b, "(\"true\" | \"false\")"), 0;
+    if (!strcmp(t, "null"))
+        return sb_puts(b, "\"null\""), 0;
+    if (!strcmp(t, "object"))
+        return object_body(c, s, ptr, b);
+    return array_body(c, s, ptr, b);
+}
+
+static int resolve_ref(conv *c, const char *ref, const char *ptr, const json_t **out)
+{
+    char p[1024];
+    ptr_child(p, sizeof p, ptr, "$ref");
+    if (ref[0] != '#')
+        return serr(c, p, "only local references (#...) are supported, not \"%s\"", ref);
+    const json_t *cur = c->root;
+    const char *q = ref + 1;
+    while (*q == '/') {
+        q++;
+        const char *end = strchr(q, '/');
+        size_t n = end ? (size_t)(end - q) : strlen(q);
+        char key[512];
+        size_t k = 0;
+        for (size_t i = 0; i < n && k + 1 < sizeof key; i++) {
+            if (q[i] == '~' && i + 1 < n && (q[i + 1] == '0' || q[i + 1] == '1'))
+                key[k++] = q[i + 1] == '0' ? '~' : '/', i++;
+            else
+                key[k++] = q[i];
+        }
+        key[k] = 0;
+        if (json_is_object(cur))
+            cur = json_object_get(cur, key);
+        else if (json_is_array(cur))
+            cur = json_array_get(cur, (size_t)strtoul(key, NULL, 10));
+        else
+            cur = NULL;
+        if (!cur)
+            return serr(c, p, "reference \"%s\" does not resolve", ref);
+        q += n;
+    }
+    if (*q)
+        return serr(c, p, "reference \"%s\" is not a JSON pointer", ref);
+    *out = cur;
+    return 0;
+}
+
+static int conv_schema(conv *c, const json_t *s, const char *ptr, char *name_out)
+{
+    if (json_is_true(s) || (json_is_object(s) && !json_object_size(s))) {
+        c->used |= U_VALUE;
+        strcpy(name_out, "value");
+        return 0;
+    }
+    if (json_is_false(s))
+        return serr(c, ptr, "%s", "the schema false accepts nothing");
+    if (!json_is_object(s))
+        return serr(c, ptr, "%s", "a schema must be an object or a boolean");
+    const char *key;
+    const json_t *v;
+    char p[1024];
+    json_object_foreach((json_t *)s, key, v)
+    {
+        if (!in_list(KNOWN, key) && !in_list(ANNOTATIONS, key)) {
+            ptr_child(p, sizeof p, ptr, key);
+            return serr(c, p, "unsupported keyword \"%s\"", key);
+        }
+    }
+    const json_t *ref = json_object_get(s, "$ref");
+    if (ref) {
+        ptr_child(p, sizeof p, ptr, "$ref");
+        if (!json_is_string(ref))
+            return serr(c, p, "%s", "$ref must be a string");
+        json_object_foreach((json_t *)s, key, v) if (in_list(KNOWN, key) && strcmp(key, "$ref"))
+        {
+            ptr_child(p, sizeof p, ptr, key);
+            return serr(c, p, "keyword \"%s\" beside $ref is not supported", key);
+        }
+        const char *r = json_string_value(ref);
+        for (int i = 0; i < c->n_refs; i++)
+            if (!strcmp(c->refs[i].key, r)) {
+                strcpy(name_out, c->refs[i].name);
+                return 0;
+            }
+        const json_t *target = NULL;
+        if (resolve_ref(c, r, ptr, &target))
+            return -1;
+        c->refs = asn_xrealloc(c->refs, (size_t)(c->n_refs + 1) * sizeof *c->refs);
+        named *nm = &c->refs[c->n_refs++];
+        nm->key = asn_xstrdup(r);
+        snprintf(nm->name, sizeof nm->name, "r%d", c->n_rules++);
+        char name[24], sub[24];
+        strcpy(name, nm->name);
+        char tp[1024];
+        snprintf(tp, sizeof tp, "%s", r + 1);
+        if (conv_schema(c, target, tp, sub))
+            return -1;
+        sb_printf(&c->rules, "%s ::= %s\n", name, sub);
+        strcpy(name_out, name);
+        return 0;
+    }
+    sbuf b = {0};
+    int alt = 0;
+    const json_t *any = json_object_get(s, "anyOf");
+    const char *anykey = "anyOf";
+    if (!any)
+        any = json_object_get(s, "oneOf"), anykey = "oneOf";
+    const json_t *en = json_object_get(s, "enum"), *cn = json_object_get(s, "const");
+    const json_t *type = json_object_get(s, "type");
+    if (any) {
+        ptr_child(p, sizeof p, ptr, anykey);
+        if (!json_is_array(any) || !json_array_size(any))
+            goto bad_any;
+        json_object_foreach((json_t *)s, key, v) if (in_list(KNOWN, key) && strcmp(key, anykey) &&
+                                                     strcmp(key, "nullable"))
+        {
+            ptr_child(p, sizeof p, ptr, key);
+            serr(c, p, "keyword \"%s\" beside anyOf/oneOf is not supported", key);
+            goto fail;
+        }
+        sb_puts(&b, "(");
+        for (size_t i = 0; i < json_array_size(any); i++) {
+            char pi[1024], sub[24];
+            ptr_index(pi, sizeof pi, p, i);
+            if (conv_schema(c, json_array_get(any, i), pi, sub))
+                goto fail;
+            sb_printf(&b, "%s%s", alt ? " | " : "", sub);
+            alt = 1;
+        }
+        sb_puts(&b, ")");
+    } else if (en || cn) {
+        ptr_child(p, sizeof p, ptr, en ? "enum" : "const");
+        if (en && (!json_is_array(en) || !json_array_size(en))) {
+            serr(c, p, "%s", "enum must be a non-empty list");
+            goto fail;
+        }
+        size_t ne = en ? json_array_size(en) : 1;
+        sb_puts(&b, "(");
+        for (size_t i = 0; i < ne; i++) {
+            const json_t *x = en ? json_array_get(en, i) : cn;
+            int ok = !type;
+            if (json_is_string(type))
+                ok = type_matches(x, json_string_value(type));
+            for (size_t j = 0; json_is_array(type) && j < json_array_size(type); j++)
+                ok |= json_is_string(json_array_get(type, j)) &&
+                      type_matches(x, json_string_value(json_array_get(type, j)));
+            if (!ok)
+                continue;
+            if (json_is_object(x) && json_object_size(x) > 1) {
+                serr(c, p, "%s", "an object with several members in enum/const is not supported");
+                goto fail;
+            }
+            sb_puts(&b, alt ? " | " : "");
+            literal(&b, x);
+            alt = 1;
+        }
+        if (!alt)
+            sb_puts(&b, "[^\\x00-\\U0010FFFF]");
+        sb_puts(&b, ")");
+    } else {
+        /* the types, given or implied by the keywords present */
+        const char *types[8];
+        int nt = 0;
+        if (type) {
+            ptr_child(p, sizeof p, ptr, "type");
+            size_t n = json_is_array(type) ? json_array_size(type) : 1;
+            for (size_t i = 0; i < n; i++) {
+                const json_t *t = json_is_array(type) ? json_array_get(type, i) : type;
+                if (!json_is_string(t) || !in_list(TYPES, json_string_value(t))) {
+                    serr(c, p, "%s", "type must be one of string, number, integer, boolean, null, object, array (or a list of them)");
+                    goto fail;
+                }
+                if (nt < 8)
+                    types[nt++] = json_string_value(t);
+            }
+        } else {
+            static const char *const OBJ[] = {"properties", "required", "additionalProperties", NULL};
+            static const char *const ARR[] = {"items", "prefixItems", "minItems", "maxItems", NULL};
+            static const char *const STR[] = {"minLength", "maxLength", "pattern", NULL};
+            static const char *const NUM[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL};
+            json_object_foreach((json_t *)s, key, v)
+            {
+                const char *t = in_list(OBJ, key) ? "object" : in_list(ARR, key) ? "array"
+                                : in_list(STR, key) ? "string" : in_list(NUM, key) ? "number" : NULL;
+                int seen = 0;
+                for (int i = 0; i < nt; i++)
+                    seen |= t && !strcmp(types[i], t);
+                if (t && !seen)
+                    types[nt++] = t;
+            }
+        }
+        if (!nt) {
+            c->used |= U_VALUE;
+            sb_puts(&b, "value");
+            alt = 1;
+        }
+        sb_puts(&b, nt > 1 ? "(" : "");
+        for (int i = 0; i < nt; i++) {
+            sb_puts(&b, alt ? " | " : "");
+            if (type_body(c, s, types[i], ptr, &b))
+                goto fail;
+            alt = 1;
+        }
+        sb_puts(&b, nt > 1 ? ")" : "");
+    }
+    const json_t *nl = json_object_get(s, "nullable");
+    if (nl && !json_is_boolean(nl)) {
+        ptr_child(p, sizeof p, ptr, "nullable");
+        serr(c, p, "%s", "nullable must be true or false");
+        goto fail;
+    }
+    if (json_is_true(nl)) {
+        sbuf x = {0};
+        sb_printf(&x, "(%s | \"null\")", b.s);
+        free(b.s);
+        b = x;
+    }
+    add_rule(c, b.s, name_out);
+    free(b.s);
+    return 0;
+bad_any:
+    serr(c, p, "%s", "anyOf/oneOf must be a non-empty list of schemas");
+fail:
+    free(b.s);
+    return -1;
+}
+
+char *asn_schema_to_gbnf(const json_t *schema, asn_ws_rule ws, asn_err *e)
+{
+    conv c = {0};
+    c.root = schema;
+    c.ws = ws;
+    c.e = e;
+    char top[24];
+    char *out = NULL;
+    if (!conv_schema(&c, schema, "", top)) {
+        sbuf b = {0};
+        sb_printf(&b, "root ::= %s\n", top);
+        sb_put(&b, c.rules.s, c.rules.n);
+        prim_rules(&c, &b);
+        out = b.s;
+    }
+    free(c.rules.s);
+    for (int i = 0; i < c.n_refs; i++)
+        free(c.refs[i].key);
+    for (int i = 0; i < c.n_bodies; i++)
+        free(c.bodies[i].key);
+    free(c.refs);
+    free(c.bodies);
+    return out;
+}

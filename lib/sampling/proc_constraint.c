@@ -1,0 +1,221 @@
+/* proc_constraint.c — the structured-output processors json_schema,
+ * grammar, regex and choice: parameters to GBNF (checked when the
+ * heuristic is built), the compiled constraint per vocabulary (made on the
+ * first row, shared by every thread), and the mask on a row. */
+#include "sampling_internal.h"
+#include "asn/grammar.h"
+#include "asn/json.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct asn_cproc {
+    char *gbnf;
+    pthread_mutex_t mu;
+    asn_constraint *c; /* for vocab v, made on first use */
+    const asn_vocab *v;
+};
+
+int asn_proc_is_constraint(asn_proc_kind k)
+{
+    return k == ASN_PROC_JSON_SCHEMA || k == ASN_PROC_GRAMMAR || k == ASN_PROC_REGEX || k == ASN_PROC_CHOICE;
+}
+
+/* Text of a string parameter, or of the file named by "path". */
+static char *text_param(const json_t *params, const char *key, const char *what, asn_err *e)
+{
+    const json_t *v = json_object_get(params, key), *path = json_object_get(params, "path");
+    if (v && path)
+        return asn_err_set(e, "give \"%s\" or \"path\", not both", key), NULL;
+    if (!v && !path)
+        return asn_err_set(e, "parameter \"%s\" (%s) or \"path\" (a file holding it) is required", key, what),
+               NULL;
+    if (path) {
+        if (!json_is_string(path))
+            return asn_err_set(e, "parameter \"path\" must be a string"), NULL;
+        char *data;
+        size_t len;
+        if (asn_read_file(json_string_value(path), &data, &len, e))
+            return asn_err_prefix(e, "parameter \"path\""), NULL;
+        return data;
+    }
+    if (!json_is_string(v))
+        return asn_err_set(e, "parameter \"%s\" must be a string, not %s", key, asn_json_type_name(v)), NULL;
+    return asn_xstrdup(json_string_value(v));
+}
+
+int asn_constraint_proc_gbnf(asn_proc_kind kind, const json_t *params, char **gbnf, asn_err *e)
+{
+    *gbnf = NULL;
+    const char *field = "gbnf";
+    char *g = NULL;
+    if (kind == ASN_PROC_GRAMMAR) {
+        char *t = text_param(params, "gbnf", "GBNF text", e);
+        if (!t)
+            return -1;
+        g = t;
+        if (json_object_get(params, "path"))
+            field = "path";
+    } else if (kind == ASN_PROC_REGEX) {
+        const json_t *p = json_object_get(params, "pattern");
+        field = "pattern";
+        if (!json_is_string(p))
+            return asn_err_set(e, "parameter \"pattern\" must be a string");
+        if (strlen(json_string_value(p)) != json_string_length(p))
+            return asn_err_set(e, "parameter \"pattern\": NUL characters are not supported");
+        if (!(g = asn_regex_to_gbnf(json_string_value(p), e)))
+            return asn_err_prefix(e, "parameter \"pattern\"");
+    } else if (kind == ASN_PROC_CHOICE) {
+        const json_t *o = json_object_get(params, "options");
+        field = "options";
+        if (!json_is_array(o))
+            return asn_err_set(e, "parameter \"options\" must be a list of strings");
+        size_t n = json_array_size(o);
+        const char **opts = asn_xcalloc(n ? n : 1, sizeof *opts);
+        for (size_t i = 0; i < n; i++) {
+            const json_t *x = json_array_get(o, i);
+            if (!json_is_string(x) || strlen(json_string_value(x)) != json_string_length(x)) {
+                free(opts);
+                return asn_err_set(e, "parameter \"options\": item %zu must be a string (without NUL)", i + 1);
+            }
+            opts[i] = json_string_value(x);
+        }
+        g = asn_choice_to_gbnf(opts, (int)n, e);
+        free(opts);
+        if (!g)
+            return asn_err_prefix(e, "parameter \"options\"");
+    } else {
+        const json_t *ws = json_object_get(params, "whitespace");
+        asn_ws_rule rule = ASN_WS_COMPACT;
+        if (ws && !json_is_null(ws)) {
+            if (json_is_string(ws) && !strcmp(json_string_value(ws), "any"))
+                rule = ASN_WS_ANY;
+            else if (!json_is_string(ws) || strcmp(json_string_value(ws), "compact"))
+                return asn_err_set(e, "parameter \"whitespace\" must be \"compact\" or \"any\"");
+        }
+        const json_t *schema = json_object_get(params, "schema");
+        json_t *loaded = NULL;
+        field = "schema";
+        if (schema && json_object_get(params, "path"))
+            return asn_err_set(e, "give \"schema\" or \"path\", not both");
+        if (!schema) {
+            char *t = text_param(params, "schema", "a JSON Schema", e);
+            if (!t)
+                return -1;
+            json_error_t je;
+            loaded = json_loads(t, JSON_DECODE_ANY, &je);
+            free(t);
+            if (!loaded)
+                return asn_err_set(e, "parameter \"path\": %d:%d: %s", je.line, je.column, je.text);
+            schema = loaded;
+            field = "path";
+        }
+        g = asn_schema_to_gbnf(schema, rule, e);
+        json_decref(loaded);
+        if (!g)
+            return asn_err_prefix(e, "parameter \"%s\"", field);
+    }
+    /* compile once now, so that every error comes before any generation */
+    asn_grammar *gr = asn_gbnf_parse(g, strlen(g), e);
+    if (!gr) {
+        free(g);
+        return asn_err_prefix(e, "parameter \"%s\"", field);
+    }
+    asn_grammar_free(gr);
+    *gbnf = g;
+    return 0;
+}
+
+int asn_constraint_proc_init(asn_proc *p, const json_t *params, asn_err *e)
+{
+    char *g;
+    if (asn_constraint_proc_gbnf(p->kind, params, &g, e))
+        return -1;
+    p->cons = asn_xcalloc(1, sizeof *p->cons);
+    p->cons->gbnf = g;
+    pthread_mutex_init(&p->cons->mu, NULL);
+    return 0;
+}
+
+void asn_constraint_proc_release(asn_proc *p)
+{
+    if (!p->cons)
+        return;
+    asn_constraint_free(p->cons->c);
+    pthread_mutex_destroy(&p->cons->mu);
+    free(p->cons->gbnf);
+    free(p->cons);
+    p->cons = NULL;
+}
+
+/* The constraint for this vocabulary (made once; a new vocab replaces it). */
+static asn_constraint *get_constraint(const asn_proc *p, const asn_vocab *v, asn_err *e)
+{
+    struct asn_cproc *cp = p->cons;
+    pthread_mutex_lock(&cp->mu);
+    if (cp->c && cp->v != v) {
+        pthread_mutex_unlock(&cp->mu);
+        asn_err_set(e, "one heuristic used with two tokenizers: load it once per model");
+        return NULL;
+    }
+    if (!cp->c) {
+        asn_grammar *g = asn_gbnf_parse(cp->gbnf, strlen(cp->gbnf), e);
+        if (g) {
+            cp->c = asn_constraint_new(g, v);
+            cp->v = v;
+        }
+    }
+    asn_constraint *c = cp->c;
+    pthread_mutex_unlock(&cp->mu);
+    return c;
+}
+
+const char *asn_constraint_proc_text(const asn_proc *p) { return p->cons ? p->cons->gbnf : NULL; }
+
+int asn_constraint_proc_complete(const asn_proc *p, const asn_seq_ctx *ctx)
+{
+    asn_err e;
+    if (!ctx || !ctx->vocab)
+        return 0;
+    asn_constraint *c = get_constraint(p, ctx->vocab, &e);
+    if (!c)
+        return 0;
+    asn_gstate s = {0};
+    int ok = !asn_constraint_state_after(c, ctx->ids + ctx->n_prompt, ctx->n_ids - ctx->n_prompt, &s, NULL) &&
+             asn_gstate_complete(&s);
+    asn_gstate_clear(&s);
+    return ok;
+}
+
+int asn_apply_constraint(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx, asn_err *e)
+{
+    if (!ctx || !ctx->vocab)
+        return asn_err_set(e, "the %s constraint needs the model's tokenizer", asn_proc_name(p->kind));
+    asn_constraint *c = get_constraint(p, ctx->vocab, e);
+    if (!c)
+        return -1;
+    asn_gstate s = {0};
+    int refused = 0;
+    if (asn_constraint_state_after(c, ctx->ids + ctx->n_prompt, ctx->n_ids - ctx->n_prompt, &s, &refused)) {
+        asn_gstate_clear(&s);
+        return asn_err_set(e, "generated token %d (id %d) does not satisfy the constraint", refused,
+                           ctx->ids[ctx->n_prompt + refused]);
+    }
+    int n = asn_vocab_n_tokens(ctx->vocab);
+    uint64_t *bits = asn_xmalloc((size_t)(n + 63) / 64 * sizeof *bits);
+    asn_constraint_mask(c, &s, bits);
+    asn_gstate_clear(&s);
+    int any = 0;
+    for (int t = 0; t < V; t++) {
+        if (t >= n || !((bits[t >> 6] >> (t & 63)) & 1))
+            row[t] = -INFINITY;
+        else
+            any |= row[t] != -INFINITY;
+    }
+    free(bits);
+    if (!any)
+        return asn_err_set(e, "no token of the vocabulary can continue the constrained text here");
+    return 0;
+}
