@@ -267,6 +267,9 @@ static int load_tensors(asn_model *m, asn_err *e)
     }
     if (m->w.type_embd.data && m->w.type_embd.rows < 1)
         return asn_err_set(e, "%s: tensor token_types.weight has no rows", m->path);
+    if ((size_t)c->n_layer > asn_gguf_n_tensors(m->g)) /* every layer has tensors */
+        return asn_err_set(e, "%s: block_count %d is more than the file's %zu tensors", m->path, c->n_layer,
+                           asn_gguf_n_tensors(m->g));
     m->layers = asn_xcalloc((size_t)c->n_layer, sizeof *m->layers);
     for (int l = 0; l < c->n_layer; l++) {
         layer_w *L = &m->layers[l];
