@@ -50,8 +50,11 @@ static const asn_tool tool = {
     "  distinct_n         distinct n-grams / all n-grams of the group's 13a tokens\n"
     "                     (null when it has no n-grams of order n)\n"
     "An embedding is the mean over a generation's tokens of the embedding\n"
-    "model's final normalized hidden state; the text is tokenized alone with\n"
-    "BOS (as the model adds it), no chat template, cut to --ctx tokens.\n"
+    "model's final normalized hidden state (a BERT encoder such as the\n"
+    "reference's all-MiniLM-L6-v2: its last layer, mean-pooled as\n"
+    "sentence-transformers does); the text is tokenized alone with the model's\n"
+    "special tokens (BOS, or [CLS] ... [SEP]), no chat template, cut to --ctx\n"
+    "tokens.\n"
     "A group of one record gets diversity: null (the reference drops it);\n"
     "their number is reported on stderr. Records keep their input order and\n"
     "every other field.\n" ASN_SHARD_HELP,

@@ -115,3 +115,37 @@ expect_status "a missing model file is an error" 1 "$SD" -m "$TMP/nope.gguf" "$D
 expect_stderr "the missing model is named" "nope\.gguf"
 expect_status "--help" 0 "$SD" --help
 expect_stdout "--help describes the output fields" "embedding_entropy"
+
+# A BERT embedder (the research pipeline's is all-MiniLM-L6-v2): WordPiece
+# tokens as llama.cpp's, [CLS] ... [SEP], mean-pooled last layer. The
+# reference: the mean-pooled states a PyTorch float64 BERT forward pass
+# gives for llama.cpp's tokens of the same texts
+# (tests/fixtures/make_arch_fixtures.py), through numpy's eigenvalues.
+B="$DATA/models/tiny-bert-q8_0.gguf"
+$PY - "$TMP/bert.jsonl" <<'PYEOF'
+import json, sys
+texts = ["ied 4 \u00bd months", "\u00c4pfel", "Hello world", " Hello World!",
+         "Hello, world!", " this is \U0001f999.cpp", "w048 7tuijk dsdfhu"]
+with open(sys.argv[1], "w") as f:
+    for i, t in enumerate(texts):
+        f.write(json.dumps({"prompt_id": "p", "heuristic": {"id": "h%d" % (i // 4)}, "seed": i, "generation": t}) + "\n")
+PYEOF
+ASN_EXACT_MATMUL=1 expect_status "score-diversity with a BERT embedder" 0 "$SD" -m "$B" "$TMP/bert.jsonl"
+check "its embedding entropy is the float64 reference's (1e-5)" $PY - "$TMP/out" "$DATA/models/tiny-bert-q8_0.json" <<'PYEOF'
+import json, math, sys
+import numpy as np
+out = [json.loads(l) for l in open(sys.argv[1])]
+emb = np.array([e["embed"] for e in json.load(open(sys.argv[2]))["embedded"]])
+def entropy(x):
+    u = x / np.linalg.norm(x, axis=1, keepdims=True)
+    w = np.linalg.eigvalsh(u @ u.T)
+    w = w[w > 1e-9]
+    p = w / w.sum()
+    p = p[p > 1e-9]
+    h = -(p * np.log2(p)).sum()
+    return math.log(max(h, 1e-9))
+for group, rows in (("h0", slice(0, 4)), ("h1", slice(4, 7))):
+    got = [r["diversity"]["embedding_entropy"] for r in out if r["heuristic"]["id"] == group]
+    want = entropy(emb[rows])
+    assert all(abs(g - want) <= 1e-5 for g in got), (group, got, want)
+PYEOF
