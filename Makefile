@@ -109,7 +109,7 @@ test-unit: $(TESTS) $(REPLAYS)
 # allocations behind, by design).
 test-san:
 	@$(MAKE) --no-print-directory O=build/san SAN=1 OPT=-O1 all
-	@sh tests/run.sh build/san
+	@ASN_SANITIZED=1 sh tests/run.sh build/san
 
 bench: all
 	@for b in $(BENCHES); do $$b || exit 1; done

@@ -122,7 +122,7 @@ ts1=$(date +%s.%N)
 # job has ended, with its state
 SUBMIT() {
     env SBATCH_FLAGS="--cpus-per-task=1 --mem=100 --time=10" WAIT=1 POLL=1 \
-        timeout 300 sh pipelines/slurm/submit-full.sh $CLUSTER_VARS SHARDS=2 "$@"
+        timeout 600 sh pipelines/slurm/submit-full.sh $CLUSTER_VARS SHARDS=2 "$@"
 }
 # wait_pid X: the pid of shard 1's stopped rank-bt of the run into out/X
 wait_pid() {
@@ -155,7 +155,7 @@ scontrol requeue "${job}_1" > "$TMP/requeue.out" 2>&1
 check "scontrol requeue of the running task" test $? = 0
 # Slurm makes a requeued job wait 2 minutes (its begin time): start it now
 # (once it is pending again: it first finishes being killed)
-for i in $(seq 1 600); do
+for i in $(seq 1 3000); do
     scontrol -o show job "${job}_1" | grep -q JobState=PENDING &&
         scontrol update JobId="${job}_1" StartTime=now >> "$TMP/requeue.out" 2>&1 && break
     sleep 0.1
