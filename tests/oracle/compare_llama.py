@@ -6,8 +6,9 @@ a second, independent check that asn's reading of each architecture's GGUF
 
     make oracle-llama LLAMA_DIR=path/to/llama.cpp   (built with cmake in build/)
 
-Tolerances: F32 weights 1e-4 (gemma 2e-3: ggml's GELU reads an f16
-table); F16 and quantized weights NMSE 2e-2 (libllama multiplies them with
+Encoders (bert) compare their mean-pooled embedding. Tolerances: F32
+weights 1e-4 (gemma and bert 2e-3: ggml's GELU is the tanh form, read from
+an f16 table, where transformers' BERT uses erf); F16 and quantized weights NMSE 2e-2 (libllama multiplies them with
 f16 or 8-bit activations). A model libllama does not run the same way is reported, not
 failed: llama.cpp ignores a llama file's sliding window."""
 import json, os, subprocess, sys
@@ -25,11 +26,12 @@ def main(prog):
             continue
         name = f[:-5]
         ref = json.load(open(os.path.join(MODELS, f)))
-        if "logits" not in ref:
+        embed = "embed" in ref and "logits" not in ref  # an encoder: its mean-pooled embedding
+        if "logits" not in ref and not embed:
             continue
-        r = np.array(ref["logits"])
-        run = subprocess.run([prog, os.path.join(MODELS, name + ".gguf")] + [str(t) for t in ref["tokens"]],
-                             capture_output=True, text=True)
+        r = np.array([ref["embed"]] if embed else ref["logits"])
+        run = subprocess.run([prog] + (["--embed"] if embed else []) + [os.path.join(MODELS, name + ".gguf")] +
+                             [str(t) for t in ref["tokens"]], capture_output=True, text=True)
         if run.returncode:
             print("%-22s %10s %10s  libllama: %s" % (name, "-", "-", run.stderr.strip()[-80:]))
             continue
@@ -37,7 +39,7 @@ def main(prog):
         diff = np.abs(got - r).max()
         nmse = ((got - r) ** 2).sum() / (r ** 2).sum()
         quant = any(k in name for k in ("q4", "q8", "f16"))
-        ok = nmse <= 2e-2 if quant else diff <= (2e-3 if name.startswith("gemma") else 1e-4)
+        ok = nmse <= 2e-2 if quant else diff <= (2e-3 if name.startswith(("gemma", "bert")) else 1e-4)
         verdict = "ok" if ok else KNOWN_DIFFERENT.get(name, "DIFFERENT")
         bad += verdict == "DIFFERENT"
         print("%-22s %10.2g %10.2g  %s" % (name, diff, nmse, verdict))
