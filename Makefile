@@ -27,7 +27,7 @@ WARN     := -Wall -Wextra -Werror -Wno-unused-parameter -Wvla -Wno-psabi
 # -ffp-contract=off: no fused multiply-add, so results do not depend on
 # whether the compiler (or a target clone) happens to use FMA.
 CFLAGS   ?= $(OPT) -g
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) -ffp-contract=off -fno-math-errno -fno-trapping-math \
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) -ffp-contract=off -fno-math-errno -fno-trapping-math \
              -Ilib $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(CFLAGS) $(SAN_FLAGS)
 LDLIBS    = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -lpthread
 
@@ -38,6 +38,9 @@ endif
 BUILD    := $(O)/build/obj
 BIN      := $(O)/bin
 LIBA     := $(O)/build/libasn.a
+# the shared library: soname libasn.so.MAJOR, file libasn.so.VERSION
+SOMAJOR  := 0
+LIBSO    := $(O)/build/libasn.so.$(VERSION)
 
 LIB_SRC  := $(wildcard lib/*/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
@@ -52,8 +55,8 @@ BENCHES  := $(BENCH_SRC:bench/%.c=$(O)/build/bench/%)
 DEPS_OK  := build/.deps-ok
 
 .SECONDARY:
-.PHONY: all deps deps-cluster test test-unit test-san test-arm oracle-llama bench bench-quant bench-kl fuzz install clean demo demo-models demo-check
-all: $(TOOLS) $(TESTS) $(REPLAYS) $(BENCHES)
+.PHONY: FORCE all deps deps-cluster test test-unit test-san test-arm oracle-llama bench bench-quant bench-kl fuzz install clean demo demo-models demo-check
+all: $(TOOLS) $(TESTS) $(REPLAYS) $(BENCHES) $(LIBSO)
 
 # Missing Debian packages are installed (as root) or named with the exact
 # apt-get line before anything is compiled.
@@ -67,7 +70,14 @@ deps:
 deps-cluster:
 	@sh scripts/install-deps.sh cluster
 
-$(BUILD)/%.o: %.c | $(DEPS_OK)
+# Objects are rebuilt when the compiler flags change (the stamp holds them).
+FLAGS_STAMP := $(BUILD)/.cflags
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(@D)
+	@echo '$(CC) $(ALL_CFLAGS)' | cmp -s - $@ || echo '$(CC) $(ALL_CFLAGS)' > $@
+FORCE:
+
+$(BUILD)/%.o: %.c $(FLAGS_STAMP) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(FILE_CFLAGS) -MMD -MP -c $< -o $@
 
@@ -78,6 +88,10 @@ $(BUILD)/lib/model/matmul.o: FILE_CFLAGS := -ffp-contract=fast -O3
 $(LIBA): $(LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
+
+$(LIBSO): $(LIB_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libasn.so.$(SOMAJOR) -o $@ $^ $(LDLIBS)
 
 $(BIN)/%: $(BUILD)/tools/%.o $(LIBA)
 	@mkdir -p $(@D)
@@ -205,12 +219,17 @@ demo-check: all
 	@echo "demo-check: two runs (serial and -j2) gave byte-identical datasets and sampler"
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/asn
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/asn \
+	  $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(LIBSO) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libasn.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libasn.so.$(SOMAJOR)
+	ln -sf libasn.so.$(SOMAJOR) $(DESTDIR)$(PREFIX)/lib/libasn.so
 	install -m 644 lib/asn/*.h $(DESTDIR)$(PREFIX)/include/asn/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
 	    -e 's|@REQUIRES@|$(CORE_PKGS)|' -e 's|@NET_LIBS@|$(shell pkg-config --libs $(NET_PKGS) 2>/dev/null)|' scripts/asn.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/asn.pc
+	for t in $(TOOLS); do sh scripts/gen-man.sh $$t $(VERSION) > $(DESTDIR)$(PREFIX)/share/man/man1/$$(basename $$t).1 || exit 1; done
 
 clean:
 	rm -rf build bin
