@@ -35,6 +35,13 @@ ifeq ($(SAN),1)
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 endif
 
+# Quiet by default: one line per file; V=1 prints the commands.
+ifeq ($(V),1)
+say =
+else
+say = @printf '  %-4s %s\n' $(1) $(2);
+endif
+
 BUILD    := $(O)/build/obj
 BIN      := $(O)/bin
 LIBA     := $(O)/build/libasn.a
@@ -79,7 +86,7 @@ FORCE:
 
 $(BUILD)/%.o: %.c $(FLAGS_STAMP) | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(FILE_CFLAGS) -MMD -MP -c $< -o $@
+	$(call say,CC,$<)$(CC) $(ALL_CFLAGS) $(FILE_CFLAGS) -MMD -MP -c $< -o $@
 
 # The inference matrix product fuses multiply-adds (see lib/asn/linalg.h), at
 # -O3 in every build (contraction into FMA depends on the optimization level).
@@ -87,29 +94,29 @@ $(BUILD)/lib/model/matmul.o: FILE_CFLAGS := -ffp-contract=fast -O3
 
 $(LIBA): $(LIB_OBJ)
 	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
+	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
 
 $(LIBSO): $(LIB_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libasn.so.$(SOMAJOR) -o $@ $^ $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libasn.so.$(SOMAJOR) -o $@ $^ $(LDLIBS)
 
 $(BIN)/%: $(BUILD)/tools/%.o $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
 
 $(O)/build/tests/%: $(BUILD)/tests/unit/%.o $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
 
 # Each fuzz target also builds as a unit test replaying its seeds and the
 # inputs that once crashed it (tests/fuzz/regressions/).
 $(O)/build/tests/test_replay_fuzz_%: $(BUILD)/tests/fuzz/fuzz_%.o $(BUILD)/tests/fuzz/replay.o $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(LIBA) $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(LIBA) $(LDLIBS)
 
 $(O)/build/bench/%: $(BUILD)/bench/%.o $(LIBA)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
 
 test: all
 	@sh tests/run.sh $(O)
