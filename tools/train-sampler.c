@@ -30,7 +30,7 @@ static int opt_quiet, opt_progress, opt_no_shuffle;
 
 static const asn_option options[] = {
     {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "the base model GGUF the candidates were generated with (required)"},
-    {"arch", 'a', ASN_OPT_STRING, &opt_arch, "NAME", "LocalProbabilityTransform, SimpleDistributionAwareTransform or SamplingNetwork"},
+    {"arch", 'a', ASN_OPT_STRING, &opt_arch, "NAME", "LocalProbabilityTransform, SimpleDistributionAwareTransform, SamplingNetwork or EquivariantLocalTransform"},
     {"config", 'c', ASN_OPT_STRING, &opt_config, "FILE", "the network's hyper-parameters (a reference model_config YAML)"},
     {"output", 'o', ASN_OPT_STRING, &opt_output, "FILE", "the sampler GGUF to write (required)"},
     {"token-batch-size", 'b', ASN_OPT_INT, &opt_tb, "N", "generated steps (rows of logits) per micro-batch"},
@@ -392,13 +392,14 @@ typedef struct trainer {
     long n_records, total_rows;
 } trainer;
 
-static void micro_batch(trainer *tr, const float *raw, const float *tgt, int rows)
+static void micro_batch(trainer *tr, const float *raw, const float *tgt, const int *steps, int rows)
 {
     asn_err e;
     float scale = (float)(1.0 / ((double)rows * (double)opt_accum));
     for (int r = 0; r < rows; r++) {
         const float *x = raw + (size_t)r * (size_t)tr->V, *y = tgt + (size_t)r * (size_t)tr->V;
         asn_sampler_loss l;
+        asn_sampler_ws_set_step(tr->ws, steps[r]);
         if (asn_sampler_forward(tr->s, tr->ws, tr->pool, x, tr->V, tr->pred, &e) ||
             asn_truncated_logits_loss_row(tr->pred, y, tr->V, (float)opt_gamma, scale, &l, tr->dpred, &e) ||
             asn_sampler_backward(tr->s, tr->ws, tr->pool, tr->dpred, NULL, &e))
@@ -547,6 +548,7 @@ int main(int argc, char **argv)
     float *raw = asn_xmalloc((size_t)opt_tb * (size_t)tr.V * sizeof(float));
     float *tgt = asn_xmalloc((size_t)opt_tb * (size_t)tr.V * sizeof(float));
     uint8_t *drawn = asn_xmalloc((size_t)opt_tb);
+    int *steps = asn_xmalloc((size_t)opt_tb * sizeof *steps);
     long *order = asn_xmalloc((size_t)d.n * sizeof *order);
     if (!opt_quiet)
         fprintf(stderr, "%s: %s, %zu parameters; %ld records, %ld target rows; %ld steps of %ld x %ld rows%s\n",
@@ -581,13 +583,15 @@ int main(int argc, char **argv)
                                           tgt + (size_t)fill * (size_t)tr.V, drawn, &e);
                 if (got <= 0)
                     asn_fatal("%s:%ld: %s", d.path, d.line[i], got < 0 ? e.msg : "replay ended early");
-                for (int j = 0; j < got; j++)
+                for (int j = 0; j < got; j++) {
                     mismatched += !drawn[j];
+                    steps[fill + j] = (int)(tr.p.t + j);
+                }
                 fill += got;
                 tr.p.t += got;
                 if (fill < opt_tb)
                     continue;
-                micro_batch(&tr, raw, tgt, (int)opt_tb);
+                micro_batch(&tr, raw, tgt, steps, (int)opt_tb);
                 fill = 0;
                 if (tr.micro < opt_accum)
                     continue;
@@ -642,6 +646,7 @@ int main(int argc, char **argv)
     fclose(tr.log);
     free(order);
     free(drawn);
+    free(steps);
     free(raw);
     free(tgt);
     free(tr.pred);
