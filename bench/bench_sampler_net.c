@@ -20,9 +20,10 @@
  * config for them); SamplingNetwork with the shipped configs (d_model 32,
  * d_ff 64, 4 blocks, 4 heads, scale off / on), with its arithmetic counted
  * as the reference computes it (multiply-add = 2 flops).
- * Target (issue 7): LocalProbabilityTransform and
- * SimpleDistributionAwareTransform at hidden_dims 8 <= 0.5 ms per step at
- * V = 128k on one thread. */
+ * Targets at V = 128k on one thread (the shipped configs, hidden size 8):
+ * LocalProbabilityTransform <= 0.1 ms, SimpleDistributionAwareTransform <=
+ * 0.25 ms, SamplingNetwork's fast pass <= 0.5 ms (EquivariantLocalTransform,
+ * asn's own, has none: it sorts the tokens near the top). */
 #include "asn/pool.h"
 #include "asn/sampler_net.h"
 
@@ -191,7 +192,7 @@ static double kl_head(const float *a, const float *b, int V, double *head)
 typedef struct bcase {
     const char *label;
     asn_sampler_config cfg;
-    int target; /* the 0.5 ms target applies */
+    double target; /* ms at V = 128k, one thread (the fast pass for SamplingNetwork); 0: none */
     int train;  /* timed in the training section */
 } bcase;
 
@@ -200,14 +201,16 @@ int main(int argc, char **argv)
     double budget = argc > 1 ? atof(argv[1]) : 0.3;
     static const int Vs[] = {32000, 128000};
     bcase cases[] = {
-        {"Local h=8", {ASN_SAMPLER_LOCAL, 8, 0, 0, 0, 0, 0, 0}, 1, 1},
+        {"Local h=8", {ASN_SAMPLER_LOCAL, 8, 0, 0, 0, 0, 0, 0}, 0.1, 1},
         {"Local h=16", {ASN_SAMPLER_LOCAL, 16, 0, 0, 0, 0, 0, 0}, 0, 0},
         {"Local h=32", {ASN_SAMPLER_LOCAL, 32, 0, 0, 0, 0, 0, 0}, 0, 1},
-        {"Dist h=8", {ASN_SAMPLER_DIST, 8, 0, 0, 0, 0, 0, 0}, 1, 1},
-        {"Dist h=8 dyn", {ASN_SAMPLER_DIST, 8, 1, 0, 0, 0, 0, 0}, 1, 0},
+        {"Dist h=8", {ASN_SAMPLER_DIST, 8, 0, 0, 0, 0, 0, 0}, 0.25, 1},
+        {"Dist h=8 dyn", {ASN_SAMPLER_DIST, 8, 1, 0, 0, 0, 0, 0}, 0.25, 0},
         {"Dist h=16", {ASN_SAMPLER_DIST, 16, 0, 0, 0, 0, 0, 0}, 0, 0},
         {"Dist h=32", {ASN_SAMPLER_DIST, 32, 0, 0, 0, 0, 0, 0}, 0, 1},
-        {"Net", {ASN_SAMPLER_NETWORK, 0, 0, 32, 64, 4, 4, 0}, 0, 1},
+        {"Equi h=8", {ASN_SAMPLER_EQUI, 8, 0, 0, 0, 0, 0, 0}, 0, 1},
+        {"Net d=8", {ASN_SAMPLER_NETWORK, 0, 0, 8, 16, 4, 2, 0}, 0.5, 1},
+        {"Net", {ASN_SAMPLER_NETWORK, 0, 0, 32, 64, 4, 4, 0}, 0.5, 1},
         {"Net scale", {ASN_SAMPLER_NETWORK, 0, 0, 32, 64, 4, 4, 1}, 0, 1},
     };
     int n_cases = (int)(sizeof cases / sizeof cases[0]);
@@ -259,10 +262,13 @@ int main(int argc, char **argv)
                     double head, kl = kl_head(ref, out, V, &head);
                     snprintf(extra, sizeof extra, "%.0fx faster than exact (median %.0fx); %d rows; KL %.1e, head max|d| %.1e",
                              ex_cpu.best / c1.best, ex_cpu.med / c1.med, info.reps, kl, head);
-                } else if (V == 128000 && cases[k].target) {
-                    int miss = c1.best * 1e3 > 0.5 && w1.best * 1e3 > 0.5;
+                }
+                if (V == 128000 && cases[k].target > 0 && fast == net) {
+                    int miss = c1.best * 1e3 > cases[k].target && w1.best * 1e3 > cases[k].target;
                     missed += miss;
-                    snprintf(extra, sizeof extra, "target 0.5 ms %s", miss ? "MISSED" : "met");
+                    size_t at = strlen(extra);
+                    snprintf(extra + at, sizeof extra - at, "%starget %g ms %s", at ? "; " : "", cases[k].target,
+                             miss ? "MISSED" : "met");
                 }
                 char a[32], b[32], d[32];
                 snprintf(a, sizeof a, "%.3f (%.3f)", c1.best * 1e3, c1.med * 1e3);
@@ -305,7 +311,7 @@ int main(int argc, char **argv)
     }
     asn_pool_free(pool2);
     free(x), free(out), free(ref), free(target), free(dout);
-    printf("target (hidden_dims 8: <= 0.5 ms at V = 128000 on one thread, Local and Dist): %s\n",
-           missed ? "NOT MET" : "met");
+    printf("targets at V = 128000 on one thread (Local h=8 0.1 ms, Dist h=8 0.25 ms, SamplingNetwork fast 0.5 ms): "
+           "%d missed\n", missed);
     return 0;
 }

@@ -21,15 +21,23 @@ MIN_NEW  ?= 8
 CORPUS   ?= build/corpus
 THREADS  ?= 0
 
-R1       := $(OUT)/round1
-SAMPLER_ARCH   ?= SimpleDistributionAwareTransform
-SAMPLER_CONFIG ?= configs/samplers/dist.yaml
+# Round 1 may be shared by several runs (R1=out/demo/round1 OUT=out/demo-s1
+# SAMPLER_SEED=1: round 2 and the sampler again, with another seed).
+R1       ?= $(OUT)/round1
+SAMPLER_ARCH   ?= EquivariantLocalTransform
+SAMPLER_CONFIG ?= configs/samplers/equivariant.yaml
+SAMPLER_SEED   ?= 42
 SAMPLER_OPTS   ?= --num-epochs 3 --token-batch-size 8 --gradient-accumulation-steps 4 \
-                  --num-warmup-steps 10 --learning-rate 0.01 --loss-gamma 1
+                  --num-warmup-steps 10 --learning-rate 0.02 --loss-gamma 1
+# Reward-driven fine-tuning after imitation (train-sampler --rl, reward =
+# filter-topk's final score of round 1's kept candidates): RL_STEPS
+# optimizer steps, 0 for none.
+RL_STEPS ?= 0
+RL_OPTS  ?= --token-batch-size 8 --gradient-accumulation-steps 4 --learning-rate 0.002 --rl-beta 0.5
 
 .PHONY: all report clean
 .DELETE_ON_ERROR:
-all: $(OUT)/report/report.html $(OUT)/analysis/summary.txt
+all: $(OUT)/report/report.html $(OUT)/analysis/summary.txt $(OUT)/heldout-rank.txt
 
 $(OUT)/.dir:
 	@mkdir -p $(OUT) $(R1) && touch $@
@@ -81,10 +89,25 @@ endef
 $(eval $(call score_chain,$(R1)))
 $(eval $(call score_chain,$(OUT)))
 
-# 9. the learned sampler, trained on round 1's kept candidates
-$(OUT)/sampler.gguf: $(R1)/filtered.jsonl $(BASE) $(SAMPLER_CONFIG)
+# 9. the learned sampler, trained on round 1's kept candidates of the
+# training prompts: every third prompt is held out (heldout.jsonl), and
+# round 2 is ranked on those too (heldout-rank.txt)
+$(OUT)/heldout.jsonl: $(PROMPTS) | $(OUT)/.dir
+	awk 'NR % 3 == 0' $(PROMPTS) > $@
+$(OUT)/train-kept.jsonl: $(R1)/filtered.jsonl $(OUT)/heldout.jsonl
+	sed -n 's/^{"id": *\("[^"]*"\).*/"prompt_id":\1/p' $(OUT)/heldout.jsonl > $@.ids
+	grep -v -F -f $@.ids $(R1)/filtered.jsonl > $@; rm -f $@.ids
+$(OUT)/sampler-imitation.gguf: $(OUT)/train-kept.jsonl $(BASE) $(SAMPLER_CONFIG)
 	$(BIN)/train-sampler -m $(BASE) -a $(SAMPLER_ARCH) -c $(SAMPLER_CONFIG) $(SAMPLER_OPTS) \
-	  -t $(THREADS) -q --save-steps 0 -o $@ $<
+	  --seed $(SAMPLER_SEED) -t $(THREADS) -q --save-steps 0 -o $@ $<
+$(OUT)/sampler.gguf: $(OUT)/sampler-imitation.gguf $(OUT)/train-kept.jsonl
+	if [ $(RL_STEPS) -gt 0 ]; then \
+	  $(BIN)/train-sampler -m $(BASE) --init $< --rl --reward score.final --max-steps $(RL_STEPS) $(RL_OPTS) \
+	    --seed $(SAMPLER_SEED) -t $(THREADS) -q --save-steps 0 -o $@ $(OUT)/train-kept.jsonl; \
+	else cp $< $@; fi
+$(OUT)/heldout-rank.txt: $(OUT)/filtered.jsonl $(OUT)/heldout.jsonl
+	/usr/bin/python3 scripts/heldout-rank.py $(OUT)/filtered.jsonl $(OUT)/heldout.jsonl > $@
+	@cat $@
 
 # 10. round 2's heuristics: the grid plus the learned sampler
 $(OUT)/learned.yaml: | $(OUT)/.dir
@@ -105,9 +128,9 @@ $(OUT)/report/report.html: $(OUT)/index.db
 # candidates it was trained on (summary.txt: KL from each step's target to
 # the raw and to the learned distribution, truncated mass), and one fresh
 # generation with plots of its first steps (example.txt, record-1-step-*.svg)
-$(OUT)/analysis/summary.txt: $(OUT)/sampler.gguf $(R1)/filtered.jsonl
+$(OUT)/analysis/summary.txt: $(OUT)/sampler.gguf $(OUT)/train-kept.jsonl
 	@mkdir -p $(OUT)/analysis
-	$(BIN)/analyze-sampler -m $(BASE) -s $(OUT)/sampler.gguf --candidates $(R1)/filtered.jsonl \
+	$(BIN)/analyze-sampler -m $(BASE) -s $(OUT)/sampler.gguf --candidates $(OUT)/train-kept.jsonl \
 	  -t $(THREADS) > $@
 	$(BIN)/analyze-sampler -m $(BASE) -s $(OUT)/sampler.gguf -H $(R1)/heuristics.yaml \
 	  --heuristic "min_p 0.05 temp 0.8" -n 16 --plot-dir $(OUT)/analysis --plot-steps 4 \

@@ -543,6 +543,7 @@ static void analyze(analyzer *an, const asn_candidate *c, const source *src)
             float *lrn = NULL;
             if (an->s) {
                 lrn = an->lrn + o;
+                asn_sampler_ws_set_step(an->ws, done + j);
                 if (asn_sampler_forward(an->s, an->ws, an->pool, an->raw + o, an->V, lrn, &e))
                     asn_fatal("%s: step %d: %s", opt_sampler, done + j, e.msg);
             }

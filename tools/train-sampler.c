@@ -22,6 +22,9 @@
 
 static const char *opt_model, *opt_arch, *opt_config, *opt_output, *opt_ckpt, *opt_resume, *opt_log;
 static const char *opt_sched = "cosine";
+static const char *opt_init, *opt_reward = "score.final";
+static int opt_rl;
+static double opt_rl_beta = 0.1, opt_rl_clip = 0.2;
 static long opt_tb = 8, opt_accum = 24, opt_epochs = 1, opt_save = 50, opt_warmup = 100, opt_max_seq = 1000;
 static long opt_max_steps, opt_seed = 42, opt_threads, opt_log_every = 10, opt_stop_at;
 static double opt_lr = 1e-2, opt_wd = 0.01, opt_gamma = 5.0, opt_clip, opt_beta1 = 0.9, opt_beta2 = 0.999;
@@ -30,7 +33,7 @@ static int opt_quiet, opt_progress, opt_no_shuffle;
 
 static const asn_option options[] = {
     {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "the base model GGUF the candidates were generated with (required)"},
-    {"arch", 'a', ASN_OPT_STRING, &opt_arch, "NAME", "LocalProbabilityTransform, SimpleDistributionAwareTransform or SamplingNetwork"},
+    {"arch", 'a', ASN_OPT_STRING, &opt_arch, "NAME", "LocalProbabilityTransform, SimpleDistributionAwareTransform, SamplingNetwork or EquivariantLocalTransform"},
     {"config", 'c', ASN_OPT_STRING, &opt_config, "FILE", "the network's hyper-parameters (a reference model_config YAML)"},
     {"output", 'o', ASN_OPT_STRING, &opt_output, "FILE", "the sampler GGUF to write (required)"},
     {"token-batch-size", 'b', ASN_OPT_INT, &opt_tb, "N", "generated steps (rows of logits) per micro-batch"},
@@ -55,6 +58,11 @@ static const asn_option options[] = {
     {"stop-at", 0, ASN_OPT_INT, &opt_stop_at, "STEP", "stop after optimizer step STEP with a checkpoint"},
     {"log", 0, ASN_OPT_STRING, &opt_log, "FILE", "training log, one JSON line per log step (default: OUTPUT without .gguf + .log.jsonl)"},
     {"log-every", 0, ASN_OPT_INT, &opt_log_every, "N", "log every N optimizer steps"},
+    {"init", 0, ASN_OPT_STRING, &opt_init, "FILE", "start from this sampler's weights (a sampler GGUF; --arch and --config not needed)"},
+    {"rl", 0, ASN_OPT_FLAG, &opt_rl, NULL, "reward-driven fine-tuning (see below) instead of imitation alone"},
+    {"reward", 0, ASN_OPT_STRING, &opt_reward, "FIELD", "with --rl: the record's reward, a dotted path (score.final: filter-topk's final score; verifiable_reward, quality.bt, ...)"},
+    {"rl-beta", 0, ASN_OPT_DOUBLE, &opt_rl_beta, "B", "with --rl: weight of the imitation loss kept as an anchor"},
+    {"rl-clip", 0, ASN_OPT_DOUBLE, &opt_rl_clip, "E", "with --rl: clip the probability ratio to [1 - E, 1 + E] (PPO)"},
     {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "redraw a progress line even when stderr is not a terminal"},
     {"quiet", 'q', ASN_OPT_FLAG, &opt_quiet, NULL, "no progress or log lines on stderr"},
@@ -99,6 +107,22 @@ static const asn_tool tool = {
     "or SIGTERM the run writes the checkpoint after the current step and exits\n"
     "with status 1.\n"
     "\n"
+    "--rl: reward-driven fine-tuning, offline and GRPO-style. The records of\n"
+    "one prompt (prompt_id) form a group; a record's advantage is its reward\n"
+    "(--reward, a number; records without one count as absent and keep\n"
+    "advantage 0) minus the group's mean, over the group's standard deviation\n"
+    "(0 for a group of one). Each replayed step adds to the loss\n"
+    "  -A min(rho, clip(rho, 1 - E, 1 + E)),  rho = p_net(token) / p_ref(token)\n"
+    "(the clipped policy-gradient objective of PPO and GRPO; p_ref the frozen\n"
+    "starting network: --init, else the initial weights; a negative advantage\n"
+    "weighs at most 3 |A|) plus --rl-beta times TruncatedLogitsLoss, which\n"
+    "keeps the network near the heuristics. The tokens were drawn by the\n"
+    "records' heuristics, not by the network: this is offline fine-tuning on\n"
+    "the rewarded records (no importance weight for the heuristics). Usually\n"
+    "started from an imitation-trained sampler (--init; give it again with\n"
+    "--resume). Batching, schedule, checkpoints and --resume are as above; the\n"
+    "same options and thread count give the same weights.\n"
+    "\n"
     "stderr: step, loss, KL, penalty, learning rate, tokens/s (a redrawn line\n"
     "on a terminal, a line per log step otherwise). The log file gets one JSON\n"
     "line per log step: step, epoch, rows, loss, kl, penalty (means since the\n"
@@ -122,6 +146,10 @@ typedef struct data {
     int *rows;
     long n;
     long total_rows;
+    double *reward;  /* --rl: each record's reward (NaN: none) */
+    char **group;    /* --rl: each record's prompt_id */
+    float *adv;      /* --rl: each record's advantage */
+    long n_reward;
 } data;
 
 static char *read_line(FILE *f, char **buf, size_t *cap)
@@ -143,8 +171,27 @@ static int blank(const char *s)
 }
 
 /* A record of line `line` as a candidate; fatal with file:line on error. */
-static void parse_record(const data *d, long line, const char *text, asn_model *m, const asn_vocab *v,
-                         const char *sha, asn_candidate *c)
+/* A dotted path's number in a record; NaN when absent or null. */
+static double reward_of(const data *d, long line, const json_t *rec)
+{
+    char key[256];
+    snprintf(key, sizeof key, "%s", opt_reward);
+    const json_t *o = rec;
+    for (char *p = key, *dot; o && p; p = dot ? dot + 1 : NULL) {
+        dot = strchr(p, '.');
+        if (dot)
+            *dot = 0;
+        o = json_is_object(o) ? json_object_get(o, p) : NULL;
+    }
+    if (!o || json_is_null(o))
+        return NAN;
+    if (!json_is_number(o) || !isfinite(json_number_value(o)))
+        asn_fatal("%s:%ld: field \"%s\": not a finite number (--reward)", d->path, line, opt_reward);
+    return json_number_value(o);
+}
+
+static void parse_record(data *d, long line, const char *text, asn_model *m, const asn_vocab *v,
+                         const char *sha, asn_candidate *c, long at)
 {
     asn_err e;
     json_error_t je;
@@ -160,6 +207,11 @@ static void parse_record(const data *d, long line, const char *text, asn_model *
                   d->path, line, json_string_value(ms), asn_model_path(m), sha);
     if (asn_candidate_from_json(c, rec, v, &e))
         asn_fatal("%s:%ld: %s", d->path, line, e.msg);
+    if (at >= 0 && opt_rl) {
+        d->reward[at] = reward_of(d, line, rec);
+        d->group[at] = asn_xstrdup(c->prompt_id ? c->prompt_id : "");
+        d->n_reward += !isnan(d->reward[at]);
+    }
     json_decref(rec);
 }
 
@@ -199,13 +251,15 @@ static void load_data(data *d, const char *path, asn_model *m, const asn_vocab *
         if (blank(buf))
             continue;
         asn_candidate c;
-        parse_record(d, line, buf, m, v, sha, &c);
         if (d->n == (long)n_cap) {
             n_cap = n_cap ? 2 * n_cap : 1024;
             d->off = asn_xrealloc(d->off, n_cap * sizeof *d->off);
             d->line = asn_xrealloc(d->line, n_cap * sizeof *d->line);
             d->rows = asn_xrealloc(d->rows, n_cap * sizeof *d->rows);
+            d->reward = asn_xrealloc(d->reward, n_cap * sizeof *d->reward);
+            d->group = asn_xrealloc(d->group, n_cap * sizeof *d->group);
         }
+        parse_record(d, line, buf, m, v, sha, &c, d->n);
         d->off[d->n] = at;
         d->line[d->n] = line;
         d->rows[d->n] = rows_of(&c);
@@ -229,7 +283,30 @@ static void fetch_record(data *d, long i, asn_model *m, const asn_vocab *v, cons
     static size_t cap;
     if (fseek(d->f, d->off[i], SEEK_SET) || !read_line(d->f, &buf, &cap))
         asn_fatal("%s:%ld: cannot read the record again (did the file change?)", d->path, d->line[i]);
-    parse_record(d, d->line[i], buf, m, v, sha, c);
+    parse_record(d, d->line[i], buf, m, v, sha, c, -1);
+}
+
+/* --rl: advantages, reward minus the mean of the prompt's records with a
+ * reward, over their standard deviation (population); 0 without a reward
+ * or in a group of one. Sums in record order. */
+static void advantages(data *d)
+{
+    d->adv = asn_xcalloc((size_t)(d->n ? d->n : 1), sizeof *d->adv);
+    for (long i = 0; i < d->n; i++) {
+        if (isnan(d->reward[i]))
+            continue;
+        double s = 0, s2 = 0;
+        long k = 0;
+        for (long j = 0; j < d->n; j++)
+            if (!isnan(d->reward[j]) && !strcmp(d->group[j], d->group[i]))
+                s += d->reward[j], k++;
+        double mean = s / (double)k;
+        for (long j = 0; j < d->n; j++)
+            if (!isnan(d->reward[j]) && !strcmp(d->group[j], d->group[i]))
+                s2 += (d->reward[j] - mean) * (d->reward[j] - mean);
+        double sd = sqrt(s2 / (double)k);
+        d->adv[i] = k > 1 && sd > 1e-12 ? (float)((d->reward[i] - mean) / sd) : 0.0f;
+    }
 }
 
 /* The record order of an epoch: a Fisher-Yates shuffle from the counter
@@ -261,14 +338,14 @@ typedef struct pos {
 } pos;
 
 /* The options a checkpoint records; a resumed run with other values warns. */
-enum { N_RECORDED = 10 };
+enum { N_RECORDED = 11 };
 
 static void recorded(char vals[N_RECORDED][64], const char *keys[N_RECORDED])
 {
     static const char *const k[N_RECORDED] = {
         "train.opt.token_batch_size", "train.opt.accum", "train.opt.seed", "train.opt.learning_rate",
         "train.opt.schedule", "train.opt.warmup", "train.opt.weight_decay", "train.opt.loss_gamma",
-        "train.opt.epochs", "train.opt.max_steps"};
+        "train.opt.epochs", "train.opt.max_steps", "train.opt.rl"};
     for (int i = 0; i < N_RECORDED; i++)
         keys[i] = k[i];
     snprintf(vals[0], 64, "%ld", opt_tb);
@@ -281,6 +358,10 @@ static void recorded(char vals[N_RECORDED][64], const char *keys[N_RECORDED])
     snprintf(vals[7], 64, "%.17g", opt_gamma);
     snprintf(vals[8], 64, "%ld", opt_epochs);
     snprintf(vals[9], 64, "%ld", opt_max_steps);
+    if (opt_rl)
+        snprintf(vals[10], 64, "%.20s %.4g %.4g", opt_reward, opt_rl_beta, opt_rl_clip);
+    else
+        snprintf(vals[10], 64, "off");
 }
 
 static void save_checkpoint(const char *path, const asn_sampler *s, const float *am, const float *av, const pos *p,
@@ -373,6 +454,9 @@ static asn_sampler *load_checkpoint(const char *path, float **am, float **av, po
 typedef struct trainer {
     asn_sampler *s;
     asn_sampler_ws *ws;
+    asn_sampler *ref;        /* --rl: the frozen starting point the ratio is taken against */
+    asn_sampler_ws *ref_ws;
+    float *pref;
     asn_pool *pool;
     asn_sched sched;
     asn_adamw adam;
@@ -383,7 +467,7 @@ typedef struct trainer {
     pos p;
     long total_steps;
     /* statistics since the last log line */
-    double sum_loss, sum_kl, sum_pen;
+    double sum_loss, sum_kl, sum_pen, sum_pg;
     long n_micro, rows_done, log_rows;
     double t0, log_t;
     double last_lr, last_norm;
@@ -392,16 +476,72 @@ typedef struct trainer {
     long n_records, total_rows;
 } trainer;
 
-static void micro_batch(trainer *tr, const float *raw, const float *tgt, int rows)
+/* log softmax of row x at token a, in double over the finite entries. */
+static double log_prob(const float *x, int V, int a)
+{
+    double m = -INFINITY, s = 0;
+    for (int i = 0; i < V; i++)
+        if (x[i] > m)
+            m = x[i];
+    for (int i = 0; i < V; i++)
+        if (x[i] > -INFINITY)
+            s += exp((double)x[i] - m);
+    return (double)x[a] - m - log(s);
+}
+
+/* --rl: adds the clipped policy-gradient term of one row (advantage A,
+ * drawn token a; ref: the reference sampler's output) to dpred, times
+ * scale; returns its loss. */
+static double pg_row(const float *pred, const float *ref, int V, int a, double A, double scale, float *dpred)
+{
+    if (A == 0.0 || !(pred[a] > -INFINITY) || !(ref[a] > -INFINITY))
+        return 0.0;
+    double lpa = log_prob(pred, V, a), rho = exp(lpa - log_prob(ref, V, a));
+    double lo = 1.0 - opt_rl_clip, hi = 1.0 + opt_rl_clip;
+    double clipped = rho < lo ? lo : rho > hi ? hi : rho;
+    double obj = A * rho < A * clipped ? A * rho : A * clipped;
+    if (A < 0 && obj < 3.0 * A) /* dual clip: a negative advantage weighs at most 3 |A| */
+        obj = 3.0 * A;
+    if ((A > 0 && rho > hi) || (A < 0 && (rho < lo || rho > 3.0)))
+        return -obj; /* the clipped side: no gradient */
+    /* d(-A rho)/d pred_k = -A rho (delta_ka - p_k) */
+    double m = -INFINITY, s = 0;
+    for (int i = 0; i < V; i++)
+        if (pred[i] > m)
+            m = pred[i];
+    for (int i = 0; i < V; i++)
+        if (pred[i] > -INFINITY)
+            s += exp((double)pred[i] - m);
+    double w = -A * rho * scale;
+    for (int i = 0; i < V; i++)
+        if (pred[i] > -INFINITY)
+            dpred[i] = (float)(dpred[i] - w * exp((double)pred[i] - m) / s);
+    dpred[a] = (float)(dpred[a] + w);
+    return -obj;
+}
+
+static void micro_batch(trainer *tr, const float *raw, const float *tgt, const int *steps, const float *adv,
+                        const int32_t *tok, int rows)
 {
     asn_err e;
     float scale = (float)(1.0 / ((double)rows * (double)opt_accum));
     for (int r = 0; r < rows; r++) {
         const float *x = raw + (size_t)r * (size_t)tr->V, *y = tgt + (size_t)r * (size_t)tr->V;
         asn_sampler_loss l;
+        asn_sampler_ws_set_step(tr->ws, steps[r]);
+        float lscale = opt_rl ? (float)(scale * opt_rl_beta) : scale;
         if (asn_sampler_forward(tr->s, tr->ws, tr->pool, x, tr->V, tr->pred, &e) ||
-            asn_truncated_logits_loss_row(tr->pred, y, tr->V, (float)opt_gamma, scale, &l, tr->dpred, &e) ||
-            asn_sampler_backward(tr->s, tr->ws, tr->pool, tr->dpred, NULL, &e))
+            asn_truncated_logits_loss_row(tr->pred, y, tr->V, (float)opt_gamma, lscale, &l, tr->dpred, &e))
+            asn_fatal("step %ld: %s", tr->p.step + 1, e.msg);
+        if (opt_rl) {
+            asn_sampler_ws_set_step(tr->ref_ws, steps[r]);
+            if (asn_sampler_forward(tr->ref, tr->ref_ws, tr->pool, x, tr->V, tr->pref, &e))
+                asn_fatal("step %ld: %s", tr->p.step + 1, e.msg);
+            double pg = pg_row(tr->pred, tr->pref, tr->V, tok[r], adv[r], scale, tr->dpred);
+            tr->sum_pg += pg / rows;
+            l.total = opt_rl_beta * l.total + pg;
+        }
+        if (asn_sampler_backward(tr->s, tr->ws, tr->pool, tr->dpred, NULL, &e))
             asn_fatal("step %ld: %s", tr->p.step + 1, e.msg);
         tr->sum_loss += l.total / rows;
         tr->sum_kl += l.kl / rows;
@@ -422,6 +562,8 @@ static void log_line(trainer *tr, int final)
                               (json_int_t)tr->p.epoch, "rows", (json_int_t)tr->rows_done, "loss", tr->sum_loss / n,
                               "kl", tr->sum_kl / n, "penalty", tr->sum_pen / n, "lr", tr->last_lr, "grad_norm",
                               tr->last_norm, "rows_per_s", rate, "time", tr->p.time + (t - tr->t0));
+        if (opt_rl)
+            json_object_set_new(o, "pg", json_real(tr->sum_pg / n));
         asn_jsonl_write(tr->log, o);
         fflush(tr->log);
         json_decref(o);
@@ -433,7 +575,7 @@ static void log_line(trainer *tr, int final)
                 tty && !final ? "\r" : "\n");
         fflush(stderr);
     }
-    tr->sum_loss = tr->sum_kl = tr->sum_pen = 0;
+    tr->sum_loss = tr->sum_kl = tr->sum_pen = tr->sum_pg = 0;
     tr->n_micro = 0;
     tr->log_rows = tr->rows_done;
     tr->log_t = t;
@@ -464,8 +606,12 @@ int main(int argc, char **argv)
     int nop = asn_tool_parse(&tool, argc, argv);
     if (!opt_model || !opt_output)
         asn_usage_error("--model and --output are required");
-    if (!opt_resume && (!opt_arch || !opt_config))
-        asn_usage_error("--arch and --config are required (unless resuming)");
+    if (!opt_resume && !opt_init && (!opt_arch || !opt_config))
+        asn_usage_error("--arch and --config are required (unless resuming or with --init)");
+    if (opt_rl && (!(opt_rl_beta >= 0) || !(opt_rl_clip > 0 && opt_rl_clip < 1)))
+        asn_usage_error("--rl-beta must be >= 0 and --rl-clip in (0, 1)");
+    if (opt_rl && opt_resume && !opt_init)
+        asn_usage_error("--rl --resume needs the run's --init again (the reference of the ratio)");
     if (nop > 1)
         asn_usage_error("one candidates file at most");
     if (opt_tb < 1 || opt_accum < 1 || opt_epochs < 1 || opt_max_seq < 2 || opt_max_steps < 0 || opt_save < 0 ||
@@ -481,7 +627,7 @@ int main(int argc, char **argv)
     if (asn_sched_parse(opt_sched, &sk, &e))
         asn_usage_error("--lr-scheduler-type: %s", e.msg);
     asn_sampler_config cfg;
-    if (!opt_resume) {
+    if (!opt_resume && !opt_init) {
         if (asn_sampler_arch_parse(opt_arch, &cfg.arch, &e))
             asn_usage_error("--arch: %s", e.msg);
         if (asn_sampler_config_load(cfg.arch, opt_config, &cfg, &e))
@@ -497,6 +643,11 @@ int main(int argc, char **argv)
         asn_fatal("%s", e.msg);
     data d = {0};
     load_data(&d, nop ? argv[1] : "-", m, v, sha);
+    if (opt_rl) {
+        if (!d.n_reward)
+            asn_fatal("%s: no record has a reward \"%s\" (--reward)", d.path, opt_reward);
+        advantages(&d);
+    }
     if (d.total_rows < opt_tb)
         asn_fatal("%s: %ld records with %ld target rows: fewer than one token batch (%ld)", d.path, d.n,
                   d.total_rows, opt_tb);
@@ -524,9 +675,9 @@ int main(int argc, char **argv)
                           asn_sampler_arch_name(asn_sampler_get_config(tr.s)->arch), opt_arch);
         }
     } else {
-        tr.s = asn_sampler_new(&cfg, (uint64_t)opt_seed, &e);
+        tr.s = opt_init ? asn_sampler_load(opt_init, &e) : asn_sampler_new(&cfg, (uint64_t)opt_seed, &e);
         if (!tr.s)
-            asn_fatal("%s: %s", opt_config, e.msg);
+            asn_fatal("%s: %s", opt_init ? opt_init : opt_config, e.msg);
         size_t np = asn_sampler_n_params(tr.s);
         tr.am = asn_xcalloc(np, sizeof(float));
         tr.av = asn_xcalloc(np, sizeof(float));
@@ -540,6 +691,13 @@ int main(int argc, char **argv)
     tr.pool = asn_pool_new((int)opt_threads);
     tr.ws = asn_sampler_ws_new(tr.s, 1);
     tr.pred = asn_xmalloc((size_t)tr.V * sizeof(float));
+    if (opt_rl) {
+        tr.ref = opt_init ? asn_sampler_load(opt_init, &e) : asn_sampler_new(&cfg, (uint64_t)opt_seed, &e);
+        if (!tr.ref)
+            asn_fatal("%s", e.msg);
+        tr.ref_ws = asn_sampler_ws_new(tr.ref, 0);
+        tr.pref = asn_xmalloc((size_t)tr.V * sizeof(float));
+    }
     tr.dpred = asn_xmalloc((size_t)tr.V * sizeof(float));
     asn_replayer *rp = asn_replayer_new(m, tr.pool, 0, &e);
     if (!rp)
@@ -547,6 +705,9 @@ int main(int argc, char **argv)
     float *raw = asn_xmalloc((size_t)opt_tb * (size_t)tr.V * sizeof(float));
     float *tgt = asn_xmalloc((size_t)opt_tb * (size_t)tr.V * sizeof(float));
     uint8_t *drawn = asn_xmalloc((size_t)opt_tb);
+    int *steps = asn_xmalloc((size_t)opt_tb * sizeof *steps);
+    float *adv = asn_xcalloc((size_t)opt_tb, sizeof *adv);
+    int32_t *tok = asn_xcalloc((size_t)opt_tb, sizeof *tok);
     long *order = asn_xmalloc((size_t)d.n * sizeof *order);
     if (!opt_quiet)
         fprintf(stderr, "%s: %s, %zu parameters; %ld records, %ld target rows; %ld steps of %ld x %ld rows%s\n",
@@ -581,13 +742,17 @@ int main(int argc, char **argv)
                                           tgt + (size_t)fill * (size_t)tr.V, drawn, &e);
                 if (got <= 0)
                     asn_fatal("%s:%ld: %s", d.path, d.line[i], got < 0 ? e.msg : "replay ended early");
-                for (int j = 0; j < got; j++)
+                for (int j = 0; j < got; j++) {
                     mismatched += !drawn[j];
+                    steps[fill + j] = (int)(tr.p.t + j);
+                    tok[fill + j] = c.gen[tr.p.t + j];
+                    adv[fill + j] = opt_rl ? d.adv[i] : 0.0f;
+                }
                 fill += got;
                 tr.p.t += got;
                 if (fill < opt_tb)
                     continue;
-                micro_batch(&tr, raw, tgt, (int)opt_tb);
+                micro_batch(&tr, raw, tgt, steps, adv, tok, (int)opt_tb);
                 fill = 0;
                 if (tr.micro < opt_accum)
                     continue;
@@ -642,6 +807,14 @@ int main(int argc, char **argv)
     fclose(tr.log);
     free(order);
     free(drawn);
+    free(steps);
+    free(adv);
+    free(tok);
+    for (long i = 0; opt_rl && i < d.n; i++)
+        free(d.group[i]);
+    free(d.group);
+    free(d.reward);
+    free(d.adv);
     free(raw);
     free(tgt);
     free(tr.pred);
@@ -650,6 +823,9 @@ int main(int argc, char **argv)
     free(tr.av);
     asn_replayer_free(rp);
     asn_sampler_ws_free(tr.ws);
+    asn_sampler_ws_free(tr.ref_ws);
+    asn_sampler_free(tr.ref);
+    free(tr.pref);
     asn_sampler_free(tr.s);
     asn_pool_free(tr.pool);
     fclose(d.f);

@@ -44,6 +44,15 @@ typedef enum asn_sampler_arch {
     ASN_SAMPLER_LOCAL = 0,   /* LocalProbabilityTransform */
     ASN_SAMPLER_DIST = 1,    /* SimpleDistributionAwareTransform */
     ASN_SAMPLER_NETWORK = 2, /* SamplingNetwork */
+    /* asn's own (not in the reference): a per-token network like
+     * LocalProbabilityTransform whose inputs are what the truncation
+     * heuristics threshold on: each token's log-probability, its logit
+     * minus the largest (min_p), the mass of the more probable tokens
+     * (top_p), |lp + entropy| (typical), and the row's entropy and step
+     * (asn_sampler_ws_set_step); a learned temperature and a learned
+     * truncation gate over the same features (lib/learn/sampler_equi.c).
+     * Permutation-equivariant; config: hidden_dims (2..97). */
+    ASN_SAMPLER_EQUI = 3,    /* EquivariantLocalTransform */
 } asn_sampler_arch;
 
 /* The reference constructors' keyword arguments (their config YAML files
@@ -150,6 +159,10 @@ int asn_sampler_forward(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool
  * (0 at -inf logits). The forward pass's logits need not be kept. */
 int asn_sampler_backward(asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, const float *dout,
                          float *dlogits, asn_err *e);
+/* The generation step (0 = the first generated token) of the rows the
+ * following passes on ws see; an input of EquivariantLocalTransform only
+ * (the other architectures ignore it). Default 0. */
+void asn_sampler_ws_set_step(asn_sampler_ws *ws, int step);
 
 /* ----------------------------------------- fast inference (SamplingNetwork) */
 

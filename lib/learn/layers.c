@@ -631,6 +631,79 @@ void asn_nn_trunc_backward(float *dl, double *dscale, double *dthr, const float 
     *dthr += vhsum(at);
 }
 
+/* ------------------------------------- equivariant local transform (token) */
+
+NN_CLONES
+void asn_nn_equi_forward(float *out, const float *lp, const float *r, const float *c, const float *d,
+                         const asn_nn_equi *q, int n)
+{
+    const asn_nn_mlp *m = q->m;
+    const int NI = m->inner, ld = m->in;
+    VEC_LOOP((size_t)n, {
+        vf f0 = vload(lp + i, k), f1 = vload(r + i, k), f2 = vload(c + i, k), f3 = vload(d + i, k);
+        vf acc = vsplat(m->bd[0]);
+        for (int j = 0; j < NI; j++) {
+            const float *wg = m->wg + (size_t)j * ld, *wu = m->wu + (size_t)j * ld;
+            vf g = f0 * wg[0] + f1 * wg[1] + f2 * wg[2] + f3 * wg[3] + q->bias_g[j];
+            vf u = f0 * wu[0] + f1 * wu[1] + f2 * wu[2] + f3 * wu[3] + q->bias_u[j];
+            acc = acc + (g * vsigmoid(g) * u) * m->wd[j];
+        }
+        vf l = f0 * q->tau + acc;
+        vf z = l * q->gw[0] + f0 * q->gw[1] + f1 * q->gw[2] + f2 * q->gw[3] + f3 * q->gw[4] + q->gb;
+        vstore(out + i, l + vlogsigmoid(z), k);
+    });
+}
+
+void asn_nn_equi_backward(float *dlp, float *dr, float *dc, float *dd, double *acc, const float *dout,
+                          const float *lp, const float *r, const float *c, const float *d, const asn_nn_equi *q,
+                          int n)
+{
+    const asn_nn_mlp *m = q->m;
+    const int NI = m->inner, ld = m->in;
+    double *a_tau = acc, *a_gw = acc + 1, *a_gb = acc + 6, *a_bd = acc + 7, *a_wd = acc + 8;
+    double *a_wg = a_wd + NI, *a_bg = a_wg + 4 * (size_t)NI, *a_wu = a_bg + NI, *a_bu = a_wu + 4 * (size_t)NI;
+    float g[ASN_NN_EQUI_MAXI], u[ASN_NN_EQUI_MAXI], sg[ASN_NN_EQUI_MAXI];
+    for (int i = 0; i < n; i++) {
+        const float f[4] = {lp[i], r[i], c[i], d[i]};
+        float mo = m->bd[0];
+        for (int j = 0; j < NI; j++) {
+            const float *wg = m->wg + (size_t)j * ld, *wu = m->wu + (size_t)j * ld;
+            g[j] = f[0] * wg[0] + f[1] * wg[1] + f[2] * wg[2] + f[3] * wg[3] + q->bias_g[j];
+            u[j] = f[0] * wu[0] + f[1] * wu[1] + f[2] * wu[2] + f[3] * wu[3] + q->bias_u[j];
+            sg[j] = asn_nn_sigmoidf(g[j]);
+            mo += g[j] * sg[j] * u[j] * m->wd[j];
+        }
+        float l = f[0] * q->tau + mo;
+        float z = l * q->gw[0] + f[0] * q->gw[1] + f[1] * q->gw[2] + f[2] * q->gw[3] + f[3] * q->gw[4] + q->gb;
+        double dy = dout[i], dz = dy * asn_nn_sigmoidf(-z), dl = dy + q->gw[0] * dz;
+        *a_tau += dl * f[0];
+        a_gw[0] += dz * l;
+        for (int k = 0; k < 4; k++)
+            a_gw[1 + k] += dz * f[k];
+        *a_gb += dz;
+        *a_bd += dl;
+        double df[4] = {q->tau * dl + q->gw[1] * dz, q->gw[2] * dz, q->gw[3] * dz, q->gw[4] * dz};
+        for (int j = 0; j < NI; j++) {
+            const float *wg = m->wg + (size_t)j * ld, *wu = m->wu + (size_t)j * ld;
+            double a = (double)g[j] * sg[j] * u[j];
+            a_wd[j] += dl * a;
+            double da = dl * m->wd[j];
+            double dg = da * u[j] * sg[j] * (1.0 + g[j] * (1.0 - sg[j])), du = da * g[j] * sg[j];
+            for (int k = 0; k < 4; k++) {
+                a_wg[(size_t)j * 4 + k] += dg * f[k];
+                a_wu[(size_t)j * 4 + k] += du * f[k];
+                df[k] += dg * wg[k] + du * wu[k];
+            }
+            a_bg[j] += dg;
+            a_bu[j] += du;
+        }
+        dlp[i] = (float)df[0];
+        dr[i] = (float)df[1];
+        dc[i] = (float)df[2];
+        dd[i] = (float)df[3];
+    }
+}
+
 /* ------------------------------------------------------------- log_softmax */
 
 NN_CLONES

@@ -141,6 +141,40 @@ void asn_nn_pertoken_force(int level);
  * values (-inf adds 0). */
 void asn_nn_pertoken_expsum(const float *x, int n, float m, double *sum, double *wsum);
 
+/* ------------------------------------- equivariant local transform (token) */
+
+/* The per-token network of EquivariantLocalTransform (sampler_equi.c) on n
+ * tokens whose features come as four planes: lp (log-probability), r
+ * (logit minus the row's largest), c (probability mass of the tokens more
+ * probable than it), d = |lp + entropy|. With f = [lp, r, c, d, H, s] (H
+ * the entropy and s the step feature, the same for every token: folded
+ * into bias_g / bias_u and gb):
+ *   l   = tau lp + mlp(f)                  (SwiGLU, in 6, out 1)
+ *   z   = gw . [l, lp, r, c, d] + gb        (the truncation gate)
+ *   out = l + logsigmoid(z).
+ * Vectorized like the layers above (no FMA, the same bits on every
+ * instruction set). */
+typedef struct asn_nn_equi {
+    const asn_nn_mlp *m;
+    const float *bias_g, *bias_u; /* gate / up biases with the constant features folded in */
+    float tau;
+    const float *gw;              /* the gate's weights on l, lp, r, c, d */
+    float gb;                     /* the gate's bias with the constant features folded in */
+} asn_nn_equi;
+#define ASN_NN_EQUI_MAXI 64 /* the largest inner size the kernels hold */
+void asn_nn_equi_forward(float *out, const float *lp, const float *r, const float *c, const float *d,
+                         const asn_nn_equi *q, int n);
+/* Backward of the same n tokens given dout: sets dlp, dr, dc, dd (the
+ * network's gradient with respect to each token's features, not through
+ * lp's definition) and adds the parameters' gradients, summed over the
+ * tokens in double, to acc: [tau, gw (5), gb, bd, wd (NI), wg (NI x 4, the
+ * token features' columns), bg (NI), wu (NI x 4), bu (NI)] (bg and bu are
+ * also the sums the constant features' gradients need). */
+#define ASN_NN_EQUI_ACC(NI) (8 + 11 * (size_t)(NI))
+void asn_nn_equi_backward(float *dlp, float *dr, float *dc, float *dd, double *acc, const float *dout,
+                          const float *lp, const float *r, const float *c, const float *d, const asn_nn_equi *q,
+                          int n);
+
 /* ------------------------------------------------- linear attention (elu+1) */
 
 /* Non-causal linear attention over all rows, per head (d = H * dh):

@@ -37,4 +37,28 @@ void asn__sampler_net_reps(const asn_sampler *s, asn_sampler_ws *rws, asn_pool *
 void **asn__sampler_ws_fast(asn_sampler_ws *ws);
 void asn__sampler_fast_free(void *fast);
 
+/* EquivariantLocalTransform (sampler_equi.c) on a row's n finite logits x
+ * (log-sum-exp lse, largest xmax, entropy H): out (n) = the transform; the
+ * state (made on first use, freed with asn__equi_free) keeps what the
+ * backward pass needs. A view holds the parameters (or their gradients):
+ * mlp (in 6, out 1), tau, gate weights gw (7) and bias gb. */
+#include "learn/layers.h"
+typedef struct asn__equi_view {
+    asn_nn_mlp m;
+    float *tau, *gw, *gb;
+} asn__equi_view;
+typedef struct asn__equi_state asn__equi_state;
+#define ASN_EQUI_SORT_ALL 4096  /* rows of at most this many finite tokens: c from a full sort */
+#define ASN_EQUI_TAIL_MASS 1e-4 /* the largest probability mass left below the sorted tokens */
+float asn__equi_step_feature(int step);
+void asn__equi_forward(asn__equi_state **st, const asn__equi_view *P, const float *x, int n, double lse, float xmax,
+                       float H, int step, float *out);
+/* Adds the parameters' gradients to G given dout (n, compact); dx (may be
+ * NULL) receives d(loss)/d(x). */
+void asn__equi_backward(asn__equi_state *st, const asn__equi_view *P, const asn__equi_view *G, const float *dout,
+                        float *dx);
+/* n floats of scratch in the state (after a forward pass). */
+float *asn__equi_buf(asn__equi_state *st);
+void asn__equi_free(asn__equi_state *st);
+
 #endif

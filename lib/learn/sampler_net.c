@@ -32,22 +32,23 @@
 /* ========================================================= configuration */
 
 static const char *const ARCH_NAMES[] = {"LocalProbabilityTransform", "SimpleDistributionAwareTransform",
-                                         "SamplingNetwork"};
+                                         "SamplingNetwork", "EquivariantLocalTransform"};
+#define N_ARCH 4
 
 const char *asn_sampler_arch_name(asn_sampler_arch arch)
 {
-    return (unsigned)arch < 3 ? ARCH_NAMES[arch] : "unknown";
+    return (unsigned)arch < N_ARCH ? ARCH_NAMES[arch] : "unknown";
 }
 
 int asn_sampler_arch_parse(const char *name, asn_sampler_arch *out, asn_err *e)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < N_ARCH; i++)
         if (name && !strcmp(name, ARCH_NAMES[i])) {
             *out = (asn_sampler_arch)i;
             return 0;
         }
     return asn_err_set(e, "unknown sampler architecture \"%s\" (expected LocalProbabilityTransform, "
-                          "SimpleDistributionAwareTransform or SamplingNetwork)",
+                          "SimpleDistributionAwareTransform, SamplingNetwork or EquivariantLocalTransform)",
                        name ? name : "");
 }
 
@@ -64,6 +65,11 @@ int asn_sampler_config_check(const asn_sampler_config *c, asn_err *e)
         if (c->hidden_dims < 2 || c->hidden_dims > MAX_DIM)
             return asn_err_set(e, "%s: hidden_dims must be 2..%d (inner size int(2 * hidden_dims / 3) >= 1), got %d",
                                asn_sampler_arch_name(c->arch), MAX_DIM, c->hidden_dims);
+        return 0;
+    case ASN_SAMPLER_EQUI:
+        if (c->hidden_dims < 2 || asn_nn_mlp_inner(c->hidden_dims) > ASN_NN_EQUI_MAXI)
+            return asn_err_set(e, "EquivariantLocalTransform: hidden_dims must be 2..%d, got %d",
+                               (3 * ASN_NN_EQUI_MAXI + 2) / 2, c->hidden_dims);
         return 0;
     case ASN_SAMPLER_NETWORK:
         if (c->d_model < 4 || c->d_model > MAX_DIM)
@@ -91,14 +97,14 @@ static const cfg_key KEYS_LOCAL[] = {CK(hidden_dims, 0, 1), {NULL, 0, 0, 0}};
 static const cfg_key KEYS_DIST[] = {CK(hidden_dims, 0, 1), CK(use_dynamic_truncation, 1, 1), {NULL, 0, 0, 0}};
 static const cfg_key KEYS_NET[] = {CK(d_model, 0, 1), CK(d_ff, 0, 1), CK(n_blocks, 0, 1), CK(n_heads, 0, 1),
                                    CK(scale, 1, 0), {NULL, 0, 0, 0}};
-static const cfg_key *const ARCH_KEYS[] = {KEYS_LOCAL, KEYS_DIST, KEYS_NET};
+static const cfg_key *const ARCH_KEYS[] = {KEYS_LOCAL, KEYS_DIST, KEYS_NET, KEYS_LOCAL};
 
 static int config_from_json(asn_sampler_arch arch, const json_t *obj, asn_sampler_config *cfg, const asn_yaml *y,
                             asn_err *e)
 {
     char where[512];
     const char *cls = asn_sampler_arch_name(arch);
-    if ((unsigned)arch > 2)
+    if ((unsigned)arch >= N_ARCH)
         return asn_err_set(e, "unknown sampler architecture %d", (int)arch);
     if (!json_is_object(obj))
         return asn_err_set(e, "%s: a sampler config must be a mapping of %s's arguments",
@@ -192,6 +198,7 @@ struct asn_sampler {
     size_t loc_w, loc_b;      /* DIST local_mlp.0 */
     size_t tr_params;         /* DIST, static truncation */
     size_t th_w, th_b;        /* DIST, dynamic truncation_head */
+    size_t eq_tau, eq_gw, eq_gb; /* EQUI temperature_scale, gate.weight, gate.bias */
     blk_off *blk;             /* NETWORK */
     mlp_off thead, trhead, shead;
 };
@@ -264,6 +271,12 @@ static void build_table(asn_sampler *s)
         s->tr_scale = add_tensor(s, "truncation_scale", 0, 0, 0, const_init(1.0f, 1.0f));
         s->tr_thr = add_tensor(s, "truncation_threshold", 0, 0, 0, const_init(10.0f, 10.0f));
         s->mlp = add_mlp(s, "mlp", 1, c->hidden_dims, 1);
+        break;
+    case ASN_SAMPLER_EQUI: /* at initialization: LocalProbabilityTransform's truncation */
+        s->eq_tau = add_tensor(s, "temperature_scale", 0, 0, 0, const_init(1.0f, 1.0f));
+        s->eq_gw = add_tensor(s, "gate.weight", 2, 1, 7, const_init(1.0f, 0.0f));
+        s->eq_gb = add_tensor(s, "gate.bias", 1, 1, 0, const_init(10.0f, 10.0f));
+        s->mlp = add_mlp(s, "mlp", 6, c->hidden_dims, 1);
         break;
     case ASN_SAMPLER_DIST:
         if (!c->use_dynamic_truncation) /* softplus^-1(1) ~ 0.5413, softplus^-1(10) ~ 10 */
@@ -399,6 +412,7 @@ asn_gguf_writer *asn_sampler_writer(const asn_sampler *s)
     asn_gguf_set_str(w, GGUF_ARCH ".type", asn_sampler_arch_name(c->arch));
     switch (c->arch) {
     case ASN_SAMPLER_LOCAL:
+    case ASN_SAMPLER_EQUI:
         asn_gguf_set_u32(w, GGUF_ARCH ".hidden_dims", (uint32_t)c->hidden_dims);
         break;
     case ASN_SAMPLER_DIST:
@@ -465,6 +479,7 @@ asn_sampler *asn_sampler_from_gguf(const asn_gguf *g, asn_err *e)
     }
     switch (c.arch) {
     case ASN_SAMPLER_LOCAL:
+    case ASN_SAMPLER_EQUI:
         rc = get_size(g, GGUF_ARCH ".hidden_dims", &c.hidden_dims, e);
         break;
     case ASN_SAMPLER_DIST:
@@ -598,6 +613,8 @@ struct asn_sampler_ws {
     double n_mean;
     float *lmod_out;
     void *fast;              /* sampler_fast.c's state */
+    int step;                /* EQUI: the generation step of the rows */
+    asn__equi_state *equi;   /* EQUI: sampler_equi.c's state */
     /* per token (capacity cap_v) */
     int cap_v;
     float *xbuf;             /* the finite logits when some are -inf */
@@ -706,6 +723,7 @@ void asn_sampler_ws_free(asn_sampler_ws *ws)
     free(ws->pt_neg);
     free(ws->hc);
     asn__sampler_fast_free(ws->fast);
+    asn__equi_free(ws->equi);
     for (int i = 0; i < ws->cap_threads; i++)
         free(ws->arenas[i].base);
     free(ws->arenas);
@@ -1577,6 +1595,46 @@ static void net_backward(pass *p, asn_pool *pool)
 
 /* ================================================================ dispatch */
 
+/* ============================================= EquivariantLocalTransform */
+
+static asn__equi_view equi_view(const asn_sampler *s, float *base)
+{
+    asn__equi_view v = {mlp_view(&s->mlp, base), base + s->eq_tau, base + s->eq_gw, base + s->eq_gb};
+    return v;
+}
+
+/* On the calling thread (sampler_equi.c), the output through ws->lp when
+ * some logits are -inf. */
+static void equi_forward(const asn_sampler *s, asn_sampler_ws *ws, float *out)
+{
+    asn__equi_view P = equi_view(s, s->p);
+    float *o = ws->compact ? ws->lp : out;
+    asn__equi_forward(&ws->equi, &P, ws->x, ws->n, ws->lse, ws->xmax, ws->stats[1], ws->step, o);
+    if (ws->compact)
+        for (int i = 0; i < ws->n; i++)
+            out[ws->idx[i]] = o[i];
+}
+
+static void equi_backward(asn_sampler *s, asn_sampler_ws *ws, const float *dout, float *dlogits)
+{
+    asn__equi_view P = equi_view(s, s->p), G = equi_view(s, s->g);
+    const float *d = dout;
+    if (ws->compact) {
+        for (int i = 0; i < ws->n; i++)
+            ws->dlp[i] = dout[ws->idx[i]];
+        d = ws->dlp;
+    }
+    float *dx = dlogits && ws->compact ? asn__equi_buf(ws->equi) : dlogits;
+    asn__equi_backward(ws->equi, &P, &G, d, dx);
+    if (dlogits && ws->compact) {
+        memset(dlogits, 0, (size_t)ws->V * sizeof(float));
+        for (int i = 0; i < ws->n; i++)
+            dlogits[ws->idx[i]] = dx[i];
+    }
+}
+
+void asn_sampler_ws_set_step(asn_sampler_ws *ws, int step) { ws->step = step < 0 ? 0 : step; }
+
 int asn_sampler_forward(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, const float *logits, int V,
                         float *out, asn_err *e)
 {
@@ -1622,6 +1680,9 @@ int asn_sampler_forward(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool
     case ASN_SAMPLER_NETWORK:
         net_forward(&p, pool);
         break;
+    case ASN_SAMPLER_EQUI:
+        equi_forward(s, ws, out);
+        break;
     }
     return 0;
 }
@@ -1641,6 +1702,10 @@ int asn_sampler_backward(asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, con
     if (ws->n == 0) {
         if (dlogits)
             memset(dlogits, 0, (size_t)ws->V * sizeof(float));
+        return 0;
+    }
+    if (s->cfg.arch == ASN_SAMPLER_EQUI) {
+        equi_backward(s, ws, dout, dlogits);
         return 0;
     }
     pass p;
@@ -1688,6 +1753,8 @@ int asn_sampler_backward(asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, con
     }
     case ASN_SAMPLER_NETWORK:
         net_backward(&p, pool);
+        break;
+    case ASN_SAMPLER_EQUI:
         break;
     }
     tgrad_end(s, ws, nth);

@@ -405,7 +405,7 @@ int asn_proc_apply(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx,
                    asn_seq_state *state, asn_workspace *ws, asn_err *e)
 {
     if (p->kind == ASN_PROC_LEARNED)
-        return asn_apply_learned(p, row, V, ws, e);
+        return asn_apply_learned(p, row, V, ctx, ws, e);
     asn_ws_reserve(ws, V);
     if (asn_proc_is_constraint(p->kind))
         return asn_apply_constraint(p, row, V, ctx, e);

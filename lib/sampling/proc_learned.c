@@ -215,7 +215,7 @@ struct asn_learned_ws {
     asn_sampler_ws *ws;
 };
 
-int asn_apply_learned(const asn_proc *p, float *row, int V, asn_workspace *ws, asn_err *e)
+int asn_apply_learned(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx, asn_workspace *ws, asn_err *e)
 {
     if (!p->learned)
         return asn_err_set(e, "no sampler loaded (the processor was not built by asn_heuristic_init)");
@@ -231,6 +231,8 @@ int asn_apply_learned(const asn_proc *p, float *row, int V, asn_workspace *ws, a
         l->next = ws->learned;
         ws->learned = l;
     }
+    /* the step (generated tokens so far): an input of EquivariantLocalTransform */
+    asn_sampler_ws_set_step(l->ws, ctx && ctx->n_ids > ctx->n_prompt ? ctx->n_ids - ctx->n_prompt : 0);
     /* a SamplingNetwork's fast pass (its tail binned by log-probability;
      * KL to the exact output <= 1e-6) unless exact: true; the other two
      * architectures have one pass */

@@ -97,7 +97,7 @@ int asn_learned_init(asn_proc *p, const char *spelled, const json_t *params, asn
 /* Drops p's hold on its sampler (the last hold frees it). */
 void asn_learned_release(asn_proc *p);
 /* row = network(row), in place, on the calling thread. */
-int asn_apply_learned(const asn_proc *p, float *row, int V, asn_workspace *ws, asn_err *e);
+int asn_apply_learned(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx, asn_workspace *ws, asn_err *e);
 void asn_learned_ws_free(struct asn_learned_ws *l);
 
 /* ----------------------------------------------------- proc_constraint.c */
