@@ -153,10 +153,12 @@ job=$(array_id "$TMP/rq.out")
 check "shard 1's task is running" sh -c "scontrol -o show job ${job}_1 | grep -q JobState=RUNNING"
 scontrol requeue "${job}_1" > "$TMP/requeue.out" 2>&1
 check "scontrol requeue of the running task" test $? = 0
-# Slurm makes a requeued job wait 2 minutes (its begin time): start it now
-# (once it is pending again: it first finishes being killed)
+# Slurm makes a requeued job wait 2 minutes (its begin time): start it now,
+# once it is pending again and its first process is gone (the stopped
+# wrapper dies only at Slurm's SIGKILL; a task started while it lives fails
+# to launch)
 for i in $(seq 1 3000); do
-    scontrol -o show job "${job}_1" | grep -q JobState=PENDING &&
+    ! kill -0 "$pid" 2> /dev/null && scontrol -o show job "${job}_1" | grep -q JobState=PENDING &&
         scontrol update JobId="${job}_1" StartTime=now >> "$TMP/requeue.out" 2>&1 && break
     sleep 0.1
 done
