@@ -5,7 +5,9 @@
 # sanitizer pass). Unit tests print TAP-style "ok"/"not ok" lines; each CLI
 # test script (tests/cli/*.sh) does the same through tests/lib/cli.sh. A check
 # that could not run here prints "ok - NAME # SKIP why" (TAP's skip): it is
-# listed, with its reason, and counted as skipped, not passed.
+# listed, with its reason, and counted as skipped, not passed. Each file
+# prints a progress line ("[k/N] name: checks, seconds") as it ends, and the
+# slowest files are listed before the closing line.
 O=${1:-.}
 ONLY=${2:-all}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,11 +15,19 @@ export ASN_ROOT="$ROOT"
 export ASN_BIN="$(cd "$O" && pwd)/bin"
 export ASN_TESTDATA="$ROOT/tests/data"
 LOG=$(mktemp)
-trap 'rm -f "$LOG"' EXIT
+TIMES=$(mktemp)
+trap 'rm -f "$LOG" "$TIMES"' EXIT
+now() { date +%s.%N; }
 
 run() { # name, command...
     name=$1; shift
+    k=$((k + 1))
+    t0=$(now)
     out=$("$@" 2>&1); rc=$?
+    secs=$(awk "BEGIN { printf \"%.1f\", $(now) - $t0 }")
+    printf '%s %s\n' "$secs" "$name" >> "$TIMES"
+    printf '[%d/%d] %s: %d checks, %s s\n' "$k" "$total" "$name" \
+        "$(printf '%s\n' "$out" | grep -acE '^(not )?ok ')" "$secs"
     printf '%s\n' "$out" | grep -aE '^(not )?ok ' >> "$LOG"
     printf '%s\n' "$out" | grep -aE '^not ok ' | sed "s|^|$name: |"
     printf '%s\n' "$out" | grep -aE '^ok .* # SKIP' | sed "s|^ok - |$name: skipped: |"
@@ -28,6 +38,9 @@ run() { # name, command...
     fi
 }
 
+k=0
+total=$(ls "$O"/build/tests/test_* 2> /dev/null | wc -l)
+[ "$ONLY" = all ] && total=$((total + $(ls "$ROOT"/tests/cli/*.sh | wc -l)))
 for t in "$O"/build/tests/test_*; do
     [ -x "$t" ] || continue
     run "$(basename "$t")" "$t"
@@ -39,6 +52,7 @@ if [ "$ONLY" = all ]; then
     done
 fi
 
+echo "slowest: $(sort -rn "$TIMES" | head -5 | awk '{ printf "%s%s %s s", (NR > 1 ? ", " : ""), $2, $1 }')"
 pass=$(grep -a '^ok ' "$LOG" | grep -avc ' # SKIP')
 skip=$(grep -a '^ok ' "$LOG" | grep -ac ' # SKIP')
 fail=$(grep -ac '^not ok ' "$LOG")
