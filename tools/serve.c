@@ -2,6 +2,7 @@
  * one batched decode as they arrive (continuous batching over the stream of
  * lib/gen/generate.c, the generator gen-candidates uses), and a seeded
  * request returns the same tokens whatever else the server is doing. */
+#include "asn/bt.h"
 #include "asn/chat.h"
 #include "asn/gen.h"
 #include "asn/http.h"
@@ -60,6 +61,11 @@ static const asn_tool tool = {
     "prompt id and settings, the tokens are gen-candidates' (byte-identical),\n"
     "whatever else the server runs. Each choice carries asn_finish (eos, stop,\n"
     "length) and, with \"return_token_ids\": true, token_ids.\n"
+    "Prompt log-probabilities: \"echo\": true with \"logprobs\": K on\n"
+    "/v1/completions puts the prompt's tokens first in logprobs (token_logprobs\n"
+    "[null, log p(t1 | t0), ...] in full double precision, and the top K at\n"
+    "each position), as vLLM does; max_tokens may then be 0. These are the\n"
+    "numbers rank-bt's judges compute (rank-bt --judge-server).\n"
     "Limits: a full queue answers 503 with Retry-After; bad requests get a 4xx\n"
     "JSON error {\"error\": {\"message\", \"type\", \"code\"}}.\n",
     options,
@@ -78,6 +84,8 @@ typedef struct server {
     asn_heuristics *hs;
     asn_generator *gen;
     asn_gen_stream *stream;
+    asn_pool *pool;
+    asn_llscorer *scorer;   /* echo: prompt log-probabilities (made at the first) */
     pthread_mutex_t mu, tok_mu;
     pthread_cond_t work, news;
     req **inbox;
@@ -110,6 +118,12 @@ struct req {
     char *out;
     size_t out_len, out_pos, out_cap;
     int done_sent;
+    /* echo: the prompt's log-probabilities and text */
+    double *echo_lps, *echo_top_lps;
+    int32_t *echo_top_ids;
+    char *echo_text;
+    size_t echo_len;
+    asn_oai_echo echo;
 };
 
 static server S;
@@ -132,6 +146,10 @@ static void req_free(req *r)
     free(r->finished);
     free(r->sent_text);
     free(r->out);
+    free(r->echo_lps);
+    free(r->echo_top_lps);
+    free(r->echo_top_ids);
+    free(r->echo_text);
     asn_oai_request_free(&r->rq);
     free(r);
 }
@@ -182,6 +200,38 @@ static void ev_done(void *ctx, asn_gen_job *job)
     pthread_mutex_unlock(&S.mu);
 }
 
+/* echo: the prompt's log-probabilities (in the engine's thread). With
+ * max_tokens 0 the request ends here. */
+static void echo_prompt(req *r)
+{
+    asn_err e;
+    int top = r->rq.logprobs > 0 ? r->rq.logprobs : 0, rc = 0;
+    if (!S.scorer && !(S.scorer = asn_llscorer_new(S.m, 1, S.pool, &e)))
+        rc = -1;
+    if (!rc) {
+        r->echo_lps = asn_xmalloc((size_t)r->n_toks * sizeof *r->echo_lps);
+        r->echo_top_ids = asn_xmalloc(((size_t)r->n_toks * (size_t)top + 1) * sizeof *r->echo_top_ids);
+        r->echo_top_lps = asn_xmalloc(((size_t)r->n_toks * (size_t)top + 1) * sizeof *r->echo_top_lps);
+        rc = asn_llscorer_tokens(S.scorer, r->toks, r->n_toks, r->echo_lps, top, r->echo_top_ids, r->echo_top_lps, &e);
+    }
+    if (!rc) {
+        pthread_mutex_lock(&S.tok_mu);
+        rc = asn_detokenize(S.v, r->toks, (size_t)r->n_toks, 0, 1, &r->echo_text, &r->echo_len, &e);
+        pthread_mutex_unlock(&S.tok_mu);
+    }
+    r->echo = (asn_oai_echo){r->toks, r->n_toks, r->echo_text, r->echo_len, r->echo_lps, r->echo_top_ids,
+                             r->echo_top_lps};
+    for (int k = 0; k < r->n; k++) {
+        if (rc)
+            r->jobs[k].error = asn_xstrdup(e.msg);
+        else if (r->rq.max_tokens == 0)
+            r->jobs[k].finish = ASN_FINISH_LENGTH;
+        else
+            continue;
+        ev_done(NULL, &r->jobs[k]);
+    }
+}
+
 static void engine_loop(void)
 {
     req **batch = NULL;
@@ -228,12 +278,23 @@ static void engine_loop(void)
         }
         pthread_mutex_unlock(&S.mu);
         asn_err e;
-        for (size_t i = 0; i < n; i++)
-            for (int k = 0; k < batch[i]->n; k++)
-                if (asn_gen_stream_add(S.stream, &batch[i]->jobs[k], &e)) { /* checked before: cannot happen */
-                    batch[i]->jobs[k].error = asn_xstrdup(e.msg);
-                    ev_done(NULL, &batch[i]->jobs[k]);
+        for (size_t i = 0; i < n; i++) {
+            req *r = batch[i];
+            pthread_mutex_lock(&S.mu);
+            r->refs++; /* held while the engine reads it */
+            pthread_mutex_unlock(&S.mu);
+            if (r->rq.echo)
+                echo_prompt(r);
+            for (int k = 0; k < r->n; k++)
+                if (r->jobs[k].finish == ASN_FINISH_NONE && !r->jobs[k].error &&
+                    asn_gen_stream_add(S.stream, &r->jobs[k], &e)) { /* checked before: cannot happen */
+                    r->jobs[k].error = asn_xstrdup(e.msg);
+                    ev_done(NULL, &r->jobs[k]);
                 }
+            pthread_mutex_lock(&S.mu);
+            req_unref(r);
+            pthread_mutex_unlock(&S.mu);
+        }
         if (asn_gen_stream_step(S.stream, &e)) {
             asn_warn("engine: %s", e.msg);
             pthread_mutex_lock(&S.mu);
@@ -424,10 +485,12 @@ static const char *first_error(const req *r)
     return NULL;
 }
 
-static asn_oai_choice choice_of(const asn_gen_job *j, const asn_oai_request *rq)
+static asn_oai_choice choice_of(const req *r, const asn_gen_job *j)
 {
-    return (asn_oai_choice){j->tokens, j->n_tokens, j->generation, j->generation_len, j->finish,
-                            j->logprobs, j->top_ids, j->top_lps, rq->logprobs > 0 ? rq->logprobs : 0};
+    asn_oai_choice c = {j->tokens, j->n_tokens, j->generation, j->generation_len, j->finish,
+                        j->logprobs, j->top_ids, j->top_lps, r->rq.logprobs > 0 ? r->rq.logprobs : 0,
+                        r->rq.echo ? &r->echo : NULL};
+    return c;
 }
 
 static void answer_whole(req *r, asn_http_response *out)
@@ -447,7 +510,7 @@ static void answer_whole(req *r, asn_http_response *out)
     } else {
         asn_oai_choice *ch = asn_xcalloc((size_t)r->n, sizeof *ch);
         for (int i = 0; i < r->n; i++)
-            ch[i] = choice_of(&r->jobs[i], &r->rq);
+            ch[i] = choice_of(r, &r->jobs[i]);
         json_t *j = asn_oai_response(&r->rq, r->id, r->created, S.name, S.v, ch, r->n, r->n_toks);
         asn_http_json(out, 200, asn_json_dumps(j, 0));
         json_decref(j);
@@ -541,7 +604,7 @@ static int make_chunks(req *r)
                             j->top_logprobs && j->logprobs ? j->logprobs + r->sent_tok[i] : NULL,
                             j->top_ids ? j->top_ids + (size_t)r->sent_tok[i] * j->top_logprobs : NULL,
                             j->top_lps ? j->top_lps + (size_t)r->sent_tok[i] * j->top_logprobs : NULL,
-                            r->rq.logprobs > 0 ? r->rq.logprobs : 0};
+                            r->rq.logprobs > 0 ? r->rq.logprobs : 0, NULL};
         if (upto > from || c.n_tokens || done) {
             out_event(r, asn_oai_chunk(&r->rq, r->id, r->created, S.name, S.v, i, &c));
             any = 1;
@@ -696,7 +759,7 @@ int main(int argc, char **argv)
     free(gname);
     S.V = asn_model_cfg(S.m)->n_vocab;
     S.n_ctx = opt_ctx > 0 ? (int)opt_ctx : asn_model_cfg(S.m)->n_ctx_train;
-    asn_pool *pool = asn_pool_new((int)opt_threads);
+    asn_pool *pool = S.pool = asn_pool_new((int)opt_threads);
     asn_gen_settings gs = {.max_new_tokens = 1};
     if (!(S.gen = asn_generator_new(S.m, pool, (int)opt_batch, S.n_ctx, &gs, &e)))
         asn_fatal("%s", e.msg);
@@ -721,6 +784,7 @@ int main(int argc, char **argv)
     engine_loop();
     asn_http_stop(srv);
     asn_gen_stream_free(S.stream);
+    asn_llscorer_free(S.scorer);
     asn_generator_free(S.gen);
     asn_pool_free(pool);
     asn_heuristics_free(S.hs);

@@ -15,7 +15,16 @@
  *                    the system and the last user message), or of the
  *                    prompt text, or of the token ids written "1,2,3"
  *   min_tokens       end of generation masked before this many tokens
- *   return_token_ids each choice gets "token_ids" (vLLM's name) */
+ *   return_token_ids each choice gets "token_ids" (vLLM's name)
+ * and, of the OpenAI legacy completions API (vLLM's layout):
+ *   echo             completions: the prompt is echoed before each
+ *                    choice's text and, with logprobs, its tokens come
+ *                    first in logprobs: token_logprobs [null, lp1, ...]
+ *                    (log p of each prompt token given those before it,
+ *                    in full double precision), top_logprobs [null,
+ *                    {piece: lp} of the top `logprobs` tokens and the
+ *                    prompt's own]. max_tokens may then be 0 (only the
+ *                    prompt is scored). Not with stream. */
 #ifndef ASN_OPENAI_H
 #define ASN_OPENAI_H
 
@@ -47,6 +56,7 @@ typedef struct asn_oai_request {
     int logprobs;              /* -1: none; else how many alternatives (completions: the number;
                                 * chat: top_logprobs when logprobs is true) */
     int return_token_ids;
+    int echo;                  /* completions: echo the prompt (and its log-probabilities) */
     int has_seed;
     uint64_t seed;
     const char **stop;         /* into body */
@@ -78,6 +88,17 @@ struct asn_chat_msg;
 struct asn_chat_msg *asn_oai_messages(const asn_oai_request *rq, size_t *n, const char **system,
                                       const char **user);
 
+/* The prompt echoed ("echo"): its ids and text, and its log-probabilities. */
+typedef struct asn_oai_echo {
+    const int32_t *ids;
+    int n;
+    const char *text;
+    size_t len;
+    const double *lps;         /* n (entry 0 unused: null) */
+    const int32_t *top_ids;    /* n x the choice's top (row 0 unused; -1: none) */
+    const double *top_lps;
+} asn_oai_echo;
+
 /* One finished (or, in a stream, partial) choice. */
 typedef struct asn_oai_choice {
     const int32_t *tokens;
@@ -89,6 +110,7 @@ typedef struct asn_oai_choice {
     const int32_t *top_ids;    /* n_tokens x top */
     const float *top_lps;
     int top;
+    const struct asn_oai_echo *echo; /* NULL, or the prompt echoed before the choice */
 } asn_oai_choice;
 
 /* The whole response (object "text_completion" or "chat.completion"):

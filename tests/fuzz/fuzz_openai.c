@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int32_t toks[] = {1, 2, 3};
         float lps[] = {-0.5f, -1.0f, -2.0f};
         int32_t top[] = {1, 2, 3};
-        asn_oai_choice c = {toks, 3, "abc", 3, ASN_FINISH_LENGTH, lps, top, lps, 1};
+        asn_oai_choice c = {toks, 3, "abc", 3, ASN_FINISH_LENGTH, lps, top, lps, 1, NULL};
         json_t *r = asn_oai_response(&rq, "id", 0, "m", NULL, &c, 1, 3);
         free(asn_json_dumps(r, 0));
         json_decref(r);
