@@ -51,4 +51,20 @@ int asn_remote_pairwise(asn_remote_judge *j, const asn_vocab *v, int chat, const
  * its length (NaN for an empty answer), as asn_llscorer_score does. */
 int asn_remote_ll(asn_remote_judge *j, const asn_ll_req *req, int n, double *mean, asn_err *e);
 
+/* ------------------------------------------------------------- rewards */
+
+/* 0 when the kind has a classify/reward endpoint (asn, vllm: /classify;
+ * sglang: /classify of a model served with --is-embedding); else -1 with e. */
+int asn_server_reward_check(int kind, asn_err *e);
+const char *asn_server_reward_path(int kind);
+/* The request body (new reference) of one conversation's tokens. */
+json_t *asn_server_reward_body(int kind, const char *model, const int32_t *ids, int n);
+/* The first output of the head (the reward) in a response, as sent. */
+int asn_server_reward(int kind, const char *body, size_t len, double *reward, asn_err *e);
+
+/* Rewards of n token lists through the servers (one request each, many in
+ * flight): reward[i] for ids[i][0..lens[i]). */
+int asn_remote_rewards(asn_client *c, int kind, const char *model, int32_t *const *ids, const int *lens, int n,
+                       double *reward, asn_err *e);
+
 #endif

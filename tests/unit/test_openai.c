@@ -6,7 +6,9 @@
  * SGLang's /generate output_ids, llama-server's /completion tokens); the
  * prompt log-probabilities of vLLM's "echo" (a response vLLM 0.16 gave, as
  * quoted in llama.cpp's pull request 15189) and of SGLang's
- * input_token_logprobs (its native API's layout). */
+ * input_token_logprobs (its native API's layout); the rewards of vLLM's
+ * /classify (the response its API documentation shows, as SGLang's
+ * documents it too) and of SGLang's /classify of a reward model. */
 #include "asn/client.h"
 #include "asn/json.h"
 #include "asn/openai.h"
@@ -304,10 +306,41 @@ static void test_echo(void)
     refused("max_tokens 0 needs echo", "{\"prompt\": \"x\", \"max_tokens\": 0}", 0, "max_tokens");
 }
 
+static void test_reward(void)
+{
+    asn_err e = {""};
+    double r = 0;
+    const char *vllm = "{\"id\":\"classify-9bf17f2847b046c7b2d5495f4b4f9682\",\"object\":\"list\",\"created\":1745383213,"
+                       "\"model\":\"jason9693/Qwen2.5-1.5B-apeach\",\"data\":[{\"index\":0,\"label\":\"Default\",\"probs\":"
+                       "[0.565970778465271,0.4340292513370514],\"num_classes\":2}],\"usage\":{\"prompt_tokens\":10,"
+                       "\"total_tokens\":10,\"completion_tokens\":0,\"prompt_tokens_details\":null}}";
+    int rc = asn_server_reward(ASN_SERVER_VLLM, vllm, strlen(vllm), &r, &e);
+    T_OK("vllm /classify: the first output", rc == 0 && r == 0.565970778465271, "rc %d r %g: %s", rc, r, e.msg);
+    const char *sgl = "[{\"embedding\":[-3.6875],\"meta_info\":{\"id\":\"b2a\",\"prompt_tokens\":42}}]";
+    rc = asn_server_reward(ASN_SERVER_SGLANG, sgl, strlen(sgl), &r, &e);
+    T_OK("sglang /classify: embedding[0] of the first", rc == 0 && r == -3.6875, "rc %d r %g: %s", rc, r, e.msg);
+    rc = asn_server_reward(ASN_SERVER_ASN, "{\"data\":[]}", 11, &r, &e);
+    T_OK("no output is an error", rc == -1 && strstr(e.msg, "probs"), "%s", e.msg);
+    int32_t ids[] = {1, 2};
+    json_t *b = asn_server_reward_body(ASN_SERVER_VLLM, "m", ids, 2);
+    char *s = asn_json_dumps(b, 0);
+    T_EQ_STR("vllm /classify body: ids, no activation (both names)", s,
+             "{\"model\":\"m\",\"input\":[1,2],\"use_activation\":false,\"activation\":false}");
+    free(s);
+    json_decref(b);
+    b = asn_server_reward_body(ASN_SERVER_SGLANG, NULL, ids, 2);
+    s = asn_json_dumps(b, 0);
+    T_EQ_STR("sglang /classify body", s, "{\"input_ids\":[1,2]}");
+    free(s);
+    json_decref(b);
+    T_OK("llama-server has no reward endpoint", asn_server_reward_check(ASN_SERVER_LLAMA, &e) == -1, "accepted");
+}
+
 int main(void)
 {
     test_parse();
     test_echo();
+    test_reward();
     test_params();
     test_kinds();
     test_responses();
