@@ -52,7 +52,7 @@ BENCHES  := $(BENCH_SRC:bench/%.c=$(O)/build/bench/%)
 DEPS_OK  := build/.deps-ok
 
 .SECONDARY:
-.PHONY: all deps deps-cluster test test-unit test-san test-arm oracle-llama bench bench-quant bench-kl fuzz install clean demo demo-models demo-check
+.PHONY: all deps deps-cluster test test-unit test-san test-arm oracle-llama bench bench-client bench-serve bench-quant bench-kl fuzz install clean demo demo-models demo-check
 all: $(TOOLS) $(TESTS) $(REPLAYS) $(BENCHES)
 
 # Missing Debian packages are installed (as root) or named with the exact
@@ -113,6 +113,13 @@ test-san:
 
 bench: all
 	@for b in $(BENCHES); do $$b || exit 1; done
+
+# The servers' client against a stub that answers at once (one core), and
+# a bounded load test of serve at 1, 8 and 64 clients beside gen-candidates.
+bench-client: all
+	@$(O)/build/bench/bench_client $(BIN) examples/models/demo-base.gguf
+bench-serve: all
+	@nice -n 10 $(O)/build/bench/bench_serve $(BIN) examples/models/demo-base.gguf
 
 # The engine on the GGUF files users download, beside llama.cpp: random-weight
 # models of the 125M Llama and Qwen2.5-0.5B shapes (F32 from the generator in
