@@ -71,6 +71,10 @@ static const asn_tool tool = {
     "[null, log p(t1 | t0), ...] in full double precision, and the top K at\n"
     "each position), as vLLM does; max_tokens may then be 0. These are the\n"
     "numbers rank-bt's judges compute (rank-bt --judge-server).\n"
+    "Structured output: OpenAI's response_format ({\"type\": \"json_schema\",\n"
+    "\"json_schema\": {\"schema\": ...}} or {\"type\": \"json_object\"}) and\n"
+    "llama.cpp's json_schema (a schema) and grammar (GBNF) become asn's\n"
+    "json_schema and grammar processors, added to the request's heuristic.\n"
     "Limits: a full queue answers 503 with Retry-After; bad requests get a 4xx\n"
     "JSON error {\"error\": {\"message\", \"type\", \"code\"}}.\n",
     options,
@@ -394,6 +398,8 @@ static int uses_files(const json_t *procs)
         const char *n = json_string_value(json_object_get(p, "name"));
         if (n && (!strcmp(n, "learned") || !strcmp(n, "adaptive_sampler")))
             return 1;
+        if (json_object_get(json_object_get(p, "params"), "path")) /* a constraint's file */
+            return 1;
     }
     return 0;
 }
@@ -422,21 +428,37 @@ static req *build(const asn_http_request *hr, int chat, asn_http_response *out)
             goto fail;
         }
         r->h = &S.hs->h[k];
-    } else {
-        const json_t *procs = rq->heuristic_def ? json_object_get(rq->heuristic_def, "processors") : rq->processors;
-        const char *hname = rq->heuristic_def ? json_string_value(json_object_get(rq->heuristic_def, "name")) : "params";
-        if (!opt_allow_files && uses_files(procs)) {
-            error_json(out, 400, "field \"asn_heuristic\": learned samplers name files; this server allows them "
-                                 "only by name (--heuristics) or with --allow-sampler-files");
-            goto fail;
-        }
-        if (asn_heuristic_init(&r->own, hname, procs, &e)) {
-            error_json(out, 400, "field \"asn_heuristic\": %s", e.msg);
+    }
+    if (rq->heuristic_name && rq->constraint) { /* the named heuristic and the constraint */
+        json_t *procs = json_deep_copy(r->h->processors);
+        json_array_append(procs, rq->constraint);
+        int bad = asn_heuristic_init(&r->own, r->h->name, procs, &e);
+        json_decref(procs);
+        if (bad) {
+            error_json(out, 400, "structured output: %s", e.msg);
             goto fail;
         }
         r->own_h = 1;
         r->h = &r->own;
-        const char *want = rq->heuristic_def ? json_string_value(json_object_get(rq->heuristic_def, "id")) : NULL;
+    } else if (!rq->heuristic_name) {
+        json_t *procs = json_deep_copy(rq->heuristic_def ? json_object_get(rq->heuristic_def, "processors") : rq->processors);
+        if (rq->constraint)
+            json_array_append(procs, rq->constraint);
+        json_decref(rq->processors);
+        rq->processors = procs; /* kept with the request */
+        const char *hname = rq->heuristic_def ? json_string_value(json_object_get(rq->heuristic_def, "name")) : "params";
+        if (!opt_allow_files && uses_files(procs)) {
+            error_json(out, 400, "field \"asn_heuristic\": learned samplers and constraint paths name files; this "
+                                 "server allows them only by name (--heuristics) or with --allow-sampler-files");
+            goto fail;
+        }
+        if (asn_heuristic_init(&r->own, hname, procs, &e)) {
+            error_json(out, 400, "%s: %s", rq->constraint ? "structured output" : "field \"asn_heuristic\"", e.msg);
+            goto fail;
+        }
+        r->own_h = 1;
+        r->h = &r->own;
+        const char *want = rq->heuristic_def && !rq->constraint ? json_string_value(json_object_get(rq->heuristic_def, "id")) : NULL;
         if (want && strcmp(want, r->own.id)) {
             error_json(out, 400, "field \"asn_heuristic\": id \"%s\" given, its processors make \"%s\"", want,
                        r->own.id);

@@ -16,6 +16,14 @@
  *                    prompt text, or of the token ids written "1,2,3"
  *   min_tokens       end of generation masked before this many tokens
  *   return_token_ids each choice gets "token_ids" (vLLM's name)
+ * structured output, one of (mapped onto asn's constraint processors,
+ * which mask the logits before the heuristic's others):
+ *   response_format  OpenAI's {"type": "json_schema", "json_schema":
+ *                    {"schema": S, ...}} (json_schema {schema: S}),
+ *                    {"type": "json_object"} (json_schema {schema:
+ *                    {"type": "object"}}) or {"type": "text"} (none)
+ *   json_schema      llama.cpp's: a schema (json_schema {schema})
+ *   grammar          llama.cpp's: GBNF text (grammar {gbnf})
  * and, of the OpenAI legacy completions API (vLLM's layout):
  *   echo             completions: the prompt is echoed before each
  *                    choice's text and, with logprobs, its tokens come
@@ -65,6 +73,7 @@ typedef struct asn_oai_request {
     const char *heuristic_name;    /* asn_heuristic given as a name */
     const json_t *heuristic_def;   /* asn_heuristic given as {name, processors} */
     json_t *processors;        /* else: from the sampling parameters (new reference) */
+    json_t *constraint;        /* NULL, or the processor of response_format / json_schema / grammar */
 } asn_oai_request;
 
 /* Reads a request body. Returns 0, or -1 with e = what is wrong (a client

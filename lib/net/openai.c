@@ -20,6 +20,7 @@ void asn_oai_request_free(asn_oai_request *rq)
     free(rq->prompt_ids);
     free(rq->stop);
     json_decref(rq->processors);
+    json_decref(rq->constraint);
     json_decref(rq->body);
     memset(rq, 0, sizeof *rq);
 }
@@ -199,6 +200,46 @@ static int parse_heuristic(asn_oai_request *rq, asn_err *e)
     return 0;
 }
 
+/* response_format, json_schema, grammar: at most one, as a processor. */
+static int parse_constraint(asn_oai_request *rq, asn_err *e)
+{
+    const json_t *rf = json_object_get(rq->body, "response_format"), *js = json_object_get(rq->body, "json_schema"),
+                 *gr = json_object_get(rq->body, "grammar");
+    rf = json_is_null(rf) ? NULL : rf, js = json_is_null(js) ? NULL : js, gr = json_is_null(gr) ? NULL : gr;
+    if (!!rf + !!js + !!gr > 1)
+        return asn_err_set(e, "give one of \"response_format\", \"json_schema\" and \"grammar\"");
+    if (gr) {
+        if (!json_is_string(gr) || !json_string_length(gr))
+            return asn_err_set(e, "field \"grammar\" must be GBNF text");
+        rq->constraint = json_pack("{s:s,s:{s:O}}", "name", "grammar", "params", "gbnf", gr);
+        return 0;
+    }
+    if (js) {
+        if (!json_is_object(js) && !json_is_boolean(js))
+            return asn_err_set(e, "field \"json_schema\" must be a JSON Schema (an object)");
+        rq->constraint = json_pack("{s:s,s:{s:O}}", "name", "json_schema", "params", "schema", js);
+        return 0;
+    }
+    if (!rf)
+        return 0;
+    const char *type = json_string_value(json_object_get(rf, "type"));
+    if (!json_is_object(rf) || !type)
+        return asn_err_set(e, "field \"response_format\" must be {\"type\": \"text\" | \"json_object\" | \"json_schema\"}");
+    if (!strcmp(type, "text"))
+        return 0;
+    if (!strcmp(type, "json_object")) {
+        rq->constraint = json_pack("{s:s,s:{s:{s:s}}}", "name", "json_schema", "params", "schema", "type", "object");
+        return 0;
+    }
+    if (strcmp(type, "json_schema"))
+        return asn_err_set(e, "field \"response_format.type\": \"%s\" is not text, json_object or json_schema", type);
+    const json_t *schema = json_object_get(json_object_get(rf, "json_schema"), "schema");
+    if (!json_is_object(schema) && !json_is_boolean(schema))
+        return asn_err_set(e, "field \"response_format.json_schema.schema\" must be a JSON Schema (an object)");
+    rq->constraint = json_pack("{s:s,s:{s:O}}", "name", "json_schema", "params", "schema", schema);
+    return 0;
+}
+
 static void default_prompt_id(asn_oai_request *rq)
 {
     if (rq->chat) {
@@ -278,7 +319,7 @@ int asn_oai_parse(const char *body, size_t len, int chat, const asn_oai_limits *
         rq->has_seed = 1;
         rq->seed = (uint64_t)json_integer_value(seed);
     }
-    if (parse_stop(rq, e) || parse_heuristic(rq, e))
+    if (parse_stop(rq, e) || parse_heuristic(rq, e) || parse_constraint(rq, e))
         return -1;
     const char *pid = NULL;
     if (asn_get_string(rq->body, "asn_prompt_id", 0, &pid, e))
