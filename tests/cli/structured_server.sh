@@ -128,13 +128,19 @@ expect_status "vllm: every constraint is sent" 0 "$BIN/gen-candidates" --server 
     --only "schema compact" --only "schema any" --only regex --only choice
 check "  ... as structured_outputs json (with disable_any_whitespace), regex, choice" $PY - "$TMP/vllm.bodies" <<'PYEOF'
 import json, sys
-b = [json.loads(l) for l in open(sys.argv[1])]
-so = [x["structured_outputs"] for x in b]
+b = [json.loads(l) for l in open(sys.argv[1])]   # in the order they arrived
 assert len(b) == 4, b
-assert so[0] == {"json": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}, "disable_any_whitespace": True}, so[0]
-assert so[1]["disable_any_whitespace"] is False and so[1]["json"]["minItems"] == 3, so[1]
-assert so[2] == {"regex": "[0-9]{3}-[a-z]+"} and so[3] == {"choice": ["yes", "no", "a.b (c)", 'say "hi"']}, so[2:]
-assert b[0]["temperature"] == 0.8 and "json_schema" not in b[0], b[0]
+by = {}
+for x in b:
+    so = x["structured_outputs"]
+    by[("json", "object") if "json" in so and so["json"]["type"] == "object" else ("json", "array") if "json" in so else tuple(so)] = x
+obj, arr = by[("json", "object")], by[("json", "array")]
+assert obj["structured_outputs"] == {"json": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                                     "disable_any_whitespace": True}, obj
+assert arr["structured_outputs"]["disable_any_whitespace"] is False and arr["structured_outputs"]["json"]["minItems"] == 3, arr
+assert by[("regex",)]["structured_outputs"] == {"regex": "[0-9]{3}-[a-z]+"}, by
+assert by[("choice",)]["structured_outputs"] == {"choice": ["yes", "no", "a.b (c)", 'say "hi"']}, by
+assert obj["temperature"] == 0.8 and "json_schema" not in obj, obj
 PYEOF
 expect_status "vllm: a GBNF grammar is sent too" 0 "$BIN/gen-candidates" --server "$S" --server-kind vllm $GEN --only grammar
 check "  ... as structured_outputs grammar" $PY -c "
@@ -148,6 +154,10 @@ expect_status "sglang: schema (whitespace any), regex, choice, grammar are sent"
 check "  ... as sampling_params json_schema (JSON text), regex, the choice as an escaped regex, ebnf" $PY - "$TMP/sglang.bodies" <<'PYEOF'
 import json, re, sys
 sp = [json.loads(l)["sampling_params"] for l in open(sys.argv[1])]
+assert len(sp) == 4, sp
+order = ["json_schema", "regex", "choice", "ebnf"]   # the arrival order is any: sort them
+key = lambda x: 0 if "json_schema" in x else 3 if "ebnf" in x else 1 if x.get("regex") == "[0-9]{3}-[a-z]+" else 2
+sp.sort(key=key)
 assert json.loads(sp[0]["json_schema"]) == {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3}, sp[0]
 assert sp[1]["regex"] == "[0-9]{3}-[a-z]+", sp[1]
 opts = ["yes", "no", "a.b (c)", 'say "hi"']
@@ -163,7 +173,8 @@ expect_status "llama-server: schema and choice are sent" 0 "$BIN/gen-candidates"
     --only "schema any" --only choice
 check "  ... as json_schema, and the choice as a GBNF of quoted options" $PY - "$TMP/llama-server.bodies" <<'PYEOF'
 import json, sys
-b = [json.loads(l) for l in open(sys.argv[1])]
+b = sorted((json.loads(l) for l in open(sys.argv[1])), key=lambda x: "grammar" in x)
+assert len(b) == 2, b
 assert b[0]["json_schema"]["items"] == {"type": "number"} and "samplers" in b[0], b[0]
 assert b[1]["grammar"] == 'root ::= "yes" | "no" | "a.b (c)" | "say \\"hi\\""', b[1]["grammar"]
 PYEOF
