@@ -302,9 +302,11 @@ static void engine_loop(void)
         size_t n = S.n_inbox, nc = S.n_cls_inbox;
         cls_job *cj[64];
         nc = nc < 64 ? nc : 64;
-        memcpy(cj, S.cls_inbox, nc * sizeof *cj);
-        memmove(S.cls_inbox, S.cls_inbox + nc, (S.n_cls_inbox - nc) * sizeof *cj);
-        S.n_cls_inbox -= nc;
+        if (nc) { /* (no memcpy from an empty inbox) */
+            memcpy(cj, S.cls_inbox, nc * sizeof *cj);
+            memmove(S.cls_inbox, S.cls_inbox + nc, (S.n_cls_inbox - nc) * sizeof *cj);
+            S.n_cls_inbox -= nc;
+        }
         asn_grow((void **)&batch, &cap, n + 1, sizeof *batch);
         if (n)
             memcpy(batch, S.inbox, n * sizeof *batch);
