@@ -186,7 +186,9 @@ int main(int argc, char **argv)
     }
     close(lfd);
 
-    char dir[] = "/tmp/bench_client.XXXXXX", path[600], url[64], hpath[600], ppath[600];
+    char dir[512], path[700], url[64], hpath[700], ppath[700];
+    const char *tmpdir = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/bench_client.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
     if (!mkdtemp(dir)) {
         perror("mkdtemp");
         return 1;
@@ -205,7 +207,7 @@ int main(int argc, char **argv)
     fclose(f);
     snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
     snprintf(path, sizeof path, "%s/gen-candidates", bin);
-    char out[600], nn[16];
+    char out[700], nn[16];
     snprintf(out, sizeof out, "%s/out.jsonl", dir);
     snprintf(nn, sizeof nn, "%d", n_new);
     double t0 = now();

@@ -168,7 +168,9 @@ int main(int argc, char **argv)
     const char *model = argc > 2 ? argv[2] : "examples/models/demo-base.gguf";
     int n_new = argc > 3 ? atoi(argv[3]) : 32;
     const char *threads = argc > 4 ? argv[4] : "1";
-    char dir[] = "/tmp/bench_serve.XXXXXX", path[700], pfile[700], cmd[4096];
+    char dir[512], path[700], pfile[700], cmd[4096];
+    const char *tmpdir = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/bench_serve.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
     if (!mkdtemp(dir))
         return perror("mkdtemp"), 1;
     snprintf(pfile, sizeof pfile, "%s/port", dir);
