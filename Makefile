@@ -62,7 +62,7 @@ BENCHES  := $(BENCH_SRC:bench/%.c=$(O)/build/bench/%)
 DEPS_OK  := build/.deps-ok
 
 .SECONDARY:
-.PHONY: FORCE all deps deps-cluster test test-unit test-san test-arm oracle-llama bench bench-quant bench-kl fuzz install clean demo demo-models demo-check
+.PHONY: FORCE all deps deps-cluster test test-unit test-san test-arm oracle-llama bench bench-client bench-serve bench-quant bench-kl fuzz install clean demo demo-models demo-check
 all: $(TOOLS) $(TESTS) $(REPLAYS) $(BENCHES) $(LIBSO)
 
 # Missing Debian packages are installed (as root) or named with the exact
@@ -134,6 +134,13 @@ test-san:
 
 bench: all
 	@for b in $(BENCHES); do $$b || exit 1; done
+
+# The servers' client against a stub that answers at once (one core), and
+# a bounded load test of serve at 1, 8 and 64 clients beside gen-candidates.
+bench-client: all
+	@$(O)/build/bench/bench_client $(BIN) examples/models/demo-base.gguf
+bench-serve: all
+	@nice -n 10 $(O)/build/bench/bench_serve $(BIN) examples/models/demo-base.gguf
 
 # The engine on the GGUF files users download, beside llama.cpp: random-weight
 # models of the 125M Llama and Qwen2.5-0.5B shapes (F32 from the generator in
@@ -241,4 +248,5 @@ install: all
 clean:
 	rm -rf build bin
 
--include $(LIB_OBJ:.o=.d) $(TOOL_SRC:%.c=$(BUILD)/%.d) $(TEST_SRC:%.c=$(BUILD)/%.d) $(BENCH_SRC:%.c=$(BUILD)/%.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_SRC:%.c=$(BUILD)/%.d) $(TEST_SRC:%.c=$(BUILD)/%.d) $(BENCH_SRC:%.c=$(BUILD)/%.d) \
+         $(FUZZ_SRC:%.c=$(BUILD)/%.d) $(BUILD)/tests/fuzz/replay.d

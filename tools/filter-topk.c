@@ -21,7 +21,7 @@ static int opt_ignore_verifiable, opt_pairs, opt_skip_invalid, opt_progress;
 static const asn_option options[] = {
     {"top-k", 'k', ASN_OPT_INT, &opt_top_k, "K", "records kept per group (0: all)"},
     {"sort-key", 0, ASN_OPT_STRING, &opt_sort_key, "KEY", "rank by this combined score a{a}_b{b}_c{c} (default a0.1_b0.9_c0.9)"},
-    {"weights", 'w', ASN_OPT_STRING, &opt_weights, "FILE", "rank by weights from YAML {quality, diversity, verifiable} instead"},
+    {"weights", 'w', ASN_OPT_STRING, &opt_weights, "FILE", "rank by weights from YAML {quality, diversity, verifiable, reward} instead"},
     {"group", 0, ASN_OPT_STRING, &opt_group, "BY", "seed: groups are (prompt, seed); prompt: all seeds of a prompt"},
     {"ignore-verifiable-filtering", 0, ASN_OPT_FLAG, &opt_ignore_verifiable, NULL, "keep records whose verifiable reward is not 1"},
     {"pairs", 0, ASN_OPT_FLAG, &opt_pairs, NULL, "write chosen/rejected preference pairs (best vs worst of each group) instead"},
@@ -58,6 +58,12 @@ static const asn_tool tool = {
     "   (quality and diversity normalized, null when not used; verifiable 1 in\n"
     "   a group with verifiable rewards, else null; weights {quality,\n"
     "   diversity, verifiable} = b, a, c of the ranking).\n"
+    "With --weights, the YAML mapping {quality, diversity, verifiable, reward}\n"
+    "(numbers >= 0, quality > 0, absent: 0) gives b, a, c and a fourth weight r\n"
+    "for \"reward\" (score-reward's): normalized over the whole input as quality\n"
+    "is (step 1; a record without one gets the mean), added last as\n"
+    "  (b q + a d [..] + c [..] + r z_reward) / (b + a [..] + c [..] + r)\n"
+    "when r > 0, and then written as score.reward and weights.reward.\n"
     "With --pairs, each group of two or more records with different scores\n"
     "gives {prompt, chosen, rejected, chosen_id, rejected_id, margin}: its best\n"
     "and its worst generation and the difference of their final scores (the\n"
@@ -92,8 +98,8 @@ static void make_grid(void)
 /* ------------------------------------------------------------- fields */
 
 typedef struct fields {
-    int has_q, div, has_d, has_v;
-    double q, d, v;
+    int has_q, div, has_d, has_v, has_r;
+    double q, d, v, r;
     long long seed;
 } fields;
 
@@ -137,6 +143,8 @@ static int read_fields(const json_t *rec, fields *f, asn_err *e)
             return -1;
     }
     if (opt_number(rec, "verifiable_reward", "verifiable_reward", &f->has_v, &f->v, e))
+        return -1;
+    if (opt_number(rec, "reward", "reward", &f->has_r, &f->r, e))
         return -1;
     if (opt_pairs) {
         const char *s;
@@ -209,7 +217,7 @@ static void stats_final(const stats *s, double *mean, double *std)
 
 typedef struct item {
     size_t idx; /* in the prompt group */
-    double zq, zd, final;
+    double zq, zd, zr, final;
     int div, ver;
     double comb[NGRID];
 } item;
@@ -231,6 +239,25 @@ static double combine(double zq, int div, double zd, int ver, double a, double b
     return divisor > 0 ? total / divisor : 0;
 }
 
+/* combine with the reward term added last (--weights reward > 0). */
+static double with_reward(double zq, int div, double zd, int ver, const double *w, double zr)
+{
+    double total = 0, divisor = 0;
+    total += w[1] * zq;
+    divisor += w[1];
+    if (div) {
+        total += w[0] * zd;
+        divisor += w[0];
+    }
+    if (ver) {
+        total += w[2] * 1.0;
+        divisor += w[2];
+    }
+    total += w[3] * zr;
+    divisor += w[3];
+    return total / divisor;
+}
+
 static int by_final(const void *x, const void *y)
 {
     const item *a = x, *b = y;
@@ -240,8 +267,8 @@ static int by_final(const void *x, const void *y)
 }
 
 typedef struct run {
-    double qmean, qstd, dmean, dstd;
-    double w[3];   /* a (diversity), b (quality), c (verifiable) of the ranking */
+    double qmean, qstd, dmean, dstd, rmean, rstd;
+    double w[4];   /* a (diversity), b (quality), c (verifiable), r (reward) of the ranking */
     int key;       /* grid index of the sort key, -1 with --weights */
     long written, groups, emptied, no_pair;
 } run;
@@ -274,10 +301,13 @@ static void do_group(run *R, json_t *recs, const size_t *members, const fields *
         x->zq = ((f->has_q ? f->q : R->qmean) - R->qmean) / R->qstd;
         x->div = f->div;
         x->zd = f->div ? ((f->has_d ? f->d : R->dmean) - R->dmean) / R->dstd : 0;
+        x->zr = ((f->has_r ? f->r : R->rmean) - R->rmean) / R->rstd;
         x->ver = ver;
         for (int k = 0; k < NGRID; k++)
             x->comb[k] = combine(x->zq, x->div, x->zd, ver, grid_w[k][0], grid_w[k][1], grid_w[k][2]);
         x->final = R->key >= 0 ? x->comb[R->key] : combine(x->zq, x->div, x->zd, ver, R->w[0], R->w[1], R->w[2]);
+        if (R->key < 0 && R->w[3] > 0) /* the reward term, last */
+            x->final = with_reward(x->zq, x->div, x->zd, ver, R->w, x->zr);
     }
     R->groups++;
     if (!m) {
@@ -316,12 +346,16 @@ static void do_group(run *R, json_t *recs, const size_t *members, const fields *
     }
     size_t keep = opt_top_k > 0 && (size_t)opt_top_k < m ? (size_t)opt_top_k : m;
     json_t *weights = json_pack("{s:f,s:f,s:f}", "quality", R->w[1], "diversity", R->w[0], "verifiable", R->w[2]);
+    if (R->w[3] > 0)
+        json_object_set_new(weights, "reward", json_real(R->w[3]));
     for (size_t k = 0; k < keep; k++) {
         const item *x = &it[k];
         json_t *rec = json_array_get(recs, x->idx), *sc = json_object(), *cs = json_object();
         json_object_set_new(sc, "quality", json_real(x->zq));
         json_object_set_new(sc, "diversity", num_or_null(x->div, x->zd));
         json_object_set_new(sc, "verifiable", x->ver ? json_real(1.0) : json_null());
+        if (R->w[3] > 0)
+            json_object_set_new(sc, "reward", json_real(x->zr));
         json_object_set(sc, "weights", weights);
         json_object_set_new(sc, "final", json_real(x->final));
         for (int g = 0; g < NGRID; g++)
@@ -348,17 +382,17 @@ static void read_weights(run *R)
     json_t *root = asn_yaml_root(y);
     char where[4200];
     if (!json_is_object(root))
-        asn_fatal("%s: the weights must be a mapping {quality, diversity, verifiable}",
+        asn_fatal("%s: the weights must be a mapping {quality, diversity, verifiable, reward}",
                   asn_yaml_where(y, root, where, sizeof where));
-    static const char *names[3] = {"diversity", "quality", "verifiable"};
+    static const char *names[4] = {"diversity", "quality", "verifiable", "reward"};
     const char *k;
     json_t *v;
     json_object_foreach(root, k, v) {
         int i = 0;
-        while (i < 3 && strcmp(k, names[i]))
+        while (i < 4 && strcmp(k, names[i]))
             i++;
-        if (i == 3)
-            asn_fatal("%s: unknown key \"%s\" (the weights are quality, diversity, verifiable)",
+        if (i == 4)
+            asn_fatal("%s: unknown key \"%s\" (the weights are quality, diversity, verifiable, reward)",
                       asn_yaml_where(y, v, where, sizeof where), k);
         double x;
         if (asn_json_number(v, &x) || !(x >= 0) || !isfinite(x))
@@ -392,7 +426,7 @@ int main(int argc, char **argv)
         if (R.key < 0)
             asn_usage_error("--sort-key \"%s\" is not a combined score: a{a}_b{b}_c{c} with a, c in 0.1 0.3 "
                             "0.5 0.7 0.9 and b in 0.5 0.6 0.7 0.8 0.9 (as a0.1_b0.9_c0.9)", key);
-        memcpy(R.w, grid_w[R.key], sizeof R.w);
+        memcpy(R.w, grid_w[R.key], sizeof grid_w[R.key]);
     }
     char *def[] = {"-", NULL};
     char **files = nops ? argv + 1 : def;
@@ -405,7 +439,7 @@ int main(int argc, char **argv)
 
     /* pass 1: every record checked; the normalization statistics */
     asn_err e;
-    stats sq = {0}, sd = {0};
+    stats sq = {0}, sd = {0}, sr = {0};
     long skipped = 0;
     asn_group_reader *gr = asn_group_open(files, &e);
     if (!gr)
@@ -432,6 +466,8 @@ int main(int argc, char **argv)
                 stats_add(&sq, f.q);
             if (f.div && f.has_d)
                 stats_add(&sd, f.d);
+            if (f.has_r)
+                stats_add(&sr, f.r);
         }
         json_decref(recs);
     }
@@ -441,6 +477,7 @@ int main(int argc, char **argv)
     asn_group_close(gr);
     stats_final(&sq, &R.qmean, &R.qstd);
     stats_final(&sd, &R.dmean, &R.dstd);
+    stats_final(&sr, &R.rmean, &R.rstd);
 
     /* pass 2: groups scored, ranked, written */
     if (uses_stdin) {

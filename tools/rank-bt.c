@@ -7,6 +7,7 @@
 #include "asn/json.h"
 #include "asn/model.h"
 #include "asn/records.h"
+#include "asn/remote.h"
 #include "asn/tool.h"
 #include "asn/vocab.h"
 
@@ -16,6 +17,10 @@
 #include <time.h>
 
 static const char *opt_judge, *opt_judge_model, *opt_template, *opt_chat, *opt_group = "seed";
+static const char *opt_kind = "asn", *opt_api_key, *opt_tokenizer;
+static asn_strlist opt_server;
+static long opt_inflight = 64, opt_retries = 8;
+static double opt_timeout = 600;
 static const char *opt_method = "mle";
 static const char *opt_shard; /* --shard, --merge: asn_tool_shards */
 static asn_strlist opt_merge;
@@ -25,7 +30,14 @@ static int opt_retokenize, opt_skip_invalid, opt_progress, opt_verbose;
 
 static const asn_option options[] = {
     {"judge", 'j', ASN_OPT_STRING, &opt_judge, "KIND", "pairwise or reference-ll (required)"},
-    {"judge-model", 'm', ASN_OPT_STRING, &opt_judge_model, "FILE", "GGUF model of the judge (required)"},
+    {"judge-model", 'm', ASN_OPT_STRING, &opt_judge_model, "FILE", "GGUF model of the judge (or --judge-server)"},
+    {"judge-server", 0, ASN_OPT_LIST, &opt_server, "URL", "judge on this OpenAI-compatible server instead (repeat: several share the load)"},
+    {"server-kind", 0, ASN_OPT_STRING, &opt_kind, "KIND", "with --judge-server: asn (serve), vllm or sglang"},
+    {"tokenizer", 0, ASN_OPT_STRING, &opt_tokenizer, "GGUF", "with --judge-server: the judge's tokenizer and chat template (default: --judge-model's; its weights are not loaded)"},
+    {"max-inflight", 0, ASN_OPT_INT, &opt_inflight, "N", "with --judge-server: most requests in flight"},
+    {"timeout", 0, ASN_OPT_DOUBLE, &opt_timeout, "S", "with --judge-server: seconds a request may take"},
+    {"retries", 0, ASN_OPT_INT, &opt_retries, "N", "with --judge-server: tries after the first (429, 5xx, lost connections)"},
+    {"api-key", 0, ASN_OPT_STRING, &opt_api_key, "KEY", "with --judge-server: bearer key"},
     {"judge-template", 0, ASN_OPT_STRING, &opt_template, "FILE", "pairwise question template (default: built in, the text of configs/judges/pairwise.txt)"},
     {"judge-chat-template", 0, ASN_OPT_STRING, &opt_chat, "NAME", "chat template family for the judge's input (chatml, llama3, ..., none); default: see below"},
     {"tau", 0, ASN_OPT_DOUBLE, &opt_tau, "X", "reference-ll: temperature of the pair score, in nats"},
@@ -75,6 +87,16 @@ static const asn_tool tool = {
     "The judge's chat template: --judge-chat-template, else (reference-ll) the\n"
     "record's settings.chat_template, else the model's own, else none.\n"
     "\n"
+    "Servers: --judge-server URL asks an OpenAI-compatible server for the\n"
+    "log-probabilities of prompt tokens (asn's serve and vLLM: /v1/completions\n"
+    "with \"echo\"; SGLang: /generate with input_token_logprobs; llama-server\n"
+    "has none and is refused). The texts are formatted and tokenized here\n"
+    "(--tokenizer or --judge-model GGUF, weights not loaded); the pairwise judge\n"
+    "sends each order's question followed by \"A\" and by \"B\" and reads the\n"
+    "last token's log-probability. Against serve with the same GGUF the ratings\n"
+    "are --judge-model's, byte for byte. quality.judge names the server's model\n"
+    "(and, from serve, its digest).\n"
+    "\n"
     "Ratings: --bt-method mle fits the Bradley-Terry ratings by maximum\n"
     "likelihood (Newton's method until no gradient exceeds 1e-10 games), with\n"
     "--bt-prior pseudo-games per player drawn against a player of rating 0 so\n"
@@ -105,6 +127,10 @@ typedef struct ranker {
     asn_judge_tmpl *tmpl;
     asn_pairwise *pw;
     asn_llscorer *ll;
+    asn_remote_judge remote; /* --judge-server: remote.c set, m NULL */
+    asn_gguf *tok_gguf;      /* --judge-server: the tokenizer's file */
+    asn_vocab *own_vocab;
+    int V;                   /* token ids are below */
     json_t *judge_json; /* quality.judge */
     int n_ctx;
     /* counts and timings */
@@ -191,10 +217,10 @@ static int read_cand(ranker *R, cand *c, const cand *prev, asn_err *e)
             if (!json_is_integer(x))
                 return asn_err_set(e, "field \"tokens\" must be an array of token ids");
             json_int_t id = json_integer_value(x);
-            if (id < 0 || id >= asn_model_cfg(R->m)->n_vocab)
+            if (id < 0 || id >= R->V)
                 return asn_err_set(e, "field \"tokens\": %lld is not a token id of the judge model (%d "
                                       "tokens; --retokenize scores the generation text instead)",
-                                   (long long)id, asn_model_cfg(R->m)->n_vocab);
+                                   (long long)id, R->V);
             c->tok[i] = (int32_t)id;
         }
         c->n_tok = (int)n;
@@ -288,7 +314,8 @@ static int play(ranker *R, cand *cs, sub *subs, int n_sub, asn_err *e)
                         const cand *b = &cs[subs[s].member[subs[s].pairs[2 * k + 1]]];
                         req[subs[s].req[k]] = (asn_pair_req){a->input, a->gen, b->gen};
                     }
-            int rc = asn_pairwise_score(R->pw, req, n_req, p, e);
+            int rc = R->remote.c ? asn_remote_pairwise(&R->remote, R->v, R->model_family, R->tmpl, req, n_req, p, e)
+                                 : asn_pairwise_score(R->pw, req, n_req, p, e);
             for (int s = 0; s < n_sub && !rc; s++)
                 for (int k = 0; k < subs[s].np; k++)
                     if (subs[s].req[k] >= 0)
@@ -381,7 +408,7 @@ static int rank_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
         for (size_t i = 0; i < n; i++)
             if (cs[i].keep)
                 req[nr++] = (asn_ll_req){cs[i].prompt, cs[i].n_prompt, cs[i].tok, cs[i].n_tok};
-        rc = asn_llscorer_score(R->ll, req, nr, mean, e);
+        rc = R->remote.c ? asn_remote_ll(&R->remote, req, nr, mean, e) : asn_llscorer_score(R->ll, req, nr, mean, e);
         nr = 0;
         for (size_t i = 0; i < n && !rc; i++)
             if (cs[i].keep) {
@@ -455,29 +482,87 @@ static int rank_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
 
 /* ---------------------------------------------------------------- main */
 
+/* --judge-server: the client, and the server's model id, digest and
+ * context (serve and vLLM name them in /v1/models). */
+static void remote_open(ranker *R, const char **name, const char **sha, char **own)
+{
+    asn_err e;
+    int kind = asn_server_kind_from_name(opt_kind);
+    if (kind < 0)
+        asn_usage_error("--server-kind must be asn, vllm or sglang");
+    if (asn_server_echo_check(kind, &e))
+        asn_usage_error("--server-kind %s: %s", opt_kind, e.msg);
+    asn_client_settings cs = {opt_server.v, opt_server.n, opt_api_key, (int)opt_inflight, opt_timeout, (int)opt_retries};
+    if (!(R->remote.c = asn_client_new(&cs, &e)))
+        asn_usage_error("%s", e.msg);
+    R->remote.kind = kind;
+    if (kind != ASN_SERVER_ASN && kind != ASN_SERVER_VLLM)
+        return;
+    char *body;
+    size_t len;
+    if (asn_client_get(R->remote.c, "/v1/models", &body, &len, &e))
+        asn_fatal("%s", e.msg);
+    json_t *models = json_loadb(body, len, 0, NULL);
+    free(body);
+    const json_t *m0 = json_array_get(json_object_get(models, "data"), 0);
+    if (!json_is_string(json_object_get(m0, "id")))
+        asn_fatal("%s/v1/models: no model in the answer", opt_server.v[0]);
+    own[0] = asn_xstrdup(json_string_value(json_object_get(m0, "id")));
+    const char *s = json_string_value(json_object_get(json_object_get(m0, "asn"), "sha256"));
+    own[1] = s ? asn_xstrdup(s) : NULL;
+    json_int_t ctx = json_integer_value(json_object_get(m0, "max_model_len"));
+    if (ctx > 0 && ctx < R->n_ctx)
+        R->n_ctx = (int)ctx;
+    json_decref(models);
+    R->remote.model = *name = own[0];
+    if (own[1])
+        *sha = own[1];
+}
+
 static void setup(ranker *R)
 {
     asn_err e;
-    if (!(R->m = asn_model_load(opt_judge_model, &e)) || !(R->v = asn_model_vocab(R->m, &e)))
-        asn_fatal("%s", e.msg);
-    R->n_ctx = asn_model_cfg(R->m)->n_ctx_train;
+    const asn_gguf *gg;
+    const char *path = opt_server.n && opt_tokenizer ? opt_tokenizer : opt_judge_model;
+    if (opt_server.n) { /* the tokenizer alone */
+        R->tok_gguf = asn_gguf_open(path, &e);
+        R->v = R->own_vocab = R->tok_gguf ? asn_vocab_load(R->tok_gguf, &e) : NULL;
+        if (!R->v)
+            asn_fatal("%s: %s", path, e.msg);
+        R->V = asn_vocab_n_tokens(R->v);
+        R->n_ctx = 1 << 30; /* the server says (or refuses) */
+        gg = R->tok_gguf;
+    } else {
+        if (!(R->m = asn_model_load(opt_judge_model, &e)) || !(R->v = asn_model_vocab(R->m, &e)))
+            asn_fatal("%s", e.msg);
+        R->n_ctx = asn_model_cfg(R->m)->n_ctx_train;
+        R->V = asn_model_cfg(R->m)->n_vocab;
+        gg = asn_model_gguf(R->m);
+    }
     char *tmpl_text = NULL, *gname = NULL;
-    const asn_gguf *gg = asn_model_gguf(R->m);
     if (asn_gguf_get_str(gg, "tokenizer.chat_template", 0, &tmpl_text, &e) ||
         asn_gguf_get_str(gg, "general.name", 0, &gname, &e))
         asn_fatal("%s", e.msg);
     /* a model without a chat template is a base model: text as is */
     R->model_family = !opt_chat && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opt_chat, &e);
     if (R->model_family < 0)
-        asn_fatal("%s: %s", opt_judge_model, e.msg);
+        asn_fatal("%s: %s", path, e.msg);
     R->chat_override = opt_chat ? R->model_family : -1;
     free(tmpl_text);
-    const char *sha = asn_model_sha256(R->m, &e);
-    if (!sha)
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    const char *name = gname ? gname : base, *sha = NULL;
+    char file_sha[65], *own[2] = {NULL, NULL};
+    if (opt_server.n) {
+        remote_open(R, &name, &sha, own);
+        if (!sha && asn_sha256_file(path, file_sha, &e))
+            asn_fatal("%s", e.msg);
+        sha = sha ? sha : file_sha;
+    } else if (!(sha = asn_model_sha256(R->m, &e))) {
         asn_fatal("%s", e.msg);
-    const char *base = strrchr(opt_judge_model, '/') ? strrchr(opt_judge_model, '/') + 1 : opt_judge_model;
-    R->judge_json = json_pack("{s:s,s:s,s:s}", "kind", opt_judge, "model", gname ? gname : base, "sha256", sha);
+    }
+    R->judge_json = json_pack("{s:s,s:s,s:s}", "kind", opt_judge, "model", name, "sha256", sha);
     free(gname);
+    free(own[1]); /* own[0] is the server's model id, kept */
     if (opt_chat)
         json_object_set_new(R->judge_json, "chat_template", json_string(asn_chat_name(R->chat_override)));
 }
@@ -496,8 +581,13 @@ int main(int argc, char **argv)
         R.judge = JUDGE_LL;
     else
         asn_usage_error("--judge must be pairwise or reference-ll, not \"%s\"", opt_judge);
-    if (!opt_judge_model)
-        asn_usage_error("--judge-model is required");
+    if (!opt_judge_model && !(opt_server.n && opt_tokenizer))
+        asn_usage_error(opt_server.n ? "--judge-server needs --tokenizer GGUF (or --judge-model GGUF) for the judge's tokens"
+                                     : "--judge-model (or --judge-server) is required");
+    if (!opt_server.n && opt_tokenizer)
+        asn_usage_error("--tokenizer goes with --judge-server");
+    if (opt_inflight < 1 || opt_retries < 0 || !(opt_timeout > 0))
+        asn_usage_error("--max-inflight must be >= 1, --retries >= 0, --timeout > 0");
     if (strcmp(opt_group, "seed") && strcmp(opt_group, "prompt"))
         asn_usage_error("--group must be seed or prompt, not \"%s\"", opt_group);
     if (strcmp(opt_method, "mle") && strcmp(opt_method, "reference"))
@@ -521,15 +611,18 @@ int main(int argc, char **argv)
                                 : asn_judge_tmpl_parse(asn_judge_default_template, "built-in template", &e)))
         asn_fatal("%s", e.msg);
     setup(&R);
-    asn_pool *pool = asn_pool_new((int)opt_threads);
+    asn_pool *pool = R.m ? asn_pool_new((int)opt_threads) : NULL;
     if (R.judge == JUDGE_PAIRWISE) {
-        if (!(R.pw = asn_pairwise_new(R.m, R.model_family, R.tmpl, (int)opt_batch, pool, &e)))
+        int32_t ab[2];
+        if (!R.m && asn_pairwise_answer_ids(R.v, ab, &e))
+            asn_fatal("%s: %s", opt_tokenizer ? opt_tokenizer : opt_judge_model, e.msg);
+        if (R.m && !(R.pw = asn_pairwise_new(R.m, R.model_family, R.tmpl, (int)opt_batch, pool, &e)))
             asn_fatal("%s", e.msg);
         const char *tn = opt_template ? strrchr(opt_template, '/') : NULL;
         json_object_set_new(R.judge_json, "template",
                             json_string(!opt_template ? "built-in" : tn ? tn + 1 : opt_template));
     } else {
-        if (!(R.ll = asn_llscorer_new(R.m, (int)opt_batch, pool, &e)))
+        if (R.m && !(R.ll = asn_llscorer_new(R.m, (int)opt_batch, pool, &e)))
             asn_fatal("%s", e.msg);
         json_object_set_new(R.judge_json, "tau", json_real(opt_tau));
     }
@@ -556,5 +649,11 @@ int main(int argc, char **argv)
     json_decref(R.judge_json);
     asn_pool_free(pool);
     asn_model_free(R.m);
+    if (R.remote.c) {
+        asn_client_free(R.remote.c);
+        free((char *)R.remote.model);
+        asn_vocab_free(R.own_vocab);
+        asn_gguf_close(R.tok_gguf);
+    }
     return 0;
 }

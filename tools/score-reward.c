@@ -6,19 +6,30 @@
 #include "asn/encode.h"
 #include "asn/json.h"
 #include "asn/model.h"
+#include "asn/remote.h"
 #include "asn/tool.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static const char *opt_model, *opt_template, *opt_system;
+static const char *opt_model, *opt_template, *opt_system, *opt_kind = "asn", *opt_tokenizer, *opt_api_key;
+static asn_strlist opt_server;
+static long opt_inflight = 64, opt_retries = 8;
+static double opt_timeout = 600;
 static const char *opt_shard; /* --shard, --merge: asn_tool_shards */
 static asn_strlist opt_merge;
 static long opt_threads, opt_ctx, opt_batch_tokens = 2048;
 static int opt_skip_invalid, opt_progress;
 
 static const asn_option options[] = {
-    {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF reward model with a classification head (required)"},
+    {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF reward model with a classification head (or --server)"},
+    {"server", 0, ASN_OPT_LIST, &opt_server, "URL", "score on this server's classify endpoint instead (repeat: several share the load)"},
+    {"server-kind", 0, ASN_OPT_STRING, &opt_kind, "KIND", "with --server: asn (serve), vllm or sglang"},
+    {"tokenizer", 0, ASN_OPT_STRING, &opt_tokenizer, "GGUF", "with --server: tokenizer and chat template (default: --model's; its weights are not loaded)"},
+    {"max-inflight", 0, ASN_OPT_INT, &opt_inflight, "N", "with --server: most requests in flight"},
+    {"timeout", 0, ASN_OPT_DOUBLE, &opt_timeout, "S", "with --server: seconds a request may take"},
+    {"retries", 0, ASN_OPT_INT, &opt_retries, "N", "with --server: tries after the first (429, 5xx, lost connections)"},
+    {"api-key", 0, ASN_OPT_STRING, &opt_api_key, "KEY", "with --server: bearer key"},
     {"chat-template", 0, ASN_OPT_STRING, &opt_template, "NAME", "chat template of the conversation (default: the model's; none: prompt and generation concatenated)"},
     {"system", 0, ASN_OPT_STRING, &opt_system, "TEXT", "a system message before the prompt (default: none)"},
     {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "score at most the last N tokens of a conversation (0: the model's context)"},
@@ -48,7 +59,16 @@ static const asn_tool tool = {
     "longer than --ctx keeps its last tokens. Records of a prompt are scored in\n"
     "one pass of at most --batch-tokens tokens; a reward does not depend on the\n"
     "batching or the thread count. Records keep their input order and every\n"
-    "other field.\n" ASN_SHARD_HELP,
+    "other field.\n"
+    "\n"
+    "Servers: --server URL sends each conversation's tokens (made here as\n"
+    "above, with --tokenizer or --model GGUF) to the server's /classify: asn's\n"
+    "serve and vLLM ({\"input\": [ids], \"use_activation\": false}, the reward\n"
+    "in data[0].probs[0]) or SGLang ({\"input_ids\": [ids]}, the reward in\n"
+    "embedding[0]); llama-server has no such endpoint and is refused. The\n"
+    "context is --ctx, else the server's max_model_len (serve, vLLM), else the\n"
+    "GGUF's. Against serve with the same GGUF the rewards are --model's, byte\n"
+    "for byte.\n" ASN_SHARD_HELP,
     options,
 };
 
@@ -57,7 +77,31 @@ typedef struct scorer {
     const asn_vocab *v;
     asn_engine *en;
     int tmpl, max_tokens, n_cls;
+    asn_client *c; /* --server */
+    int kind;
+    char *model;   /* the server's model id */
 } scorer;
+
+/* --server: the texts' rewards from the servers. */
+static int remote_score(scorer *S, char *const *text, int k, float *out, asn_err *e)
+{
+    int32_t **ids = asn_xcalloc((size_t)k + 1, sizeof *ids);
+    int *lens = asn_xcalloc((size_t)k + 1, sizeof *lens), rc = 0;
+    double *r = asn_xcalloc((size_t)k + 1, sizeof *r);
+    for (int i = 0; i < k && !rc; i++) {
+        rc = asn_classify_tokenize(S->v, text[i], strlen(text[i]), S->max_tokens, &ids[i], &lens[i], e);
+        if (!rc && lens[i] == 0)
+            rc = asn_err_set(e, "text %d has no tokens", i);
+    }
+    if (!rc)
+        rc = asn_remote_rewards(S->c, S->kind, S->model, ids, lens, k, r, e);
+    for (int i = 0; i < k && !rc; i++)
+        out[i] = (float)r[i];
+    for (int i = 0; i < k; i++)
+        free(ids[i]);
+    free(ids), free(lens), free(r);
+    return rc;
+}
 
 /* Scores the records of one prompt (in place); an asn_group_fn. */
 static int score_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
@@ -95,7 +139,8 @@ static int score_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
     }
     float *out = asn_xmalloc(((size_t)k * (size_t)S->n_cls + 1) * sizeof *out);
     if (!rc && k)
-        rc = asn_classify_texts(S->en, S->v, (const char *const *)text, NULL, k, S->max_tokens, opt_batch_tokens, out, e);
+        rc = S->c ? remote_score(S, text, k, out, e)
+                  : asn_classify_texts(S->en, S->v, (const char *const *)text, NULL, k, S->max_tokens, opt_batch_tokens, out, e);
     for (int j = 0; j < k && !rc; j++)
         json_object_set_new(json_array_get(recs, at[j]), "reward", json_real(out[(size_t)j * S->n_cls]));
     for (int j = 0; j < k; j++)
@@ -109,36 +154,97 @@ int main(int argc, char **argv)
     int nops = asn_tool_parse(&tool, argc, argv);
     if (asn_tool_shards(opt_shard, &opt_merge, nops ? argv + 1 : NULL))
         return 0;
-    if (!opt_model)
-        asn_usage_error("--model is required");
+    if (!opt_model && !(opt_server.n && opt_tokenizer))
+        asn_usage_error(opt_server.n ? "--server needs --tokenizer GGUF (or --model GGUF) to make the tokens"
+                                     : "--model (or --server) is required");
+    if (!opt_server.n && opt_tokenizer)
+        asn_usage_error("--tokenizer goes with --server");
+    if (opt_inflight < 1 || opt_retries < 0 || !(opt_timeout > 0))
+        asn_usage_error("--max-inflight must be >= 1, --retries >= 0, --timeout > 0");
     if (opt_ctx < 0)
         asn_usage_error("--ctx must be >= 0");
     if (opt_batch_tokens < 1)
         asn_usage_error("--batch-tokens must be >= 1");
     asn_err e;
     scorer S = {0};
-    if (!(S.m = asn_model_load(opt_model, &e)) || !(S.v = asn_model_vocab(S.m, &e)))
-        asn_fatal("%s", e.msg);
-    const asn_model_config *cfg = asn_model_cfg(S.m);
-    if (!cfg->n_cls_out)
-        asn_fatal("%s: the model has no classification head (cls.output.weight): not a reward model", opt_model);
-    S.n_cls = cfg->n_cls_out;
+    asn_gguf *tok_gguf = NULL;
+    asn_vocab *own_vocab = NULL;
+    const asn_gguf *gg;
+    const char *path = opt_server.n && opt_tokenizer ? opt_tokenizer : opt_model;
+    asn_pool *pool = NULL;
+    if (opt_server.n) {
+        if ((S.kind = asn_server_kind_from_name(opt_kind)) < 0)
+            asn_usage_error("--server-kind must be asn, vllm or sglang");
+        if (asn_server_reward_check(S.kind, &e))
+            asn_usage_error("--server-kind %s: %s", opt_kind, e.msg);
+        tok_gguf = asn_gguf_open(path, &e);
+        S.v = own_vocab = tok_gguf ? asn_vocab_load(tok_gguf, &e) : NULL;
+        if (!S.v)
+            asn_fatal("%s: %s", path, e.msg);
+        gg = tok_gguf;
+        S.n_cls = 1;
+        asn_client_settings cs = {opt_server.v, opt_server.n, opt_api_key, (int)opt_inflight, opt_timeout, (int)opt_retries};
+        if (!(S.c = asn_client_new(&cs, &e)))
+            asn_usage_error("%s", e.msg);
+        S.max_tokens = (int)opt_ctx;
+        if (S.kind != ASN_SERVER_SGLANG) { /* the model id, and its context */
+            char *body;
+            size_t len;
+            if (asn_client_get(S.c, "/v1/models", &body, &len, &e))
+                asn_fatal("%s", e.msg);
+            json_t *models = json_loadb(body, len, 0, NULL);
+            free(body);
+            const json_t *m0 = json_array_get(json_object_get(models, "data"), 0);
+            if (!json_is_string(json_object_get(m0, "id")))
+                asn_fatal("%s/v1/models: no model in the answer", opt_server.v[0]);
+            S.model = asn_xstrdup(json_string_value(json_object_get(m0, "id")));
+            json_int_t ctx = json_integer_value(json_object_get(m0, "max_model_len"));
+            if (!S.max_tokens && ctx > 0 && ctx < (1 << 30))
+                S.max_tokens = (int)ctx;
+            json_decref(models);
+        }
+        if (!S.max_tokens) { /* the GGUF's context */
+            char *arch = NULL, key[160];
+            uint32_t n = 0;
+            if (asn_gguf_get_str(gg, "general.architecture", 1, &arch, &e))
+                asn_fatal("%s: %s", path, e.msg);
+            snprintf(key, sizeof key, "%s.context_length", arch);
+            free(arch);
+            if (asn_gguf_get_u32(gg, key, 1, &n, &e) || n < 1 || n > (1u << 30))
+                asn_fatal("%s: no context length (%s); give --ctx", path, key);
+            S.max_tokens = (int)n;
+        }
+    } else {
+        if (!(S.m = asn_model_load(opt_model, &e)) || !(S.v = asn_model_vocab(S.m, &e)))
+            asn_fatal("%s", e.msg);
+        const asn_model_config *cfg = asn_model_cfg(S.m);
+        if (!cfg->n_cls_out)
+            asn_fatal("%s: the model has no classification head (cls.output.weight): not a reward model", opt_model);
+        S.n_cls = cfg->n_cls_out;
+        S.max_tokens = opt_ctx ? (int)opt_ctx : cfg->n_ctx_train;
+        gg = asn_model_gguf(S.m);
+    }
     char *tmpl_text = NULL;
-    if (asn_gguf_get_str(asn_model_gguf(S.m), "tokenizer.chat_template", 0, &tmpl_text, &e))
+    if (asn_gguf_get_str(gg, "tokenizer.chat_template", 0, &tmpl_text, &e))
         asn_fatal("%s", e.msg);
     S.tmpl = !opt_template && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opt_template, &e);
     free(tmpl_text);
     if (S.tmpl < 0)
-        asn_fatal("%s: %s", opt_model, e.msg);
-    S.max_tokens = opt_ctx ? (int)opt_ctx : cfg->n_ctx_train;
-    asn_pool *pool = asn_pool_new((int)opt_threads);
-    if (!(S.en = asn_engine_new(S.m, S.max_tokens, pool, &e)))
-        asn_fatal("%s", e.msg);
+        asn_fatal("%s: %s", path, e.msg);
+    if (S.m) {
+        pool = asn_pool_new((int)opt_threads);
+        if (!(S.en = asn_engine_new(S.m, S.max_tokens, pool, &e)))
+            asn_fatal("%s", e.msg);
+    }
     long skipped = asn_map_groups(nops ? argv + 1 : NULL, opt_skip_invalid, opt_progress, score_prompt, &S);
     asn_warn_skipped(skipped);
     asn_close_out(stdout, "-");
     asn_engine_free(S.en);
     asn_pool_free(pool);
     asn_model_free(S.m);
+    asn_client_free(S.c);
+    free(S.model);
+    asn_vocab_free(own_vocab);
+    asn_gguf_close(tok_gguf);
     return 0;
 }

@@ -2,7 +2,9 @@
  * one batched decode as they arrive (continuous batching over the stream of
  * lib/gen/generate.c, the generator gen-candidates uses), and a seeded
  * request returns the same tokens whatever else the server is doing. */
+#include "asn/bt.h"
 #include "asn/chat.h"
+#include "asn/encode.h"
 #include "asn/gen.h"
 #include "asn/http.h"
 #include "asn/json.h"
@@ -10,6 +12,7 @@
 #include "asn/tool.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -50,7 +53,10 @@ static const asn_tool tool = {
     "Serve the engine over an OpenAI-compatible HTTP API.",
     "Endpoints: POST /v1/completions (prompt: text or token ids), POST\n"
     "/v1/chat/completions (messages through the chat template), both streamed\n"
-    "(\"stream\": true, server-sent events) or not; GET /v1/models; GET /health.\n"
+    "(\"stream\": true, server-sent events) or not; GET /v1/models; GET /health;\n"
+    "POST /classify (a model with a classification head: vLLM's classification\n"
+    "API, {\"input\": texts or token ids}; \"use_activation\": false gives the\n"
+    "head's raw outputs, score-reward's rewards).\n"
     "Sampling: temperature (0: greedy), top_k, top_p, min_p, typical_p,\n"
     "repetition_penalty, presence_penalty, frequency_penalty, min_tokens,\n"
     "max_tokens, stop, seed, n (choice i draws with seed + i), logprobs.\n"
@@ -60,6 +66,15 @@ static const asn_tool tool = {
     "prompt id and settings, the tokens are gen-candidates' (byte-identical),\n"
     "whatever else the server runs. Each choice carries asn_finish (eos, stop,\n"
     "length) and, with \"return_token_ids\": true, token_ids.\n"
+    "Prompt log-probabilities: \"echo\": true with \"logprobs\": K on\n"
+    "/v1/completions puts the prompt's tokens first in logprobs (token_logprobs\n"
+    "[null, log p(t1 | t0), ...] in full double precision, and the top K at\n"
+    "each position), as vLLM does; max_tokens may then be 0. These are the\n"
+    "numbers rank-bt's judges compute (rank-bt --judge-server).\n"
+    "Structured output: OpenAI's response_format ({\"type\": \"json_schema\",\n"
+    "\"json_schema\": {\"schema\": ...}} or {\"type\": \"json_object\"}) and\n"
+    "llama.cpp's json_schema (a schema) and grammar (GBNF) become asn's\n"
+    "json_schema and grammar processors, added to the request's heuristic.\n"
     "Limits: a full queue answers 503 with Retry-After; bad requests get a 4xx\n"
     "JSON error {\"error\": {\"message\", \"type\", \"code\"}}.\n",
     options,
@@ -68,6 +83,16 @@ static const asn_tool tool = {
 /* ------------------------------------------------------------- state */
 
 typedef struct req req;
+
+/* A /classify request: token lists through the classification head, run
+ * by the engine's thread. */
+typedef struct cls_job {
+    int32_t **ids;
+    int *lens, n;
+    float *out;   /* n x n_cls */
+    char *error;
+    int done;
+} cls_job;
 
 typedef struct server {
     asn_model *m;
@@ -78,6 +103,12 @@ typedef struct server {
     asn_heuristics *hs;
     asn_generator *gen;
     asn_gen_stream *stream;
+    asn_pool *pool;
+    asn_llscorer *scorer;   /* echo: prompt log-probabilities (made at the first) */
+    asn_engine *cls_en;     /* /classify (made at the first) */
+    int n_cls;              /* the classification head's outputs (0: none) */
+    cls_job **cls_inbox;
+    size_t n_cls_inbox, cls_cap;
     pthread_mutex_t mu, tok_mu;
     pthread_cond_t work, news;
     req **inbox;
@@ -110,6 +141,12 @@ struct req {
     char *out;
     size_t out_len, out_pos, out_cap;
     int done_sent;
+    /* echo: the prompt's log-probabilities and text */
+    double *echo_lps, *echo_top_lps;
+    int32_t *echo_top_ids;
+    char *echo_text;
+    size_t echo_len;
+    asn_oai_echo echo;
 };
 
 static server S;
@@ -132,6 +169,10 @@ static void req_free(req *r)
     free(r->finished);
     free(r->sent_text);
     free(r->out);
+    free(r->echo_lps);
+    free(r->echo_top_lps);
+    free(r->echo_top_ids);
+    free(r->echo_text);
     asn_oai_request_free(&r->rq);
     free(r);
 }
@@ -182,6 +223,57 @@ static void ev_done(void *ctx, asn_gen_job *job)
     pthread_mutex_unlock(&S.mu);
 }
 
+/* echo: the prompt's log-probabilities (in the engine's thread). With
+ * max_tokens 0 the request ends here. */
+static void echo_prompt(req *r)
+{
+    asn_err e;
+    int top = r->rq.logprobs > 0 ? r->rq.logprobs : 0, rc = 0;
+    if (!S.scorer && !(S.scorer = asn_llscorer_new(S.m, 1, S.pool, &e)))
+        rc = -1;
+    if (!rc) {
+        r->echo_lps = asn_xmalloc((size_t)r->n_toks * sizeof *r->echo_lps);
+        r->echo_top_ids = asn_xmalloc(((size_t)r->n_toks * (size_t)top + 1) * sizeof *r->echo_top_ids);
+        r->echo_top_lps = asn_xmalloc(((size_t)r->n_toks * (size_t)top + 1) * sizeof *r->echo_top_lps);
+        rc = asn_llscorer_tokens(S.scorer, r->toks, r->n_toks, r->echo_lps, top, r->echo_top_ids, r->echo_top_lps, &e);
+    }
+    if (!rc) {
+        pthread_mutex_lock(&S.tok_mu);
+        rc = asn_detokenize(S.v, r->toks, (size_t)r->n_toks, 0, 1, &r->echo_text, &r->echo_len, &e);
+        pthread_mutex_unlock(&S.tok_mu);
+    }
+    r->echo = (asn_oai_echo){r->toks, r->n_toks, r->echo_text, r->echo_len, r->echo_lps, r->echo_top_ids,
+                             r->echo_top_lps};
+    for (int k = 0; k < r->n; k++) {
+        if (rc)
+            r->jobs[k].error = asn_xstrdup(e.msg);
+        else if (r->rq.max_tokens == 0)
+            r->jobs[k].finish = ASN_FINISH_LENGTH;
+        else
+            continue;
+        ev_done(NULL, &r->jobs[k]);
+    }
+}
+
+static void classify_jobs(cls_job **cj, size_t nc)
+{
+    asn_err e;
+    for (size_t i = 0; i < nc; i++) {
+        int rc = 0;
+        if (!S.cls_en && !(S.cls_en = asn_engine_new(S.m, S.n_ctx, S.pool, &e)))
+            rc = -1;
+        if (!rc)
+            rc = asn_classify_tokens(S.cls_en, cj[i]->ids, cj[i]->lens, cj[i]->n, 2048, cj[i]->out, &e);
+        pthread_mutex_lock(&S.mu);
+        if (rc)
+            cj[i]->error = asn_xstrdup(e.msg);
+        cj[i]->done = 1;
+        S.accepted--;
+        pthread_cond_broadcast(&S.news);
+        pthread_mutex_unlock(&S.mu);
+    }
+}
+
 static void engine_loop(void)
 {
     req **batch = NULL;
@@ -207,7 +299,14 @@ static void engine_loop(void)
                     asn_gen_stream_cancel(S.stream, &r->jobs[k]);
             engine_release(r); /* swaps the last one into i */
         }
-        size_t n = S.n_inbox;
+        size_t n = S.n_inbox, nc = S.n_cls_inbox;
+        cls_job *cj[64];
+        nc = nc < 64 ? nc : 64;
+        if (nc) { /* (no memcpy from an empty inbox) */
+            memcpy(cj, S.cls_inbox, nc * sizeof *cj);
+            memmove(S.cls_inbox, S.cls_inbox + nc, (S.n_cls_inbox - nc) * sizeof *cj);
+            S.n_cls_inbox -= nc;
+        }
         asn_grow((void **)&batch, &cap, n + 1, sizeof *batch);
         if (n)
             memcpy(batch, S.inbox, n * sizeof *batch);
@@ -216,7 +315,16 @@ static void engine_loop(void)
             asn_grow((void **)&S.active, &S.active_cap, S.n_active + 1, sizeof *S.active);
             S.active[S.n_active++] = batch[i];
         }
+        if (nc) { /* classification first: one pass each, then the decode goes on */
+            pthread_mutex_unlock(&S.mu);
+            classify_jobs(cj, nc);
+            pthread_mutex_lock(&S.mu);
+        }
         if (!n && !asn_gen_stream_pending(S.stream)) {
+            if (nc) {
+                pthread_mutex_unlock(&S.mu);
+                continue;
+            }
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
             ts.tv_nsec += 200000000;
@@ -228,12 +336,23 @@ static void engine_loop(void)
         }
         pthread_mutex_unlock(&S.mu);
         asn_err e;
-        for (size_t i = 0; i < n; i++)
-            for (int k = 0; k < batch[i]->n; k++)
-                if (asn_gen_stream_add(S.stream, &batch[i]->jobs[k], &e)) { /* checked before: cannot happen */
-                    batch[i]->jobs[k].error = asn_xstrdup(e.msg);
-                    ev_done(NULL, &batch[i]->jobs[k]);
+        for (size_t i = 0; i < n; i++) {
+            req *r = batch[i];
+            pthread_mutex_lock(&S.mu);
+            r->refs++; /* held while the engine reads it */
+            pthread_mutex_unlock(&S.mu);
+            if (r->rq.echo)
+                echo_prompt(r);
+            for (int k = 0; k < r->n; k++)
+                if (r->jobs[k].finish == ASN_FINISH_NONE && !r->jobs[k].error &&
+                    asn_gen_stream_add(S.stream, &r->jobs[k], &e)) { /* checked before: cannot happen */
+                    r->jobs[k].error = asn_xstrdup(e.msg);
+                    ev_done(NULL, &r->jobs[k]);
                 }
+            pthread_mutex_lock(&S.mu);
+            req_unref(r);
+            pthread_mutex_unlock(&S.mu);
+        }
         if (asn_gen_stream_step(S.stream, &e)) {
             asn_warn("engine: %s", e.msg);
             pthread_mutex_lock(&S.mu);
@@ -281,6 +400,8 @@ static int uses_files(const json_t *procs)
         const char *n = json_string_value(json_object_get(p, "name"));
         if (n && (!strcmp(n, "learned") || !strcmp(n, "adaptive_sampler")))
             return 1;
+        if (json_object_get(json_object_get(p, "params"), "path")) /* a constraint's file */
+            return 1;
     }
     return 0;
 }
@@ -309,21 +430,37 @@ static req *build(const asn_http_request *hr, int chat, asn_http_response *out)
             goto fail;
         }
         r->h = &S.hs->h[k];
-    } else {
-        const json_t *procs = rq->heuristic_def ? json_object_get(rq->heuristic_def, "processors") : rq->processors;
-        const char *hname = rq->heuristic_def ? json_string_value(json_object_get(rq->heuristic_def, "name")) : "params";
-        if (!opt_allow_files && uses_files(procs)) {
-            error_json(out, 400, "field \"asn_heuristic\": learned samplers name files; this server allows them "
-                                 "only by name (--heuristics) or with --allow-sampler-files");
-            goto fail;
-        }
-        if (asn_heuristic_init(&r->own, hname, procs, &e)) {
-            error_json(out, 400, "field \"asn_heuristic\": %s", e.msg);
+    }
+    if (rq->heuristic_name && rq->constraint) { /* the named heuristic and the constraint */
+        json_t *procs = json_deep_copy(r->h->processors);
+        json_array_append(procs, rq->constraint);
+        int bad = asn_heuristic_init(&r->own, r->h->name, procs, &e);
+        json_decref(procs);
+        if (bad) {
+            error_json(out, 400, "structured output: %s", e.msg);
             goto fail;
         }
         r->own_h = 1;
         r->h = &r->own;
-        const char *want = rq->heuristic_def ? json_string_value(json_object_get(rq->heuristic_def, "id")) : NULL;
+    } else if (!rq->heuristic_name) {
+        json_t *procs = json_deep_copy(rq->heuristic_def ? json_object_get(rq->heuristic_def, "processors") : rq->processors);
+        if (rq->constraint)
+            json_array_append(procs, rq->constraint);
+        json_decref(rq->processors);
+        rq->processors = procs; /* kept with the request */
+        const char *hname = rq->heuristic_def ? json_string_value(json_object_get(rq->heuristic_def, "name")) : "params";
+        if (!opt_allow_files && uses_files(procs)) {
+            error_json(out, 400, "field \"asn_heuristic\": learned samplers and constraint paths name files; this "
+                                 "server allows them only by name (--heuristics) or with --allow-sampler-files");
+            goto fail;
+        }
+        if (asn_heuristic_init(&r->own, hname, procs, &e)) {
+            error_json(out, 400, "%s: %s", rq->constraint ? "structured output" : "field \"asn_heuristic\"", e.msg);
+            goto fail;
+        }
+        r->own_h = 1;
+        r->h = &r->own;
+        const char *want = rq->heuristic_def && !rq->constraint ? json_string_value(json_object_get(rq->heuristic_def, "id")) : NULL;
         if (want && strcmp(want, r->own.id)) {
             error_json(out, 400, "field \"asn_heuristic\": id \"%s\" given, its processors make \"%s\"", want,
                        r->own.id);
@@ -424,10 +561,12 @@ static const char *first_error(const req *r)
     return NULL;
 }
 
-static asn_oai_choice choice_of(const asn_gen_job *j, const asn_oai_request *rq)
+static asn_oai_choice choice_of(const req *r, const asn_gen_job *j)
 {
-    return (asn_oai_choice){j->tokens, j->n_tokens, j->generation, j->generation_len, j->finish,
-                            j->logprobs, j->top_ids, j->top_lps, rq->logprobs > 0 ? rq->logprobs : 0};
+    asn_oai_choice c = {j->tokens, j->n_tokens, j->generation, j->generation_len, j->finish,
+                        j->logprobs, j->top_ids, j->top_lps, r->rq.logprobs > 0 ? r->rq.logprobs : 0,
+                        r->rq.echo ? &r->echo : NULL};
+    return c;
 }
 
 static void answer_whole(req *r, asn_http_response *out)
@@ -447,7 +586,7 @@ static void answer_whole(req *r, asn_http_response *out)
     } else {
         asn_oai_choice *ch = asn_xcalloc((size_t)r->n, sizeof *ch);
         for (int i = 0; i < r->n; i++)
-            ch[i] = choice_of(&r->jobs[i], &r->rq);
+            ch[i] = choice_of(r, &r->jobs[i]);
         json_t *j = asn_oai_response(&r->rq, r->id, r->created, S.name, S.v, ch, r->n, r->n_toks);
         asn_http_json(out, 200, asn_json_dumps(j, 0));
         json_decref(j);
@@ -541,7 +680,7 @@ static int make_chunks(req *r)
                             j->top_logprobs && j->logprobs ? j->logprobs + r->sent_tok[i] : NULL,
                             j->top_ids ? j->top_ids + (size_t)r->sent_tok[i] * j->top_logprobs : NULL,
                             j->top_lps ? j->top_lps + (size_t)r->sent_tok[i] * j->top_logprobs : NULL,
-                            r->rq.logprobs > 0 ? r->rq.logprobs : 0};
+                            r->rq.logprobs > 0 ? r->rq.logprobs : 0, NULL};
         if (upto > from || c.n_tokens || done) {
             out_event(r, asn_oai_chunk(&r->rq, r->id, r->created, S.name, S.v, i, &c));
             any = 1;
@@ -604,6 +743,149 @@ static void stream_done(void *ctx)
     pthread_mutex_unlock(&S.mu);
 }
 
+/* ------------------------------------------------------------ classify */
+
+/* POST /classify, vLLM's classification API: {"model", "input": text |
+ * [texts] | [ids] | [[ids]], "use_activation" (or "activation"): true}
+ * -> {"id", "object": "list", "created", "model", "data": [{"index",
+ * "label": "LABEL_k" (the largest output), "probs": [...], "num_classes"}],
+ * "usage"}. probs are the head's outputs through a softmax (a sigmoid for
+ * one output) as vLLM gives them, or as they are with use_activation
+ * false: the numbers score-reward -m writes. A text is tokenized with
+ * special tokens added and parsed, and cut to the last --ctx tokens. */
+static void classify(const asn_http_request *hr, asn_http_response *out)
+{
+    if (!S.n_cls)
+        return error_json(out, 400, "this server's model has no classification head (cls.output.weight)");
+    json_error_t je;
+    json_t *body = json_loadb(hr->body, hr->len, JSON_REJECT_DUPLICATES, &je);
+    cls_job job = {0};
+    const json_t *model = json_object_get(body, "model"), *in = json_object_get(body, "input");
+    int act = 1;
+    asn_err e;
+    if (!body)
+        { error_json(out, 400, "the body is not JSON: line %d, column %d: %s", je.line, je.column, je.text); goto done; }
+    if (!json_is_object(body))
+        { error_json(out, 400, "the body must be a JSON object"); goto done; }
+    if (model && !json_is_null(model) && (!json_is_string(model) || strcmp(json_string_value(model), S.name)))
+        { error_json(out, 404, "field \"model\": this server has \"%s\"", S.name); goto done; }
+    for (int k = 0; k < 2; k++) {
+        const json_t *a = json_object_get(body, k ? "activation" : "use_activation");
+        if (a && !json_is_null(a) && !json_is_boolean(a))
+            { error_json(out, 400, "field \"%s\" must be true or false", k ? "activation" : "use_activation"); goto done; }
+        if (json_is_false(a))
+            act = 0;
+    }
+    /* input: one item, or a list of them; an item is a text or a list of ids */
+    json_t *items = json_array();
+    if (json_is_string(in) || (json_is_array(in) && json_array_size(in) && json_is_integer(json_array_get(in, 0))))
+        json_array_append(items, (json_t *)in);
+    else if (json_is_array(in))
+        json_array_extend(items, (json_t *)in);
+    job.n = (int)json_array_size(items);
+    if (!job.n || job.n > 256) {
+        json_decref(items);
+        error_json(out, 400, "field \"input\" must be a text, a list of token ids, or a list of 1 to 256 of them");
+        goto done;
+    }
+    job.ids = asn_xcalloc((size_t)job.n, sizeof *job.ids);
+    job.lens = asn_xcalloc((size_t)job.n, sizeof *job.lens);
+    long total = 0;
+    for (int i = 0; i < job.n; i++) {
+        const json_t *it = json_array_get(items, (size_t)i);
+        if (json_is_string(it)) {
+            pthread_mutex_lock(&S.tok_mu);
+            int rc = asn_classify_tokenize(S.v, json_string_value(it), json_string_length(it), S.n_ctx, &job.ids[i],
+                                           &job.lens[i], &e);
+            pthread_mutex_unlock(&S.tok_mu);
+            if (rc)
+                { json_decref(items); error_json(out, 400, "field \"input\": item %d: %s", i, e.msg); goto done; }
+        } else if (json_is_array(it) && json_array_size(it) && json_array_size(it) <= (size_t)S.n_ctx) {
+            job.lens[i] = (int)json_array_size(it);
+            job.ids[i] = asn_xmalloc((size_t)job.lens[i] * sizeof **job.ids);
+            for (int k = 0; k < job.lens[i]; k++) {
+                const json_t *t = json_array_get(it, (size_t)k);
+                if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) >= S.V) {
+                    json_decref(items);
+                    error_json(out, 400, "field \"input\": item %d, token %d must be a token id from 0 to %d", i, k, S.V - 1);
+                    goto done;
+                }
+                job.ids[i][k] = (int32_t)json_integer_value(t);
+            }
+        } else {
+            json_decref(items);
+            error_json(out, 400, "field \"input\": item %d must be a text or a list of 1 to %d token ids", i, S.n_ctx);
+            goto done;
+        }
+        if (job.lens[i] < 1)
+            { json_decref(items); error_json(out, 400, "field \"input\": item %d has no tokens", i); goto done; }
+        total += job.lens[i];
+    }
+    json_decref(items);
+    job.out = asn_xmalloc((size_t)job.n * (size_t)S.n_cls * sizeof *job.out);
+    pthread_mutex_lock(&S.mu);
+    if (S.accepted >= opt_queue || S.quit) {
+        pthread_mutex_unlock(&S.mu);
+        error_json(out, 503, "the server is busy: %ld requests are waiting or running", opt_queue);
+        goto done;
+    }
+    S.accepted++;
+    cls_job *jp = &job;
+    asn_grow((void **)&S.cls_inbox, &S.cls_cap, S.n_cls_inbox + 1, sizeof *S.cls_inbox);
+    S.cls_inbox[S.n_cls_inbox++] = jp;
+    pthread_cond_signal(&S.work);
+    while (!job.done && !S.quit)
+        pthread_cond_wait(&S.news, &S.mu);
+    if (!job.done) { /* shutting down: the engine will not run it */
+        for (size_t i = 0; i < S.n_cls_inbox; i++)
+            if (S.cls_inbox[i] == jp)
+                S.cls_inbox[i] = S.cls_inbox[--S.n_cls_inbox];
+    }
+    pthread_mutex_unlock(&S.mu);
+    if (!job.done) {
+        error_json(out, 503, "the server is shutting down");
+    } else if (job.error) {
+        error_json(out, 400, "%s", job.error);
+    } else {
+        static long counter;
+        long created = (long)time(NULL);
+        char id[64];
+        pthread_mutex_lock(&S.mu);
+        snprintf(id, sizeof id, "classify-%ld-%ld", created, ++counter);
+        pthread_mutex_unlock(&S.mu);
+        json_t *data = json_array();
+        for (int i = 0; i < job.n; i++) {
+            const float *o = job.out + (size_t)i * S.n_cls;
+            int best = 0;
+            double mx = o[0], z = 0;
+            for (int k = 1; k < S.n_cls; k++)
+                if (o[k] > o[best])
+                    best = k, mx = o[k];
+            for (int k = 0; k < S.n_cls; k++)
+                z += exp((double)o[k] - mx);
+            json_t *probs = json_array();
+            for (int k = 0; k < S.n_cls; k++) {
+                double v = !act ? (double)o[k] : S.n_cls == 1 ? 1.0 / (1.0 + exp(-(double)o[k])) : exp((double)o[k] - mx) / z;
+                json_array_append_new(probs, isfinite(v) ? json_real(v) : json_null());
+            }
+            char label[32];
+            snprintf(label, sizeof label, "LABEL_%d", best);
+            json_array_append_new(data, json_pack("{s:i,s:s,s:o,s:i}", "index", i, "label", label, "probs", probs,
+                                                  "num_classes", S.n_cls));
+        }
+        json_t *j = json_pack("{s:s,s:s,s:I,s:s,s:o,s:{s:I,s:I,s:i}}", "id", id, "object", "list", "created",
+                              (json_int_t)created, "model", S.name, "data", data, "usage", "prompt_tokens",
+                              (json_int_t)total, "total_tokens", (json_int_t)total, "completion_tokens", 0);
+        asn_http_json(out, 200, asn_json_dumps(j, 0));
+        json_decref(j);
+    }
+done:
+    for (int i = 0; i < job.n && job.ids; i++)
+        free(job.ids[i]);
+    free(job.ids), free(job.lens), free(job.out), free(job.error);
+    json_decref(body);
+}
+
 /* -------------------------------------------------------------- routes */
 
 static int authorized(const asn_http_request *hr)
@@ -630,6 +912,11 @@ static void handle(void *ctx, const asn_http_request *hr, asn_http_response *out
     if (!authorized(hr)) {
         error_json(out, 401, "a valid \"Authorization: Bearer KEY\" header is required");
         return;
+    }
+    if (!strcmp(p, "/classify") || !strcmp(p, "/v1/classify")) {
+        if (!post)
+            { error_json(out, 405, "use POST for %s", p); return; }
+        return classify(hr, out);
     }
     int chat = !strcmp(p, "/v1/chat/completions");
     if (!strcmp(p, "/v1/models")) {
@@ -695,8 +982,9 @@ int main(int argc, char **argv)
     S.name = asn_xstrdup(opt_name ? opt_name : gname ? gname : base);
     free(gname);
     S.V = asn_model_cfg(S.m)->n_vocab;
+    S.n_cls = asn_model_cfg(S.m)->n_cls_out;
     S.n_ctx = opt_ctx > 0 ? (int)opt_ctx : asn_model_cfg(S.m)->n_ctx_train;
-    asn_pool *pool = asn_pool_new((int)opt_threads);
+    asn_pool *pool = S.pool = asn_pool_new((int)opt_threads);
     asn_gen_settings gs = {.max_new_tokens = 1};
     if (!(S.gen = asn_generator_new(S.m, pool, (int)opt_batch, S.n_ctx, &gs, &e)))
         asn_fatal("%s", e.msg);
@@ -721,6 +1009,9 @@ int main(int argc, char **argv)
     engine_loop();
     asn_http_stop(srv);
     asn_gen_stream_free(S.stream);
+    asn_llscorer_free(S.scorer);
+    asn_engine_free(S.cls_en);
+    free(S.cls_inbox);
     asn_generator_free(S.gen);
     asn_pool_free(pool);
     asn_heuristics_free(S.hs);

@@ -18,6 +18,7 @@
 
 #include "asn/core.h"
 #include "asn/model.h"
+#include "asn/vocab.h"
 
 /* ------------------------------------------------------ Swiss pairing */
 
@@ -176,6 +177,21 @@ typedef struct asn_pair_req {
  * longer than the model's context, ...). */
 int asn_pairwise_score(asn_pairwise *j, const asn_pair_req *req, int n, double *p, asn_err *e);
 
+/* The parts of the pairwise judge a client of a server needs (rank-bt
+ * --judge-server): the ids of the answer tokens "A" and "B"; the question's
+ * token ids (x as A, y as B, through chat family `chat` as one user turn
+ * with the generation prompt); P("A") renormalized over the two tokens from
+ * their next-token log-probabilities (0.5 below ASN_JUDGE_MIN_MASS, NaN when
+ * either is not finite); and the debiased score of x from the P("A") of
+ * both orders (x as A, then y as A). asn_pairwise_score computes exactly
+ * these, so a server returning the same log-probabilities gives the same
+ * scores. */
+int asn_pairwise_answer_ids(const asn_vocab *v, int32_t ids[2], asn_err *e);
+int asn_pairwise_question(const asn_vocab *v, int chat, const asn_judge_tmpl *t, const char *input, const char *a,
+                          const char *b, int32_t **ids, int *n, asn_err *e);
+double asn_pairwise_p_a(double lp_a, double lp_b);
+double asn_pairwise_combine(double pa_xy, double pa_yx);
+
 /* The reference-likelihood judge: mean log-probability per token of each
  * answer's tokens under a reference model, given the answer's prompt
  * tokens. */
@@ -196,6 +212,18 @@ typedef struct asn_ll_req {
  * Requests with the same prompt tokens share its cache. 0, or -1 with e
  * set (a token id out of range, a sequence longer than the context). */
 int asn_llscorer_score(asn_llscorer *s, const asn_ll_req *req, int n, double *mean, asn_err *e);
+
+/* Every token's log-probability given the tokens before it: lp[0] = NaN,
+ * lp[i] = log p(tokens[i] | tokens[<i]) for i >= 1, each computed exactly
+ * as asn_llscorer_score computes its terms (the same bits: the engine's
+ * logits do not depend on how a sequence is split into passes), so a mean
+ * over an answer's positions equals asn_llscorer_score's. With top > 0,
+ * also the top most likely tokens at each position i >= 1 and their
+ * log-probabilities (top_ids, top_lps: n rows of top; row 0 unused, ties:
+ * lower id first; -1 and NaN past the vocabulary). serve's prompt
+ * log-probabilities ("echo"). 0, or -1 with e set. */
+int asn_llscorer_tokens(asn_llscorer *s, const int32_t *tokens, int n, double *lp, int top, int32_t *top_ids,
+                        double *top_lps, asn_err *e);
 
 /* The pair score of two mean log-likelihoods: sigmoid((sa - sb) / tau); a
  * NaN mean (an empty answer) loses to any number and draws (0.5) with

@@ -33,4 +33,14 @@ int asn_embed_texts(asn_engine *en, const asn_vocab *v, int dim, const char *con
 int asn_classify_texts(asn_engine *en, const asn_vocab *v, const char *const *texts, const size_t *lens, int n,
                        int max_tokens, long batch_tokens, float *out, asn_err *e);
 
+/* A text's tokens as asn_classify_texts makes them: special tokens added
+ * and parsed, cut to the last max_tokens. *ids new. */
+int asn_classify_tokenize(const asn_vocab *v, const char *text, size_t len, int max_tokens, int32_t **ids, int *n,
+                          asn_err *e);
+/* asn_classify_texts on token lists already made (each at least one
+ * token): the same outputs, bit for bit, for the same tokens (serve's
+ * /classify). */
+int asn_classify_tokens(asn_engine *en, int32_t *const *ids, const int *lens, int n, long batch_tokens, float *out,
+                        asn_err *e);
+
 #endif

@@ -15,7 +15,24 @@
  *                    the system and the last user message), or of the
  *                    prompt text, or of the token ids written "1,2,3"
  *   min_tokens       end of generation masked before this many tokens
- *   return_token_ids each choice gets "token_ids" (vLLM's name) */
+ *   return_token_ids each choice gets "token_ids" (vLLM's name)
+ * structured output, one of (mapped onto asn's constraint processors,
+ * which mask the logits before the heuristic's others):
+ *   response_format  OpenAI's {"type": "json_schema", "json_schema":
+ *                    {"schema": S, ...}} (json_schema {schema: S}),
+ *                    {"type": "json_object"} (json_schema {schema:
+ *                    {"type": "object"}}) or {"type": "text"} (none)
+ *   json_schema      llama.cpp's: a schema (json_schema {schema})
+ *   grammar          llama.cpp's: GBNF text (grammar {gbnf})
+ * and, of the OpenAI legacy completions API (vLLM's layout):
+ *   echo             completions: the prompt is echoed before each
+ *                    choice's text and, with logprobs, its tokens come
+ *                    first in logprobs: token_logprobs [null, lp1, ...]
+ *                    (log p of each prompt token given those before it,
+ *                    in full double precision), top_logprobs [null,
+ *                    {piece: lp} of the top `logprobs` tokens and the
+ *                    prompt's own]. max_tokens may then be 0 (only the
+ *                    prompt is scored). Not with stream. */
 #ifndef ASN_OPENAI_H
 #define ASN_OPENAI_H
 
@@ -47,6 +64,7 @@ typedef struct asn_oai_request {
     int logprobs;              /* -1: none; else how many alternatives (completions: the number;
                                 * chat: top_logprobs when logprobs is true) */
     int return_token_ids;
+    int echo;                  /* completions: echo the prompt (and its log-probabilities) */
     int has_seed;
     uint64_t seed;
     const char **stop;         /* into body */
@@ -55,6 +73,7 @@ typedef struct asn_oai_request {
     const char *heuristic_name;    /* asn_heuristic given as a name */
     const json_t *heuristic_def;   /* asn_heuristic given as {name, processors} */
     json_t *processors;        /* else: from the sampling parameters (new reference) */
+    json_t *constraint;        /* NULL, or the processor of response_format / json_schema / grammar */
 } asn_oai_request;
 
 /* Reads a request body. Returns 0, or -1 with e = what is wrong (a client
@@ -78,6 +97,17 @@ struct asn_chat_msg;
 struct asn_chat_msg *asn_oai_messages(const asn_oai_request *rq, size_t *n, const char **system,
                                       const char **user);
 
+/* The prompt echoed ("echo"): its ids and text, and its log-probabilities. */
+typedef struct asn_oai_echo {
+    const int32_t *ids;
+    int n;
+    const char *text;
+    size_t len;
+    const double *lps;         /* n (entry 0 unused: null) */
+    const int32_t *top_ids;    /* n x the choice's top (row 0 unused; -1: none) */
+    const double *top_lps;
+} asn_oai_echo;
+
 /* One finished (or, in a stream, partial) choice. */
 typedef struct asn_oai_choice {
     const int32_t *tokens;
@@ -89,6 +119,7 @@ typedef struct asn_oai_choice {
     const int32_t *top_ids;    /* n_tokens x top */
     const float *top_lps;
     int top;
+    const struct asn_oai_echo *echo; /* NULL, or the prompt echoed before the choice */
 } asn_oai_choice;
 
 /* The whole response (object "text_completion" or "chat.completion"):

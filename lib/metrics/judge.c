@@ -340,33 +340,55 @@ typedef struct pw_ctx {
     double *pa; /* per sequence of the batch: P("A") renormalized over A, B */
 } pw_ctx;
 
+double asn_pairwise_p_a(double lp_a, double lp_b)
+{
+    double mass = exp(lp_a) + exp(lp_b);
+    if (!isfinite(lp_a) || !isfinite(lp_b) || isnan(mass))
+        return NAN;
+    if (mass <= ASN_JUDGE_MIN_MASS)
+        return 0.5;
+    return 1.0 / (1.0 + exp(lp_b - lp_a));
+}
+
+double asn_pairwise_combine(double pa_xy, double pa_yx)
+{
+    double a1 = pa_xy, a2 = 1.0 - pa_yx, b1 = 1.0 - pa_xy, b2 = pa_yx;
+    double avg_a = (a1 + a2) / 2, avg_b = (b1 + b2) / 2;
+    double den = avg_a + avg_b > ASN_JUDGE_MIN_MASS ? avg_a + avg_b : ASN_JUDGE_MIN_MASS;
+    return avg_a / den;
+}
+
 static void pw_row(void *ctx, int k, int pos, const float *row)
 {
     pw_ctx *c = ctx;
     double lp[2];
     row_logprobs(row, c->j->V, c->j->scratch, c->j->ids, 2, lp);
-    double mass = exp(lp[0]) + exp(lp[1]);
-    if (!isfinite(lp[0]) || !isfinite(lp[1]) || isnan(mass))
-        c->pa[k] = NAN;
-    else if (mass <= ASN_JUDGE_MIN_MASS)
-        c->pa[k] = 0.5;
-    else
-        c->pa[k] = 1.0 / (1.0 + exp(lp[1] - lp[0]));
+    c->pa[k] = asn_pairwise_p_a(lp[0], lp[1]);
     (void)pos;
 }
 
-/* The judge's token ids for the question with a as A and b as B. */
-static int pw_tokens(asn_pairwise *j, const char *input, const char *a, const char *b, int32_t **ids, int *n,
-                     asn_err *e)
+int asn_pairwise_answer_ids(const asn_vocab *v, int32_t ids[2], asn_err *e)
 {
-    char *q = asn_judge_tmpl_format(j->t, input, a, b);
+    for (int i = 0; i < 2; i++) {
+        const char *s = i ? "B" : "A";
+        if ((ids[i] = asn_vocab_find(v, s, 1)) < 0)
+            return asn_err_set(e, "the vocabulary has no single token \"%s\" (a pairwise judge answers with "
+                                  "the tokens \"A\" and \"B\")", s);
+    }
+    return 0;
+}
+
+int asn_pairwise_question(const asn_vocab *v, int chat, const asn_judge_tmpl *t, const char *input, const char *a,
+                          const char *b, int32_t **ids, int *n, asn_err *e)
+{
+    char *q = asn_judge_tmpl_format(t, input, a, b);
     asn_chat_msg msg = {"user", q};
-    char *text = asn_chat_format(j->chat, &msg, 1, 1, e);
+    char *text = asn_chat_format(chat, &msg, 1, 1, e);
     free(q);
     if (!text)
         return -1;
     size_t nn;
-    int rc = asn_tokenize(j->v, text, strlen(text), 1, 1, ids, &nn, e);
+    int rc = asn_tokenize(v, text, strlen(text), 1, 1, ids, &nn, e);
     free(text);
     if (rc)
         return -1;
@@ -387,8 +409,9 @@ int asn_pairwise_score(asn_pairwise *j, const asn_pair_req *req, int n, double *
     int *len = asn_xcalloc((size_t)nt, sizeof *len);
     double *pa = asn_xmalloc((size_t)nt * sizeof *pa);
     for (int k = 0; k < n && !rc; k++)
-        rc = pw_tokens(j, req[k].input, req[k].a, req[k].b, &tok[2 * k], &len[2 * k], e) ||
-             pw_tokens(j, req[k].input, req[k].b, req[k].a, &tok[2 * k + 1], &len[2 * k + 1], e);
+        rc = asn_pairwise_question(j->v, j->chat, j->t, req[k].input, req[k].a, req[k].b, &tok[2 * k], &len[2 * k], e) ||
+             asn_pairwise_question(j->v, j->chat, j->t, req[k].input, req[k].b, req[k].a, &tok[2 * k + 1],
+                                   &len[2 * k + 1], e);
     int L = rc ? 0 : common_prefix((const int32_t *const *)tok, len, nt), prefix = -1;
     if (!rc && L > 0) {
         prefix = asn_seq_new(j->en);
@@ -413,12 +436,8 @@ int asn_pairwise_score(asn_pairwise *j, const asn_pair_req *req, int n, double *
         asn_seq_free(j->en, prefix);
     /* both orders, combined as the reference does: P(a better) averaged
      * over the orders, normalized with P(b better) */
-    for (int k = 0; k < n && !rc; k++) {
-        double a1 = pa[2 * k], a2 = 1.0 - pa[2 * k + 1], b1 = 1.0 - pa[2 * k], b2 = pa[2 * k + 1];
-        double avg_a = (a1 + a2) / 2, avg_b = (b1 + b2) / 2;
-        double den = avg_a + avg_b > ASN_JUDGE_MIN_MASS ? avg_a + avg_b : ASN_JUDGE_MIN_MASS;
-        p[k] = avg_a / den;
-    }
+    for (int k = 0; k < n && !rc; k++)
+        p[k] = asn_pairwise_combine(pa[2 * k], pa[2 * k + 1]);
     for (int k = 0; k < nt; k++)
         free(tok[k]);
     free(tok), free(len), free(pa), free(seq), free(rest), free(from);
@@ -533,6 +552,73 @@ int asn_llscorer_score(asn_llscorer *s, const asn_ll_req *req, int n, double *me
         k0 = k1;
     }
     free(sum), free(seq), free(rest), free(map), free(from), free(row0);
+    return rc;
+}
+
+typedef struct tok_ctx {
+    int V, top;
+    float *scratch;
+    const int32_t *tok;
+    double *lp;
+    int32_t *top_ids;
+    double *top_lps;
+} tok_ctx;
+
+/* The top most likely ids of a row (ties: the lower id first). */
+static void row_top(const float *row, int V, int top, int32_t *ids)
+{
+    int n = 0;
+    for (int k = 0; k < V; k++) {
+        if (n == top && !(row[k] > row[ids[n - 1]]))
+            continue;
+        int at = n < top ? n++ : n - 1;
+        while (at > 0 && row[k] > row[ids[at - 1]]) {
+            ids[at] = ids[at - 1];
+            at--;
+        }
+        ids[at] = k;
+    }
+    for (int i = n; i < top; i++)
+        ids[i] = -1;
+}
+
+static void tok_row(void *ctx, int q, int pos, const float *row)
+{
+    tok_ctx *c = ctx;
+    row_logprobs(row, c->V, c->scratch, &c->tok[pos + 1], 1, &c->lp[pos + 1]);
+    if (c->top > 0) {
+        int32_t *ids = c->top_ids + (size_t)(pos + 1) * (size_t)c->top;
+        double *lps = c->top_lps + (size_t)(pos + 1) * (size_t)c->top;
+        row_top(row, c->V, c->top, ids);
+        int m = 0;
+        while (m < c->top && ids[m] >= 0)
+            m++;
+        for (int i = m; i < c->top; i++)
+            lps[i] = NAN;
+        row_logprobs(row, c->V, c->scratch, ids, m, lps);
+    }
+    (void)q;
+}
+
+int asn_llscorer_tokens(asn_llscorer *s, const int32_t *tokens, int n, double *lp, int top, int32_t *top_ids,
+                        double *top_lps, asn_err *e)
+{
+    if (n < 1)
+        return asn_err_set(e, "no tokens to score");
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= s->V)
+            return asn_err_set(e, "token id %d is outside the model's vocabulary of %d", tokens[i], s->V);
+    lp[0] = NAN;
+    if (top > 0)
+        for (int i = 0; i < top; i++)
+            top_ids[i] = -1, top_lps[i] = NAN;
+    if (n == 1)
+        return 0;
+    int seq = asn_seq_new(s->en), rest = n - 1;
+    const int32_t *from = tokens;
+    tok_ctx c = {s->V, top, s->scratch, tokens, lp, top_ids, top_lps};
+    int rc = decode_rows(s->en, s->V, &seq, &from, &rest, 1, 1, &s->buf, &s->cap, tok_row, &c, e);
+    asn_seq_free(s->en, seq);
     return rc;
 }
 

@@ -20,6 +20,7 @@ void asn_oai_request_free(asn_oai_request *rq)
     free(rq->prompt_ids);
     free(rq->stop);
     json_decref(rq->processors);
+    json_decref(rq->constraint);
     json_decref(rq->body);
     memset(rq, 0, sizeof *rq);
 }
@@ -199,6 +200,46 @@ static int parse_heuristic(asn_oai_request *rq, asn_err *e)
     return 0;
 }
 
+/* response_format, json_schema, grammar: at most one, as a processor. */
+static int parse_constraint(asn_oai_request *rq, asn_err *e)
+{
+    const json_t *rf = json_object_get(rq->body, "response_format"), *js = json_object_get(rq->body, "json_schema"),
+                 *gr = json_object_get(rq->body, "grammar");
+    rf = json_is_null(rf) ? NULL : rf, js = json_is_null(js) ? NULL : js, gr = json_is_null(gr) ? NULL : gr;
+    if (!!rf + !!js + !!gr > 1)
+        return asn_err_set(e, "give one of \"response_format\", \"json_schema\" and \"grammar\"");
+    if (gr) {
+        if (!json_is_string(gr) || !json_string_length(gr))
+            return asn_err_set(e, "field \"grammar\" must be GBNF text");
+        rq->constraint = json_pack("{s:s,s:{s:O}}", "name", "grammar", "params", "gbnf", gr);
+        return 0;
+    }
+    if (js) {
+        if (!json_is_object(js) && !json_is_boolean(js))
+            return asn_err_set(e, "field \"json_schema\" must be a JSON Schema (an object)");
+        rq->constraint = json_pack("{s:s,s:{s:O}}", "name", "json_schema", "params", "schema", js);
+        return 0;
+    }
+    if (!rf)
+        return 0;
+    const char *type = json_string_value(json_object_get(rf, "type"));
+    if (!json_is_object(rf) || !type)
+        return asn_err_set(e, "field \"response_format\" must be {\"type\": \"text\" | \"json_object\" | \"json_schema\"}");
+    if (!strcmp(type, "text"))
+        return 0;
+    if (!strcmp(type, "json_object")) {
+        rq->constraint = json_pack("{s:s,s:{s:{s:s}}}", "name", "json_schema", "params", "schema", "type", "object");
+        return 0;
+    }
+    if (strcmp(type, "json_schema"))
+        return asn_err_set(e, "field \"response_format.type\": \"%s\" is not text, json_object or json_schema", type);
+    const json_t *schema = json_object_get(json_object_get(rf, "json_schema"), "schema");
+    if (!json_is_object(schema) && !json_is_boolean(schema))
+        return asn_err_set(e, "field \"response_format.json_schema.schema\" must be a JSON Schema (an object)");
+    rq->constraint = json_pack("{s:s,s:{s:O}}", "name", "json_schema", "params", "schema", schema);
+    return 0;
+}
+
 static void default_prompt_id(asn_oai_request *rq)
 {
     if (rq->chat) {
@@ -240,7 +281,11 @@ int asn_oai_parse(const char *body, size_t len, int chat, const asn_oai_limits *
     if (chat && json_object_get(rq->body, "max_completion_tokens") &&
         !json_object_get(rq->body, "max_tokens"))
         json_object_set(rq->body, "max_tokens", json_object_get(rq->body, "max_completion_tokens"));
-    if (get_long(rq->body, "max_tokens", 1, lim->max_tokens, &max_tokens, e) ||
+    if (get_bool(rq->body, "echo", &rq->echo, e))
+        return -1;
+    if (rq->echo && chat)
+        return asn_err_set(e, "field \"echo\" is for /v1/completions");
+    if (get_long(rq->body, "max_tokens", rq->echo ? 0 : 1, lim->max_tokens, &max_tokens, e) ||
         get_long(rq->body, "min_tokens", 0, max_tokens, &min_tokens, e) ||
         get_long(rq->body, "n", 1, lim->max_n, &n, e))
         return -1;
@@ -250,6 +295,8 @@ int asn_oai_parse(const char *body, size_t len, int chat, const asn_oai_limits *
     if (get_bool(rq->body, "stream", &rq->stream, e) ||
         get_bool(rq->body, "return_token_ids", &rq->return_token_ids, e))
         return -1;
+    if (rq->echo && rq->stream)
+        return asn_err_set(e, "field \"echo\" does not go with \"stream\"");
     rq->logprobs = -1;
     if (chat) {
         int want = 0;
@@ -272,7 +319,7 @@ int asn_oai_parse(const char *body, size_t len, int chat, const asn_oai_limits *
         rq->has_seed = 1;
         rq->seed = (uint64_t)json_integer_value(seed);
     }
-    if (parse_stop(rq, e) || parse_heuristic(rq, e))
+    if (parse_stop(rq, e) || parse_heuristic(rq, e) || parse_constraint(rq, e))
         return -1;
     const char *pid = NULL;
     if (asn_get_string(rq->body, "asn_prompt_id", 0, &pid, e))
@@ -324,6 +371,25 @@ static json_t *token_bytes(const asn_vocab *v, int32_t id)
     return a;
 }
 
+/* A token's piece as a JSON object key: valid UTF-8, cut at a NUL. */
+static json_t *token_key(const asn_vocab *v, int32_t id)
+{
+    size_t len = 0;
+    const char *p = v ? asn_vocab_piece(v, id, 1, &len) : NULL;
+    char *key = asn_xmalloc(len + 1);
+    memcpy(key, p ? p : "", len);
+    key[len] = 0;
+    json_t *kt = asn_json_text(key, strlen(key));
+    free(key);
+    return kt;
+}
+
+/* A double in full precision (JSON has no NaN or infinity: null). */
+static json_t *real_or_null(double x)
+{
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
 /* Completions: {tokens, token_logprobs, top_logprobs}; chat: {content: [...]}. */
 static json_t *logprobs_json(const asn_oai_request *rq, const asn_vocab *v, const asn_oai_choice *c)
 {
@@ -344,21 +410,36 @@ static json_t *logprobs_json(const asn_oai_request *rq, const asn_vocab *v, cons
         return json_pack("{s:o}", "content", content);
     }
     json_t *toks = json_array(), *lps = json_array(), *tops = json_array();
-    for (int i = 0; i < c->n_tokens; i++) {
+    const asn_oai_echo *ec = c->echo;
+    for (int i = 0; ec && i < ec->n; i++) { /* the prompt's tokens */
+        json_array_append_new(toks, token_text(v, ec->ids[i]));
+        if (i == 0) {
+            json_array_append_new(lps, json_null());
+            json_array_append_new(tops, json_null());
+            continue;
+        }
+        json_array_append_new(lps, real_or_null(ec->lps[i]));
+        json_t *t = json_object();
+        for (int k = 0; k <= c->top; k++) {
+            int32_t id = k < c->top ? ec->top_ids[(size_t)i * c->top + k] : ec->ids[i];
+            double lp = k < c->top ? ec->top_lps[(size_t)i * c->top + k] : ec->lps[i];
+            if (id < 0)
+                continue;
+            json_t *kt = token_key(v, id);
+            if (!json_object_get(t, json_string_value(kt)))
+                json_object_set_new(t, json_string_value(kt), real_or_null(lp));
+            json_decref(kt);
+        }
+        json_array_append_new(tops, t);
+    }
+    for (int i = 0; i < c->n_tokens && c->logprobs; i++) {
         json_array_append_new(toks, token_text(v, c->tokens[i]));
         json_array_append_new(lps, asn_json_f32(c->logprobs[i]));
         json_t *t = json_object();
         for (int k = 0; k < c->top; k++) {
-            size_t len = 0;
-            int32_t id = c->top_ids[(size_t)i * c->top + k];
-            const char *p = v ? asn_vocab_piece(v, id, 1, &len) : NULL;
-            char *key = asn_xmalloc(len + 1);
-            memcpy(key, p ? p : "", len);
-            key[len] = 0;
-            json_t *kt = asn_json_text(key, strlen(key)); /* valid UTF-8 for a key */
+            json_t *kt = token_key(v, c->top_ids[(size_t)i * c->top + k]);
             json_object_set_new(t, json_string_value(kt), asn_json_f32(c->top_lps[(size_t)i * c->top + k]));
             json_decref(kt);
-            free(key);
         }
         json_array_append_new(tops, t);
     }
@@ -376,7 +457,18 @@ static json_t *ids_json(const int32_t *t, int n)
 static json_t *choice_json(const asn_oai_request *rq, const asn_vocab *v, int index, const asn_oai_choice *c,
                            int chunk)
 {
-    json_t *text = asn_json_text(c->text ? c->text : "", c->text ? c->text_len : 0);
+    json_t *text;
+    if (c->echo) {
+        size_t gl = c->text ? c->text_len : 0, el = c->echo->len;
+        char *both = asn_xmalloc(el + gl + 1);
+        memcpy(both, c->echo->text, el);
+        if (gl)
+            memcpy(both + el, c->text, gl);
+        text = asn_json_text(both, el + gl);
+        free(both);
+    } else {
+        text = asn_json_text(c->text ? c->text : "", c->text ? c->text_len : 0);
+    }
     json_t *o;
     if (rq->chat)
         o = json_pack("{s:i,s:o}", "index", index, chunk ? "delta" : "message",
@@ -385,7 +477,7 @@ static json_t *choice_json(const asn_oai_request *rq, const asn_vocab *v, int in
     else
         o = json_pack("{s:i,s:o}", "index", index, "text", text);
     json_object_set_new(o, "logprobs",
-                        rq->logprobs >= 0 && c->logprobs ? logprobs_json(rq, v, c) : json_null());
+                        rq->logprobs >= 0 && (c->logprobs || c->echo) ? logprobs_json(rq, v, c) : json_null());
     json_object_set_new(o, "finish_reason",
                         c->finish != ASN_FINISH_NONE ? json_string(asn_oai_finish_reason(c->finish)) : json_null());
     if (c->finish != ASN_FINISH_NONE)

@@ -4,9 +4,25 @@
  * temperature, min_p, top_k, top_p; SGLang: penalties, temperature, top_k,
  * top_p, min_p; llama-server: any order of its samplers, sent as
  * "samplers"). A heuristic outside the table is refused, never
- * approximated. */
+ * approximated.
+ *
+ * Constraints (json_schema, grammar, regex, choice: one per heuristic;
+ * each server masks the logits with it before sampling, as asn does):
+ *   vllm          "structured_outputs": {"json": schema | "grammar": GBNF |
+ *                 "regex": pattern | "choice": [options],
+ *                 "disable_any_whitespace": true for whitespace compact}
+ *                 (vLLM before 0.10.2 spelled these guided_json,
+ *                 guided_grammar, guided_regex, guided_choice)
+ *   sglang        sampling_params "json_schema": the schema as JSON text,
+ *                 "ebnf": GBNF, "regex": pattern; a choice as the regex
+ *                 of its escaped options; JSON whitespace is a server
+ *                 setting, so only whitespace "any" is accepted
+ *   llama-server  "json_schema": schema, "grammar": GBNF; a choice as the
+ *                 GBNF of its quoted options; no regex; JSON whitespace as
+ *                 llama.cpp's converter writes it, so only whitespace "any" */
 #include "asn/client.h"
 #include "asn/json.h"
+#include "asn/tool.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -106,6 +122,149 @@ static const param_map *find_param(const proc_map *pm, const char *key)
     return NULL;
 }
 
+/* ---------------------------------------------------------- constraints */
+
+static int is_constraint(const char *name)
+{
+    return !strcmp(name, "json_schema") || !strcmp(name, "grammar") || !strcmp(name, "regex") ||
+           !strcmp(name, "choice");
+}
+
+/* The constraint's content: the schema (json_schema), the GBNF text
+ * (grammar, a string), the pattern (regex) or the options (choice); files
+ * named by "path" read. New reference, or NULL with e. */
+static json_t *constraint_value(const char *name, const json_t *params, asn_err *e)
+{
+    const json_t *path = json_object_get(params, "path");
+    char *text = NULL;
+    size_t len;
+    if (json_is_string(path) && asn_read_file(json_string_value(path), &text, &len, e))
+        return NULL;
+    json_t *v = NULL;
+    if (!strcmp(name, "json_schema")) {
+        json_error_t je;
+        v = text ? json_loadb(text, len, JSON_DECODE_ANY, &je) : json_incref(json_object_get(params, "schema"));
+        if (!v && text) {
+            free(text);
+            return asn_err_set(e, "%s: %d:%d: %s", json_string_value(path), je.line, je.column, je.text), NULL;
+        }
+    } else if (!strcmp(name, "grammar")) {
+        v = text ? json_stringn(text, len) : json_incref(json_object_get(params, "gbnf"));
+    } else {
+        v = json_incref(json_object_get(params, !strcmp(name, "regex") ? "pattern" : "options"));
+    }
+    free(text);
+    if (!v)
+        asn_err_set(e, "processor %s has no content", name);
+    return v;
+}
+
+/* The request field of a constraint for a kind (NULL: cannot). */
+static const char *constraint_field(int kind, const char *name)
+{
+    static const char *const F[ASN_SERVER_KINDS][4] = {
+        /* json_schema, grammar, regex, choice */
+        [ASN_SERVER_VLLM] = {"json", "grammar", "regex", "choice"},
+        [ASN_SERVER_SGLANG] = {"json_schema", "ebnf", "regex", "regex"},
+        [ASN_SERVER_LLAMA] = {"json_schema", "grammar", NULL, "grammar"},
+    };
+    int k = !strcmp(name, "json_schema") ? 0 : !strcmp(name, "grammar") ? 1 : !strcmp(name, "regex") ? 2 : 3;
+    return F[kind][k];
+}
+
+/* A choice as a regex (SGLang) or a GBNF rule (llama-server): the options
+ * as alternatives, each escaped. */
+static json_t *choice_as(int kind, const json_t *options)
+{
+    size_t cap = 64, len = 0, i;
+    char *out = asn_xmalloc(cap);
+    const json_t *o;
+    const char *head = kind == ASN_SERVER_LLAMA ? "root ::= " : "(", *tail = kind == ASN_SERVER_LLAMA ? "" : ")";
+    len = (size_t)snprintf(out, cap, "%s", head);
+    json_array_foreach(options, i, o)
+    {
+        const char *t = json_string_value(o);
+        size_t tl = json_string_length(o);
+        asn_grow((void **)&out, &cap, len + 4 * tl + 16, 1);
+        if (i)
+            len += (size_t)sprintf(out + len, kind == ASN_SERVER_LLAMA ? " | " : "|");
+        if (kind == ASN_SERVER_LLAMA)
+            out[len++] = '"';
+        for (size_t k = 0; k < tl; k++) {
+            unsigned char c = (unsigned char)t[k];
+            if (kind == ASN_SERVER_LLAMA) {
+                if (c == '"' || c == '\\')
+                    out[len++] = '\\', out[len++] = (char)c;
+                else if (c < 0x20)
+                    len += (size_t)sprintf(out + len, "\\x%02X", c);
+                else
+                    out[len++] = (char)c;
+            } else {
+                if (strchr(".^$*+?()[]{}|\\/-", c))
+                    out[len++] = '\\';
+                out[len++] = (char)c;
+            }
+        }
+        if (kind == ASN_SERVER_LLAMA)
+            out[len++] = '"';
+    }
+    asn_grow((void **)&out, &cap, len + 4, 1);
+    len += (size_t)sprintf(out + len, "%s", tail);
+    json_t *v = json_stringn(out, len);
+    free(out);
+    return v;
+}
+
+static int check_constraint(int kind, const asn_heuristic *h, size_t i, const char *name, const json_t *params,
+                            asn_err *e)
+{
+    const char *kn = KINDS[kind].name;
+    if (!constraint_field(kind, name))
+        return asn_err_set(e, "heuristic \"%s\": %s cannot express processor %zu (%s)", h->name, kn, i + 1, name);
+    const json_t *ws = json_object_get(params, "whitespace");
+    int compact = !ws || json_is_null(ws) || !strcmp(json_string_value(ws) ? json_string_value(ws) : "", "compact");
+    if (compact && !strcmp(name, "json_schema") && kind != ASN_SERVER_VLLM)
+        return asn_err_set(e, "heuristic \"%s\": %s cannot express processor %zu (%s) parameter \"whitespace\" "
+                              "compact (the server sets its JSON whitespace); use whitespace: any",
+                           h->name, kn, i + 1, name);
+    json_t *v = constraint_value(name, params, e);
+    if (!v)
+        return asn_err_prefix(e, "heuristic \"%s\": processor %zu (%s)", h->name, i + 1, name);
+    json_decref(v);
+    return 0;
+}
+
+/* Sets the constraint's field in o (the body, or SGLang's sampling_params). */
+static void set_constraint(int kind, const char *name, const json_t *params, json_t *o)
+{
+    asn_err e = {""};
+    json_t *v = constraint_value(name, params, &e); /* checked by asn_server_check */
+    if (!v)
+        return;
+    if (!strcmp(name, "choice") && kind != ASN_SERVER_VLLM) {
+        json_t *c = choice_as(kind, v);
+        json_decref(v);
+        v = c;
+    } else if (!strcmp(name, "json_schema") && kind == ASN_SERVER_SGLANG) {
+        char *t = asn_json_dumps(v, 0);
+        json_decref(v);
+        v = json_string(t);
+        free(t);
+    }
+    const char *field = constraint_field(kind, name);
+    if (kind == ASN_SERVER_VLLM) {
+        const json_t *ws = json_object_get(params, "whitespace");
+        json_t *so = json_object();
+        json_object_set_new(so, field, v);
+        if (!strcmp(name, "json_schema"))
+            json_object_set_new(so, "disable_any_whitespace",
+                                json_boolean(!json_is_string(ws) || strcmp(json_string_value(ws), "any")));
+        json_object_set_new(o, "structured_outputs", so);
+    } else {
+        json_object_set_new(o, field, v);
+    }
+}
+
 int asn_server_check(int kind, const asn_heuristic *h, const asn_gen_settings *s, asn_err *e)
 {
     const char *kn = KINDS[kind].name;
@@ -117,11 +276,21 @@ int asn_server_check(int kind, const asn_heuristic *h, const asn_gen_settings *s
     int last_rank = -1;
     const char *seen[32];
     double min_keep = NAN;
-    size_t i;
+    size_t i, n_cons = 0;
     const json_t *p;
     json_array_foreach(h->processors, i, p)
     {
         const char *name = json_string_value(json_object_get(p, "name"));
+        if (is_constraint(name)) { /* applied first wherever it stands, as asn does */
+            if (++n_cons > 1)
+                return asn_err_set(e, "heuristic \"%s\": %s takes one constraint; processor %zu (%s) is another",
+                                   h->name, kn, i + 1, name);
+            if (check_constraint(kind, h, i, name, json_object_get(p, "params"), e))
+                return -1;
+            if (i < 32)
+                seen[i] = name;
+            continue;
+        }
         const proc_map *pm = find_proc(kind, name);
         if (!pm)
             return asn_err_set(e, "heuristic \"%s\": %s cannot express processor %zu (%s)", h->name, kn, i + 1, name);
@@ -182,7 +351,12 @@ static void mapped_params(int kind, const asn_heuristic *h, json_t *o)
     const json_t *p;
     json_array_foreach(h->processors, i, p)
     {
-        const proc_map *pm = find_proc(kind, json_string_value(json_object_get(p, "name")));
+        const char *name = json_string_value(json_object_get(p, "name"));
+        if (is_constraint(name)) {
+            set_constraint(kind, name, json_object_get(p, "params"), o);
+            continue;
+        }
+        const proc_map *pm = find_proc(kind, name);
         if (pm->as_field)
             json_object_set_new(o, pm->as_field, json_real(pm->as_value));
         if (pm->sampler)

@@ -73,6 +73,10 @@ ds = [entropy(r) for r in recs if div_check(r) and entropy(r) is not None]
 qm, qsd = (np.mean(qs), np.std(qs)) if qs else (0.0, 0.0)
 dm, dsd = (np.mean(ds), np.std(ds)) if ds else (0.0, 0.0)
 qsd = qsd if qsd > 1e-6 else 1.0
+rs = [r["reward"] for r in recs if r.get("reward") is not None]
+rm, rsd = (np.mean(rs), np.std(rs)) if rs else (0.0, 0.0)
+rsd = rsd if rsd > 1e-6 else 1.0
+rw = float(args.get("reward", 0))
 dsd = dsd if dsd > 1e-6 else 1.0
 groups = {}
 for r in recs:
@@ -104,7 +108,15 @@ for key, gens in groups.items():
         for b, a, c in itertools.product(B, A, C):
             comb[f"a{a}_b{b}_c{c}"] = combine(q, d, ver, a, b, c)
         final = combine(q, d, ver, *w)
-        scored.append((g, q, d, comb, final))
+        z = ((g["reward"] if g.get("reward") is not None else rm) - rm) / rsd
+        if rw > 0:  # the reward term, added last
+            total, divisor = w[1] * q, w[1]
+            if d is not None:
+                total += w[0] * d; divisor += w[0]
+            if ver:
+                total += w[2]; divisor += w[2]
+            final = (total + rw * z) / (divisor + rw)
+        scored.append((g, q, d, comb, final, z))
     scored.sort(key=lambda x: x[4], reverse=True)
     if pairs:
         if len(scored) >= 2 and scored[0][4] > scored[-1][4]:
@@ -112,11 +124,15 @@ for key, gens in groups.items():
                               "rejected": scored[-1][0]["generation"], "chosen_id": scored[0][0].get("id"),
                               "rejected_id": scored[-1][0].get("id"), "margin": scored[0][4] - scored[-1][4]}))
         continue
-    for rank, (g, q, d, comb, final) in enumerate(scored[:top_k if top_k > 0 else None], 1):
+    for rank, (g, q, d, comb, final, z) in enumerate(scored[:top_k if top_k > 0 else None], 1):
         g = dict(g)
         g["score"] = {"quality": q, "diversity": d, "verifiable": 1.0 if ver else None,
                       "weights": {"quality": w[1], "diversity": w[0], "verifiable": w[2]},
                       "final": final, "combined_scores": comb}
+        if rw > 0:
+            g["score"] = {"quality": q, "diversity": d, "verifiable": 1.0 if ver else None, "reward": z,
+                          "weights": {"quality": w[1], "diversity": w[0], "verifiable": w[2], "reward": rw},
+                          "final": final, "combined_scores": comb}
         g["rank"] = rank
         print(json.dumps(g))
 PYEOF
@@ -165,6 +181,30 @@ printf 'quality: 0.8\ndiversity: 0.4\nverifiable: 0.25\n' > "$TMP/w.yaml"
 "$FT" --weights "$TMP/w.yaml" --top-k 0 --group prompt "$TMP/in.jsonl" > "$TMP/got3.jsonl" 2>/dev/null
 ref "$TMP/in.jsonl" top_k=0 weights=0.4,0.8,0.25 group=prompt > "$TMP/exp3.jsonl"
 check "filter-topk --weights FILE --top-k 0 (all) --group prompt" $PY "$TMP/cmp.py" "$TMP/got3.jsonl" "$TMP/exp3.jsonl"
+# score-reward's reward as a fourth weighted term (some records without one)
+$PY - "$TMP/in.jsonl" > "$TMP/inr.jsonl" <<'PYEOF'
+import json, random, sys
+random.seed(7)
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if random.random() < 0.85:
+        r["reward"] = round(random.gauss(1.5, 2.0), 6)
+    print(json.dumps(r))
+PYEOF
+printf 'quality: 0.8\ndiversity: 0.4\nverifiable: 0.25\nreward: 1.5\n' > "$TMP/wr.yaml"
+"$FT" --weights "$TMP/wr.yaml" --top-k 3 "$TMP/inr.jsonl" > "$TMP/got5.jsonl" 2>/dev/null
+ref "$TMP/inr.jsonl" top_k=3 weights=0.4,0.8,0.25 reward=1.5 > "$TMP/exp5.jsonl"
+check "filter-topk --weights with reward: z-normalized reward, added last" $PY "$TMP/cmp.py" "$TMP/got5.jsonl" "$TMP/exp5.jsonl"
+ref "$TMP/inr.jsonl" top_k=3 weights=0.4,0.8,0.25 > "$TMP/exp5b.jsonl"
+check "  ... and the reward changes the ranking (the test can fail)" sh -c "! $PY '$TMP/cmp.py' '$TMP/got5.jsonl' '$TMP/exp5b.jsonl'"
+"$FT" --weights "$TMP/w.yaml" --top-k 0 --group prompt "$TMP/inr.jsonl" > "$TMP/got6.jsonl" 2>/dev/null
+check "  ... without a reward weight the rewards change nothing" $PY -c "
+import json
+a = [json.loads(l) for l in open('$TMP/got6.jsonl')]
+b = [json.loads(l) for l in open('$TMP/got3.jsonl')]
+for r in a:
+    r.pop('reward', None)
+assert a == b and len(a) > 10"
 "$FT" --ignore-verifiable-filtering "$TMP/in.jsonl" > "$TMP/got4.jsonl" 2>"$TMP/err4"
 ref "$TMP/in.jsonl" ignore=1 > "$TMP/exp4.jsonl"
 check "filter-topk --ignore-verifiable-filtering" $PY "$TMP/cmp.py" "$TMP/got4.jsonl" "$TMP/exp4.jsonl"

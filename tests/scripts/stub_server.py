@@ -8,6 +8,12 @@ an answer. Listens on 127.0.0.1 only; standard library only.
 
 usage: stub_server.py RECORDS.jsonl PORT_FILE [--fail-every N] [--slow-every N]
                       [--slow-s S] [--drop-every N] [--status-every N:CODE]
+                      [--kind asn|vllm|sglang|llama-server] [--fixed] [--record FILE]
+
+--kind answers in that server's layout (vLLM's token_ids, SGLang's
+output_ids, llama-server's tokens); --fixed answers every request with the
+first record's tokens (for kinds whose bodies name no heuristic id);
+--record appends every POST body to FILE, one JSON line each.
 """
 import argparse
 import json
@@ -23,14 +29,19 @@ ap.add_argument("--slow-every", type=int, default=0)
 ap.add_argument("--slow-s", type=float, default=0.5)
 ap.add_argument("--drop-every", type=int, default=0)
 ap.add_argument("--status-every", default="")
+ap.add_argument("--kind", default="asn")
+ap.add_argument("--fixed", action="store_true")
+ap.add_argument("--record", default="")
 args = ap.parse_args()
 
 recs = {}
 model = None
+first = None
 for line in open(args.records):
     r = json.loads(line)
     recs[(r["prompt_id"], r["heuristic"]["id"], r["seed"])] = r
     model = r["model"]
+    first = first or r
 
 lock = threading.Lock()
 count = [0]
@@ -61,10 +72,14 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         n = int(self.headers.get("Content-Length", 0))
-        req = json.loads(self.rfile.read(n))
+        raw = self.rfile.read(n)
+        req = json.loads(raw)
         with lock:
             count[0] += 1
             k = count[0]
+            if args.record:
+                with open(args.record, "a") as f:
+                    f.write(raw.decode() + "\n")
         if args.drop_every and k % args.drop_every == 0:
             self.close_connection = True
             self.connection.shutdown(2)
@@ -80,17 +95,25 @@ class Handler(BaseHTTPRequestHandler):
         if args.slow_every and k % args.slow_every == 0:
             time.sleep(args.slow_s)
         key = (req.get("asn_prompt_id"), req.get("asn_heuristic", {}).get("id"), req.get("seed"))
-        r = recs.get(key)
+        r = first if args.fixed else recs.get(key)
         if r is None:
             self.answer(400, {"error": {"message": "no recorded answer for %r" % (key,), "code": 400}})
             return
         fin = "length" if r["finish"] == "length" else "stop"
+        if args.kind == "sglang":
+            self.answer(200, {"text": r["generation"], "output_ids": r["tokens"],
+                              "meta_info": {"id": "x%d" % k, "finish_reason": {"type": fin}}})
+            return
+        if args.kind == "llama-server":
+            self.answer(200, {"index": 0, "content": r["generation"], "tokens": r["tokens"], "stop": True,
+                              "tokens_predicted": r["n_tokens"]})
+            return
         self.answer(200, {"id": "cmpl-%d" % k, "object": "text_completion", "created": 0, "model": model["name"],
                           "choices": [{"index": 0, "text": r["generation"], "logprobs": None,
                                        "finish_reason": fin, "asn_finish": r["finish"],
                                        "token_ids": r["tokens"]}],
-                          "usage": {"prompt_tokens": len(req["prompt"]), "completion_tokens": r["n_tokens"],
-                                    "total_tokens": len(req["prompt"]) + r["n_tokens"]}})
+                          "usage": {"prompt_tokens": len(req.get("prompt", "")), "completion_tokens": r["n_tokens"],
+                                    "total_tokens": len(req.get("prompt", "")) + r["n_tokens"]}})
 
 
 srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

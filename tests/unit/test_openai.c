@@ -3,12 +3,19 @@
  * the sampling parameters as processors, the server kinds' tables (what
  * each refuses, and the bodies sent), and the token ids of responses in the
  * layouts the servers' API references give (vLLM's return_token_ids,
- * SGLang's /generate output_ids, llama-server's /completion tokens). */
+ * SGLang's /generate output_ids, llama-server's /completion tokens); the
+ * prompt log-probabilities of vLLM's "echo" (a response vLLM 0.16 gave, as
+ * quoted in llama.cpp's pull request 15189) and of SGLang's
+ * input_token_logprobs (its native API's layout); the rewards of vLLM's
+ * /classify (the response its API documentation shows, as SGLang's
+ * documents it too) and of SGLang's /classify of a reward model. */
 #include "asn/client.h"
 #include "asn/json.h"
 #include "asn/openai.h"
+#include "asn/remote.h"
 #include "t.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 static const asn_oai_limits LIM = {64, 4, 100, 1000};
@@ -221,7 +228,7 @@ static void test_responses(void)
     asn_err e;
     parse("{\"prompt\": \"x\", \"return_token_ids\": true}", 0, &rq, &e);
     int32_t toks[] = {5, 6};
-    asn_oai_choice c = {toks, 2, "ab", 2, ASN_FINISH_EOS, NULL, NULL, NULL, 0};
+    asn_oai_choice c = {toks, 2, "ab", 2, ASN_FINISH_EOS, NULL, NULL, NULL, 0, NULL};
     json_t *r = asn_oai_response(&rq, "cmpl-1", 7, "m", NULL, &c, 1, 3);
     char *s = asn_json_dumps(r, 0);
     T_EQ_STR("a completion response (OpenAI's layout, asn_finish, token_ids)", s,
@@ -238,9 +245,102 @@ static void test_responses(void)
     json_decref(r);
 }
 
+static void test_echo(void)
+{
+    asn_err e = {""};
+    double lp[9];
+    const char *vllm =
+        "{\"id\":\"cmpl-8c16f81d43846721\",\"object\":\"text_completion\",\"created\":1772367069,\"model\":\"Intel/"
+        "Qwen3-Coder-Next-int4-AutoRound\",\"choices\":[{\"index\":0,\"text\":\"The step of boiling water is: 1\",\"logprobs\":"
+        "{\"text_offset\":[0,3,8,11,19,25,28,29,30],\"token_logprobs\":[null,-8.818763732910156,-1.552642822265625,"
+        "-13.55989933013916,-2.0115487575531006,-2.2331151962280273,-8.53701114654541,-1.2870503664016724,"
+        "-0.41059786081314087],\"tokens\":[\"The\",\" step\",\" of\",\" boiling\",\" water\",\" is\",\":\",\" \",\"1\"],"
+        "\"top_logprobs\":[null,{\" step\":-8.818763732910156,\" is\":-0.7875133752822876},{\" of\":-1.552642822265625},"
+        "{\" boiling\":-13.55989933013916},{\" water\":-2.0115487575531006},{\" is\":-2.2331151962280273},"
+        "{\":\":-8.53701114654541},{\" \":-1.2870503664016724},{\"1\":-0.41059786081314087}]},\"finish_reason\":\"length\"}]}";
+    int rc = asn_server_echo_logprobs(ASN_SERVER_VLLM, vllm, strlen(vllm), 8, lp, &e);
+    T_OK("vllm echo: the 8 prompt tokens' log-probabilities (the generated 9th left)",
+         rc == 0 && isnan(lp[0]) && lp[1] == -8.818763732910156 && lp[7] == -1.2870503664016724, "rc %d: %s", rc, e.msg);
+    rc = asn_server_echo_logprobs(ASN_SERVER_VLLM, vllm, strlen(vllm), 10, lp, &e);
+    T_OK("vllm echo: fewer entries than prompt tokens is an error", rc == -1 && strstr(e.msg, "token_logprobs"), "%s", e.msg);
+    const char *sgl = "{\"text\":\"x\",\"output_ids\":[5],\"meta_info\":{\"id\":\"a\",\"prompt_tokens\":3,"
+                      "\"input_token_logprobs\":[[null,1,null],[-2.5,15043,null],[-0.125,3186,null]],"
+                      "\"output_token_logprobs\":[[-0.5,5,null]]}}";
+    rc = asn_server_echo_logprobs(ASN_SERVER_SGLANG, sgl, strlen(sgl), 3, lp, &e);
+    T_OK("sglang input_token_logprobs: [logprob, id, text] per prompt token", rc == 0 && isnan(lp[0]) && lp[1] == -2.5 &&
+         lp[2] == -0.125, "rc %d: %s", rc, e.msg);
+    int32_t ids[] = {1, 15043, 3186};
+    json_t *b = asn_server_echo_body(ASN_SERVER_VLLM, "m", ids, 3);
+    char *s = asn_json_dumps(b, 0);
+    T_EQ_STR("vllm echo body", s, "{\"model\":\"m\",\"prompt\":[1,15043,3186],\"echo\":true,\"logprobs\":1,\"max_tokens\":1,"
+                                  "\"temperature\":0}");
+    free(s);
+    json_decref(b);
+    b = asn_server_echo_body(ASN_SERVER_SGLANG, "m", ids, 3);
+    s = asn_json_dumps(b, 0);
+    T_EQ_STR("sglang body: input_ids, return_logprob from position 0", s,
+             "{\"input_ids\":[1,15043,3186],\"sampling_params\":{\"max_new_tokens\":1,\"temperature\":0},"
+             "\"return_logprob\":true,\"logprob_start_len\":0}");
+    free(s);
+    json_decref(b);
+    T_OK("llama-server has no prompt log-probabilities", asn_server_echo_check(ASN_SERVER_LLAMA, &e) == -1 &&
+         asn_server_echo_check(ASN_SERVER_SGLANG, &e) == 0, "%s", e.msg);
+
+    /* serve's echo: prompt first, null for its first token, full precision */
+    asn_oai_request rq;
+    T_OK("echo allows max_tokens 0", !parse("{\"prompt\": [1, 2], \"echo\": true, \"logprobs\": 1, \"max_tokens\": 0}", 0, &rq, &e),
+         "%s", e.msg);
+    int32_t pids[] = {1, 2}, tops[] = {-1, 7};
+    double plp[] = {NAN, -0.1234567890123456789}, tlp[] = {NAN, -0.01};
+    asn_oai_echo ec = {pids, 2, "ab", 2, plp, tops, tlp};
+    asn_oai_choice c = {NULL, 0, NULL, 0, ASN_FINISH_LENGTH, NULL, NULL, NULL, 1, &ec};
+    json_t *r = asn_oai_response(&rq, "c", 1, "m", NULL, &c, 1, 2);
+    s = asn_json_dumps(json_object_get(json_array_get(json_object_get(r, "choices"), 0), "logprobs"), 0);
+    T_EQ_STR("echo logprobs: [null, lp] in 17 digits, the top and the prompt token", s,
+             "{\"tokens\":[\"\",\"\"],\"token_logprobs\":[null,-0.12345678901234568],\"top_logprobs\":[null,{\"\":-0.01}]}");
+    free(s);
+    json_decref(r);
+    asn_oai_request_free(&rq);
+    refused("echo is for completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"echo\": true}", 1,
+            "echo");
+    refused("max_tokens 0 needs echo", "{\"prompt\": \"x\", \"max_tokens\": 0}", 0, "max_tokens");
+}
+
+static void test_reward(void)
+{
+    asn_err e = {""};
+    double r = 0;
+    const char *vllm = "{\"id\":\"classify-9bf17f2847b046c7b2d5495f4b4f9682\",\"object\":\"list\",\"created\":1745383213,"
+                       "\"model\":\"jason9693/Qwen2.5-1.5B-apeach\",\"data\":[{\"index\":0,\"label\":\"Default\",\"probs\":"
+                       "[0.565970778465271,0.4340292513370514],\"num_classes\":2}],\"usage\":{\"prompt_tokens\":10,"
+                       "\"total_tokens\":10,\"completion_tokens\":0,\"prompt_tokens_details\":null}}";
+    int rc = asn_server_reward(ASN_SERVER_VLLM, vllm, strlen(vllm), &r, &e);
+    T_OK("vllm /classify: the first output", rc == 0 && r == 0.565970778465271, "rc %d r %g: %s", rc, r, e.msg);
+    const char *sgl = "[{\"embedding\":[-3.6875],\"meta_info\":{\"id\":\"b2a\",\"prompt_tokens\":42}}]";
+    rc = asn_server_reward(ASN_SERVER_SGLANG, sgl, strlen(sgl), &r, &e);
+    T_OK("sglang /classify: embedding[0] of the first", rc == 0 && r == -3.6875, "rc %d r %g: %s", rc, r, e.msg);
+    rc = asn_server_reward(ASN_SERVER_ASN, "{\"data\":[]}", 11, &r, &e);
+    T_OK("no output is an error", rc == -1 && strstr(e.msg, "probs"), "%s", e.msg);
+    int32_t ids[] = {1, 2};
+    json_t *b = asn_server_reward_body(ASN_SERVER_VLLM, "m", ids, 2);
+    char *s = asn_json_dumps(b, 0);
+    T_EQ_STR("vllm /classify body: ids, no activation (both names)", s,
+             "{\"model\":\"m\",\"input\":[1,2],\"use_activation\":false,\"activation\":false}");
+    free(s);
+    json_decref(b);
+    b = asn_server_reward_body(ASN_SERVER_SGLANG, NULL, ids, 2);
+    s = asn_json_dumps(b, 0);
+    T_EQ_STR("sglang /classify body", s, "{\"input_ids\":[1,2]}");
+    free(s);
+    json_decref(b);
+    T_OK("llama-server has no reward endpoint", asn_server_reward_check(ASN_SERVER_LLAMA, &e) == -1, "accepted");
+}
+
 int main(void)
 {
     test_parse();
+    test_echo();
+    test_reward();
     test_params();
     test_kinds();
     test_responses();
