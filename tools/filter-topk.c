@@ -308,7 +308,7 @@ static void do_group(run *R, json_t *recs, const size_t *members, const fields *
             json_object_set_new(pair, "rejected_id", json_is_string(ri) ? json_copy((json_t *)ri) : json_null());
             json_object_set_new(pair, "margin", json_real(it[0].final - it[m - 1].final));
             if (write_out(pair))
-                asn_fatal("stdout: write error");
+                asn_write_failed(stdout, "-", errno);
             R->written++;
         }
         free(it);
@@ -330,7 +330,7 @@ static void do_group(run *R, json_t *recs, const size_t *members, const fields *
         json_object_set_new(rec, "score", sc);
         json_object_set_new(rec, "rank", json_integer((json_int_t)k + 1));
         if (asn_jsonl_write(stdout, rec))
-            asn_fatal("stdout: write error");
+            asn_write_failed(stdout, "-", errno);
         R->written++;
     }
     json_decref(weights);

@@ -21,13 +21,18 @@ static const asn_tool tool = {
     "index", "--db FILE [OPTIONS] [FILE...]",
     "Upsert records into a SQLite index keyed by id (idempotent), or merge indexes.",
     "Every record needs a string \"id\" (pair records get pair/<chosen_id>/<rejected_id>).\n"
-    "A record whose id is already stored is merged into it (JSON merge patch):\n"
-    "fields added by later tools (quality, diversity, score, ...) join the stored\n"
-    "record, so indexing after each stage keeps one row per candidate. Table:\n"
+    "A record whose id is already stored is merged into it (JSON merge patch,\n"
+    "but a null is stored as a null, not a deletion): fields added by later\n"
+    "tools (quality, diversity, score, ...) join the stored record, so indexing\n"
+    "after each stage keeps one row per candidate, and indexing a file again\n"
+    "changes nothing. Table:\n"
     "records(id, kind, prompt_id, heuristic_id, heuristic_name, seed, json);\n"
     "views: candidates, heuristic_stats, prompt_stats. The database uses WAL mode\n"
-    "and one transaction per 1000 records. With --merge, each FILE is another\n"
-    "asn database (for instance one per shard) whose records are upserted.\n",
+    "and one transaction per 1000 records: a killed run leaves the records of\n"
+    "its committed transactions, and running it again completes it. With\n"
+    "--merge, each FILE is another asn database (for instance one per shard)\n"
+    "whose records are upserted. Schema: PRAGMA user_version 1; an index of an\n"
+    "older asn is migrated, a newer one refused.\n",
     options,
 };
 

@@ -8,6 +8,7 @@
 #include "asn/records.h"
 #include "asn/tool.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -302,7 +303,7 @@ int main(int argc, char **argv)
         json_array_foreach(group, i, c)
         {
             if (asn_jsonl_write(stdout, c))
-                asn_fatal("stdout: write error");
+                asn_write_failed(stdout, "-", errno);
             written++;
             /* reservoir sampling of the records to replay (counter RNG) */
             if (opt_replay) {

@@ -8,6 +8,7 @@
 #include "asn/shard.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -28,12 +29,15 @@ static void vmsg(const char *kind, const char *fmt, va_list ap)
     fputc('\n', stderr);
 }
 
+static void drop_temps(void);
+
 void asn_fatal(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vmsg("", fmt, ap);
     va_end(ap);
+    drop_temps();
     exit(ASN_EXIT_FAIL);
 }
 
@@ -216,23 +220,140 @@ FILE *asn_open_in(const char *path)
     return f;
 }
 
+/* Files written with asn_open_out: written under a temporary name in the
+ * target's folder, renamed over the target by asn_close_out. Those not
+ * renamed (the program failed) are removed at exit. */
+typedef struct out_file {
+    FILE *f;
+    char *tmp;
+} out_file;
+static out_file outs[16];
+static int n_outs;
+
+static void drop_temps(void)
+{
+    for (int i = 0; i < n_outs; i++)
+        if (outs[i].tmp) {
+            unlink(outs[i].tmp);
+            free(outs[i].tmp);
+            outs[i].tmp = NULL;
+        }
+    n_outs = 0;
+}
+
+const char *asn_out_name(FILE *f, const char *path, char *buf, size_t n)
+{
+    if (path && strcmp(path, "-"))
+        return path;
+    /* stdout: name what it was redirected to, when that is a file */
+    char link[64], target[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fileno(f));
+    ssize_t k = readlink(link, target, sizeof target - 1);
+    if (k > 0 && target[0] == '/') {
+        target[k] = 0;
+        snprintf(buf, n, "stdout (%s)", target);
+        return buf;
+    }
+    return "stdout";
+}
+
+void asn_write_failed(FILE *f, const char *path, int err)
+{
+    char buf[4200];
+    const char *name = asn_out_name(f, path, buf, sizeof buf);
+    asn_fatal("%s: write error: %s", name, strerror(err ? err : EIO));
+}
+
 FILE *asn_open_out(const char *path)
 {
     if (!strcmp(path, "-"))
         return stdout;
-    FILE *f = fopen(path, "w");
-    if (!f)
-        asn_fatal("%s: %s", path, strerror(errno));
+    if ((size_t)n_outs >= sizeof outs / sizeof *outs)
+        asn_fatal("%s: too many output files", path);
+    static int registered;
+    if (!registered) {
+        atexit(drop_temps);
+        registered = 1;
+    }
+    size_t n = strlen(path) + 32;
+    char *tmp = asn_xmalloc(n);
+    snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        int err = errno;
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
+        free(tmp);
+        asn_fatal("%s: %s", path, strerror(err));
+    }
+    outs[n_outs++] = (out_file){f, tmp};
     return f;
+}
+
+int asn_fsync_dir(const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        dir[1] = 0;
+    else if (slash)
+        *slash = 0;
+    else
+        strcpy(dir, ".");
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd) && errno != EINVAL ? -1 : 0;
+    close(fd);
+    return rc;
+}
+
+int asn_fsync_path(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd) && errno != EINVAL ? -1 : 0;
+    close(fd);
+    return rc;
 }
 
 void asn_close_out(FILE *f, const char *path)
 {
+    errno = 0;
     int bad = fflush(f) != 0 || ferror(f);
-    if (f != stdout)
-        bad |= fclose(f) != 0;
-    if (bad)
-        asn_fatal("%s: write error", strcmp(path, "-") ? path : "stdout");
+    int err = errno;
+    out_file *o = NULL;
+    for (int i = 0; i < n_outs; i++)
+        if (outs[i].f == f && outs[i].tmp)
+            o = &outs[i];
+    if (!o) { /* stdout (or a stream not opened by asn_open_out) */
+        if (f != stdout && fclose(f) != 0 && !bad)
+            bad = 1, err = errno;
+        if (bad)
+            asn_write_failed(f, path, err);
+        return;
+    }
+    /* the data on disk before the name: a crash leaves the old file or the
+     * new one, never a part */
+    if (!bad && fsync(fileno(f)) != 0 && errno != EINVAL)
+        bad = 1, err = errno;
+    if (fclose(f) != 0 && !bad)
+        bad = 1, err = errno;
+    o->f = NULL;
+    if (!bad && rename(o->tmp, path) != 0)
+        bad = 1, err = errno;
+    if (bad) {
+        unlink(o->tmp);
+        asn_fatal("%s: write error: %s", path, strerror(err ? err : EIO));
+    }
+    free(o->tmp);
+    o->tmp = NULL;
+    asn_fsync_dir(path);
 }
 
 char *asn_read_all(const char *path, size_t *len)
@@ -263,8 +384,9 @@ int asn_tool_shards(const char *shard, const asn_strlist *merge, char **files)
         asn_fatal("%s", e.msg);
     }
     asn_shard_ids_free(ids);
+    errno = 0;
     if (fflush(stdout) || ferror(stdout))
-        asn_fatal("stdout: write error");
+        asn_write_failed(stdout, "-", errno);
     return 1;
 }
 
@@ -309,7 +431,7 @@ long asn_map_records(char **files, int skip_invalid, int show_progress, asn_reco
                 continue;
             }
             if (asn_jsonl_write(stdout, rec))
-                asn_fatal("stdout: write error");
+                asn_write_failed(stdout, "-", errno);
             json_decref(rec);
             asn_progress_add(bar, 1);
         }
@@ -377,7 +499,7 @@ long asn_map_groups(char **files, int skip_invalid, int show_progress, asn_group
         json_t *rec;
         json_array_foreach(recs, i, rec)
             if (asn_jsonl_write(stdout, rec))
-                asn_fatal("stdout: write error");
+                asn_write_failed(stdout, "-", errno);
         asn_progress_add(bar, (long)json_array_size(recs));
         json_decref(recs);
     }
