@@ -12,6 +12,7 @@
 #include "asn/tool.h"
 
 #include <cblas.h>
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
