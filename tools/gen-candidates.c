@@ -537,8 +537,11 @@ static void merge_shards(const prompts *ps, FILE *out)
     for (size_t i = 0; i < ps->n; i++)
         ids[i] = ps->v[i].id;
     asn_err e;
-    if (asn_shard_merge(ids, ps->n, (char *const *)opt_merge.v, opt_merge.n, out, &e))
+    if (asn_shard_merge(ids, ps->n, (char *const *)opt_merge.v, opt_merge.n, out, &e)) {
+        if (ferror(out))
+            asn_fatal("%s: %s", asn_out_name(out, opt_out, (char[4200]){0}, 4200), e.msg);
         asn_fatal("%s", e.msg);
+    }
     free(ids);
 }
 

@@ -63,17 +63,24 @@ int main(int argc, char **argv)
     snprintf(html, n, "%s/report.html", opt_out);
     snprintf(text, n, "%s/summary.txt", opt_out);
     FILE *f = asn_open_out(html);
-    if (asn_report_write_html(r, title, f, &e))
+    if (asn_report_write_html(r, title, f, &e)) {
+        if (ferror(f))
+            asn_write_failed(f, html, errno);
         asn_fatal("%s: %s", html, e.msg);
+    }
     asn_close_out(f, html);
     f = asn_open_out(text);
-    if (asn_report_write_text(r, title, f, &e))
+    if (asn_report_write_text(r, title, f, &e)) {
+        if (ferror(f))
+            asn_write_failed(f, text, errno);
         asn_fatal("%s: %s", text, e.msg);
+    }
     asn_close_out(f, text);
 
     printf("report: %s\nsummary: %s\n", html, text);
     if (asn_report_write_brief(r, stdout, &e))
         asn_fatal("%s", e.msg);
+    asn_close_out(stdout, "-");
     asn_report_free(r);
     free(html), free(text);
     return 0;

@@ -380,6 +380,9 @@ int asn_tool_shards(const char *shard, const asn_strlist *merge, char **files)
     size_t n;
     char **ids = asn_shard_ids(files && files[0] ? files : def, &n, &e);
     if (!ids || asn_shard_merge(ids, n, (char *const *)merge->v, merge->n, stdout, &e)) {
+        char buf[4200];
+        if (ids && ferror(stdout))
+            asn_fatal("%s: %s", asn_out_name(stdout, "-", buf, sizeof buf), e.msg);
         fflush(stdout);
         asn_fatal("%s", e.msg);
     }

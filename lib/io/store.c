@@ -17,6 +17,7 @@ enum { SCHEMA_VERSION = ASN_STORE_SCHEMA_VERSION };
 
 struct asn_store {
     sqlite3 *db;
+    char *path;
     sqlite3_stmt *put, *has, *count;
     int in_tx, pending;
 };
@@ -69,7 +70,9 @@ static const char *VIEWS =
 
 static int sql_err(asn_store *s, asn_err *e, const char *what)
 {
-    return asn_err_set(e, "%s: %s", what, sqlite3_errmsg(s->db));
+    if (sqlite3_errcode(s->db) == SQLITE_FULL) /* the disk, as the other tools say it */
+        return asn_err_set(e, "%s: %s: No space left on device (%s)", s->path, what, sqlite3_errmsg(s->db));
+    return asn_err_set(e, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
 }
 
 /* ------------------------------------------------------------- merging */
@@ -187,9 +190,11 @@ static int schema(asn_store *s, const char *path, asn_err *e)
 asn_store *asn_store_open(const char *path, asn_err *e)
 {
     asn_store *s = asn_xcalloc(1, sizeof *s);
+    s->path = asn_xstrdup(path);
     if (sqlite3_open(path, &s->db) != SQLITE_OK) {
         asn_err_set(e, "%s: %s", path, s->db ? sqlite3_errmsg(s->db) : "cannot open");
         sqlite3_close(s->db);
+        free(s->path);
         free(s);
         return NULL;
     }
@@ -238,6 +243,7 @@ void asn_store_close(asn_store *s)
     sqlite3_finalize(s->has);
     sqlite3_finalize(s->count);
     sqlite3_close(s->db);
+    free(s->path);
     free(s);
 }
 
