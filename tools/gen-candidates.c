@@ -596,7 +596,9 @@ int main(int argc, char **argv)
         if (!v)
             asn_fatal("%s: %s", gguf_path, e.msg);
     } else {
+        const char *was = asn_alloc_context("loading the model");
         m = asn_model_load(opt_model, &e);
+        asn_alloc_context(was);
         v = m ? asn_model_vocab(m, &e) : NULL;
         if (!v)
             asn_fatal("%s", e.msg);

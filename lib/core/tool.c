@@ -143,9 +143,26 @@ static void set_value(const asn_option *o, const char *v, const char *spelled)
     }
 }
 
+/* At exit, after the atexit handlers: stdio flushed, then the process
+ * ends without running the libraries' destructors. OpenBLAS joins its
+ * worker threads in one, which never returns when a worker is stuck
+ * retrying an allocation (under ulimit -v): a finished or failed program
+ * would hang instead of exiting. */
+static void end_now(int status, void *arg)
+{
+    (void)arg;
+    fflush(NULL);
+    _exit(status);
+}
+
 int asn_tool_parse(const asn_tool *t, int argc, char **argv)
 {
     progname = t->name;
+    static int registered;
+    if (!registered) {
+        on_exit(end_now, NULL);
+        registered = 1;
+    }
     int nops = 0;
     char **ops = asn_xcalloc((size_t)argc + 1, sizeof *ops);
     int only_operands = 0;
