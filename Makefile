@@ -3,6 +3,7 @@
 #   make              build (installs missing Debian packages first when root)
 #   make test         unit, vector and CLI tests; ends with "N passed, N failed"
 #   make test-san     the tests again under AddressSanitizer + UBSan
+#   make test-faults  the fault-injection suite in full (kill -9, full disks, OOM, signals)
 #   make bench        benchmarks (ratios against baselines measured in the same run)
 #   make install PREFIX=/usr/local
 #   make demo         the whole pipeline on the shipped demo models
@@ -52,7 +53,7 @@ BENCHES  := $(BENCH_SRC:bench/%.c=$(O)/build/bench/%)
 DEPS_OK  := build/.deps-ok
 
 .SECONDARY:
-.PHONY: all deps deps-cluster test test-unit test-san test-arm oracle-llama bench bench-quant bench-kl fuzz install clean demo demo-models demo-check
+.PHONY: all deps deps-cluster test test-faults test-unit test-san test-arm oracle-llama bench bench-quant bench-kl fuzz install clean demo demo-models demo-check
 all: $(TOOLS) $(TESTS) $(REPLAYS) $(BENCHES)
 
 # Missing Debian packages are installed (as root) or named with the exact
@@ -99,6 +100,16 @@ $(O)/build/bench/%: $(BUILD)/bench/%.o $(LIBA)
 
 test: all
 	@sh tests/run.sh $(O)
+
+# The fault-injection suite in full (tests/faults/): 50 kill -9 points per
+# tool, full disks, ulimit -v, signals, SQLite (make test runs it with 3
+# points per tool through tests/cli/faults.sh). The kill points' figures go
+# to build/faults-report.tsv (tool, tried, landed mid-run, passed).
+FAULT_POINTS ?= 50
+test-faults: all
+	@rm -f build/faults-report.tsv
+	@FAULT_POINTS=$(FAULT_POINTS) FAULT_REPORT=$(CURDIR)/build/faults-report.tsv sh tests/run.sh $(O) faults
+	@[ ! -f build/faults-report.tsv ] || { echo "tool	tried	mid-run	passed"; cat build/faults-report.tsv; }
 
 # Unit tests only (what the sanitizer pass runs).
 test-unit: $(TESTS) $(REPLAYS)

@@ -451,6 +451,7 @@ int main(int argc, char **argv)
     if (!(gr = asn_group_open(files, &e)))
         asn_fatal("%s", e.msg);
     asn_progress *prog = asn_progress_new("records", 0, opt_progress);
+    asn_catch_stop();
     size_t cap = 0;
     fields *fs = NULL;
     size_t *members = NULL, *sub_of = NULL;
@@ -487,6 +488,7 @@ int main(int argc, char **argv)
         }
         asn_progress_add(prog, (long)n);
         json_decref(recs);
+        asn_stop_point(R.written, opt_pairs ? "pairs" : "records");
     }
     asn_progress_done(prog);
     if (r < 0)

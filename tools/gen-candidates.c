@@ -692,7 +692,13 @@ int main(int argc, char **argv)
     prog pg = {asn_progress_new("candidates", (long)todo * per_prompt, opt_progress), 0};
     size_t chunk = (size_t)((opt_server.n ? 8 * opt_inflight : 8 * opt_batch) / per_prompt + 1);
     asn_gen_job *jobs = asn_xcalloc(chunk * (size_t)per_prompt, sizeof *jobs);
-    long total_done = 0;
+    long total_done = 0, written = 0;
+    asn_catch_stop();
+    if (opt_out) {
+        static char hint[4200];
+        snprintf(hint, sizeof hint, "; they are in %s: --resume continues", part);
+        asn_stop_hint(hint);
+    }
     for (size_t p0 = 0; p0 < todo; p0 += chunk) {
         size_t p1 = p0 + chunk < todo ? p0 + chunk : todo;
         int nj = 0;
@@ -730,6 +736,8 @@ int main(int argc, char **argv)
             free(buf);
             free(p->toks);
             json_decref(p->rec);
+            written += per_prompt;
+            asn_stop_point(written, "candidates (whole prompts)");
         }
     }
     asn_progress_done(pg.bar);

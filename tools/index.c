@@ -55,6 +55,7 @@ int main(int argc, char **argv)
     } else {
         char *def[] = {"-", NULL};
         asn_progress *bar = asn_progress_new("records", 0, opt_progress);
+        asn_catch_stop();
         for (char **f = nops ? argv + 1 : def; *f; f++) {
             asn_jsonl *in = asn_jsonl_open(*f, &e);
             if (!in)
@@ -76,6 +77,12 @@ int main(int argc, char **argv)
                 }
                 n++;
                 asn_progress_add(bar, 1);
+                if (asn_stop_requested()) { /* what was indexed is committed */
+                    if (asn_store_flush(s, &e))
+                        asn_fatal("%s", e.msg);
+                    asn_store_close(s);
+                    asn_stop_point(n, "records (committed; indexing the input again completes the index)");
+                }
             }
             asn_jsonl_close(in);
         }

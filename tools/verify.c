@@ -278,7 +278,9 @@ int main(int argc, char **argv)
     json_t *first_sha_owner = NULL;
     asn_rng_key key = asn_rng_key_make((uint64_t)opt_seed, "verify", "replay");
     int r;
+    asn_catch_stop();
     while ((r = asn_group_next(gr, 1, &group, &e)) > 0) {
+        asn_stop_point(written, "records");
         prompts++;
         reasons rs = {json_array()};
         size_t i;

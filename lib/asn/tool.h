@@ -103,9 +103,17 @@ double asn_now(void);
 char *asn_derived_path(const char *output, const char *suffix);
 
 /* Long runs that stop cleanly: after asn_catch_stop, SIGINT and SIGTERM only
- * set a flag, which asn_stop_requested returns (the signal, or 0). */
+ * set a flag, which asn_stop_requested returns (the signal, or 0); a second
+ * signal ends the program at once. asn_map_records and asn_map_groups catch
+ * them and stop after the record (group) being written. */
 void asn_catch_stop(void);
 int asn_stop_requested(void);
+/* At a record boundary: when a stop was asked for, flushes stdout and ends
+ * the program (status 1) with "stopped by SIGTERM after DONE WHAT (the
+ * output ends with the last whole one)" and the hint of asn_stop_hint. */
+void asn_stop_point(long done, const char *what);
+/* Text appended to that message (e.g. "; --resume continues"). */
+void asn_stop_hint(const char *hint);
 
 /* ------------------------------------------------------- record streams */
 

@@ -427,8 +427,9 @@ long asn_map_records(char **files, int skip_invalid, int show_progress, asn_reco
     if (!files || !files[0])
         files = def;
     asn_progress *bar = asn_progress_new("records", 0, show_progress);
-    long bad = 0;
+    long bad = 0, written = 0;
     asn_err e;
+    asn_catch_stop();
     for (char **f = files; *f; f++) {
         asn_jsonl *in = asn_jsonl_open(*f, &e);
         if (!in)
@@ -454,6 +455,7 @@ long asn_map_records(char **files, int skip_invalid, int show_progress, asn_reco
                 asn_write_failed(stdout, "-", errno);
             json_decref(rec);
             asn_progress_add(bar, 1);
+            asn_stop_point(++written, "records");
         }
         asn_jsonl_close(in);
     }
@@ -499,6 +501,8 @@ long asn_map_groups(char **files, int skip_invalid, int show_progress, asn_group
     asn_progress *bar = asn_progress_new("records", 0, show_progress);
     json_t *recs;
     int r;
+    long written = 0;
+    asn_catch_stop();
     while ((r = asn_group_next(m.gr, skip_invalid, &recs, &e)) > 0) {
         size_t n = json_array_size(recs), i;
         long line;
@@ -521,7 +525,9 @@ long asn_map_groups(char **files, int skip_invalid, int show_progress, asn_group
             if (asn_jsonl_write(stdout, rec))
                 asn_write_failed(stdout, "-", errno);
         asn_progress_add(bar, (long)json_array_size(recs));
+        written += (long)json_array_size(recs);
         json_decref(recs);
+        asn_stop_point(written, "records");
     }
     asn_progress_done(bar);
     if (r < 0)
@@ -621,12 +627,34 @@ char *asn_derived_path(const char *output, const char *suffix)
 }
 
 static volatile sig_atomic_t stop_signal;
+static const char *stop_hint = "";
+
+void asn_stop_hint(const char *hint) { stop_hint = hint ? hint : ""; }
 static void on_stop(int sig) { stop_signal = sig; }
 
 void asn_catch_stop(void)
 {
-    signal(SIGINT, on_stop);
-    signal(SIGTERM, on_stop);
+    /* SA_RESETHAND: the first signal asks for a stop, a second one ends the
+     * program at once (a tool blocked reading a terminal or a pipe) */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sa.sa_flags = SA_RESTART | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 int asn_stop_requested(void) { return (int)stop_signal; }
+
+void asn_stop_point(long done, const char *what)
+{
+    int sig = (int)stop_signal;
+    if (!sig)
+        return;
+    errno = 0;
+    if (fflush(stdout) || ferror(stdout))
+        asn_write_failed(stdout, "-", errno);
+    asn_fatal("stopped by %s after %ld %s (the output ends with the last whole one)%s",
+              sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", done, what, stop_hint);
+}
