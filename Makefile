@@ -3,6 +3,7 @@
 #   make              build (installs missing Debian packages first when root)
 #   make test         unit, vector and CLI tests; ends with "N passed, N failed"
 #   make test-san     the tests again under AddressSanitizer + UBSan
+#   make test-faults  the fault-injection suite in full (kill -9, full disks, OOM, signals)
 #   make bench        benchmarks (ratios against baselines measured in the same run)
 #   make install PREFIX=/usr/local
 #   make demo         the whole pipeline on the shipped demo models
@@ -62,7 +63,7 @@ BENCHES  := $(BENCH_SRC:bench/%.c=$(O)/build/bench/%)
 DEPS_OK  := build/.deps-ok
 
 .SECONDARY:
-.PHONY: FORCE all deps deps-cluster test test-unit test-san test-arm oracle-llama bench bench-client bench-serve bench-quant bench-kl fuzz install clean demo demo-models demo-check
+.PHONY: FORCE all deps deps-cluster test test-faults test-unit test-san test-arm oracle-llama bench bench-client bench-serve bench-quant bench-kl fuzz install clean demo demo-models demo-check
 all: $(TOOLS) $(TESTS) $(REPLAYS) $(BENCHES) $(LIBSO)
 
 # Missing Debian packages are installed (as root) or named with the exact
@@ -120,6 +121,16 @@ $(O)/build/bench/%: $(BUILD)/bench/%.o $(LIBA)
 
 test: all
 	@sh tests/run.sh $(O)
+
+# The fault-injection suite in full (tests/faults/): 50 kill -9 points per
+# tool, full disks, ulimit -v, signals, SQLite (make test runs it with 3
+# points per tool through tests/cli/faults.sh). The kill points' figures go
+# to build/faults-report.tsv (tool, tried, landed mid-run, passed).
+FAULT_POINTS ?= 50
+test-faults: all
+	@rm -f build/faults-report.tsv
+	@FAULT_POINTS=$(FAULT_POINTS) FAULT_REPORT=$(CURDIR)/build/faults-report.tsv sh tests/run.sh $(O) faults
+	@[ ! -f build/faults-report.tsv ] || { echo "tool	tried	mid-run	passed"; cat build/faults-report.tsv; }
 
 # Unit tests only (what the sanitizer pass runs).
 test-unit: $(TESTS) $(REPLAYS)
@@ -190,19 +201,33 @@ test-arm:
 bench-kl: all
 	@sh bench/sampler_kl.sh $(DEMO_OUT)
 
-# libFuzzer targets (clang), run by hand: make fuzz FUZZ_SECONDS=120.
-# Crashes found are fixed and their inputs kept in tests/fuzz/regressions/,
-# which the unit tests replay (test_fuzz_regressions).
+# libFuzzer targets (clang), run by hand: make fuzz FUZZ_SECONDS=120
+# (FUZZ_TARGETS=fuzz_gguf to run some). The library is compiled once for
+# them (build/fuzz/obj). Each run's statistics go to build/fuzz/log-NAME.txt
+# and crashing inputs to build/fuzz/crashes-NAME/; crashes found are fixed
+# and their inputs kept in tests/fuzz/regressions/NAME/, which the unit
+# tests replay (test_replay_fuzz_NAME).
 FUZZ_SECONDS ?= 60
-fuzz: | $(DEPS_OK)
-	@mkdir -p build/fuzz
-	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); \
-	  clang -std=c11 -D_GNU_SOURCE -g -O1 -Ilib $$(pkg-config --cflags $(PKGS)) \
-	    -fsanitize=fuzzer,address,undefined $$f $(LIB_SRC) -o build/fuzz/$$n $(LDLIBS) || exit 1; \
-	  mkdir -p build/fuzz/corpus-$$n; \
+FUZZ_TARGETS ?= $(FUZZ_SRC:tests/fuzz/%.c=%)
+FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Ilib $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
+              -fsanitize=address,undefined
+FUZZ_OBJ := $(LIB_SRC:%.c=build/fuzz/obj/%.o)
+build/fuzz/obj/%.o: %.c | $(DEPS_OK)
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+build/fuzz/libasn.a: $(FUZZ_OBJ)
+	rm -f $@ && ar rcs $@ $^
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c build/fuzz/libasn.a
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer $< build/fuzz/libasn.a -o $@ $(LDLIBS)
+fuzz: $(FUZZ_TARGETS:%=build/fuzz/%)
+	@for n in $(FUZZ_TARGETS); do \
+	  mkdir -p build/fuzz/corpus-$$n build/fuzz/crashes-$$n; \
 	  echo "fuzzing $$n for $(FUZZ_SECONDS)s"; \
-	  build/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -print_final_stats=1 \
-	    build/fuzz/corpus-$$n tests/fuzz/seeds/$$n 2>&1 | tail -4 || exit 1; \
+	  build/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -timeout=30 -print_final_stats=1 \
+	    -artifact_prefix=build/fuzz/crashes-$$n/ build/fuzz/corpus-$$n tests/fuzz/seeds/$$n \
+	    > build/fuzz/log-$$n.txt 2>&1; \
+	  grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE|ERROR: ' build/fuzz/log-$$n.txt | tail -3; \
+	  ls build/fuzz/crashes-$$n | sed "s|^|  crash: build/fuzz/crashes-$$n/|"; \
 	done
 
 # The whole pipeline on the shipped demo models (pipelines/demo.mk).

@@ -62,8 +62,7 @@ define score_chain
 # 2. candidates: every prompt x heuristic x seed (resumable)
 $(1)/candidates.jsonl: $(BASE) $(1)/heuristics.yaml $(PROMPTS)
 	$(BIN)/gen-candidates -m $(BASE) -H $(1)/heuristics.yaml --seeds $(SEEDS) -n $(MAX_NEW) \
-	  --min-new-tokens $(MIN_NEW) -t $(THREADS) -o $$@.part --resume $(PROMPTS)
-	mv $$@.part $$@
+	  --min-new-tokens $(MIN_NEW) -t $(THREADS) -o $$@ --resume $(PROMPTS)
 # 3. integrity, with a few replays
 $(1)/verified.jsonl: $(1)/candidates.jsonl
 	$(BIN)/verify --expected-seeds $(SEED_N) -H $(1)/heuristics.yaml -m $(BASE) --replay 8 \

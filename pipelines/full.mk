@@ -51,7 +51,9 @@
 # unchanged; it fails rather than write a different order.
 #
 # Every step is a target with real file dependencies, written to a temporary
-# name and renamed when complete: an interrupted run resumes where it stopped
+# name and renamed when complete (a tool killed while writing stdout leaves
+# its partial output in $@.tmp, never in $@; gen-candidates -o writes $@.part
+# and renames it itself): an interrupted run resumes where it stopped
 # (generation resumes inside a shard, from its .part file). Make does not
 # see changed variables: after changing MAX_NEW_TOKENS, SEEDS, SHARDS (a new
 # SHARDS uses new shard folders), ... use a new OUT or `make ... clean`.
@@ -235,8 +237,7 @@ $(SHARD_GOALS): shard-%: $(S)/scored.jsonl $(S)/index.db
 #    (resumable: an interrupted run keeps the complete prompts of .part)
 $(call shard_files,candidates.jsonl): $(S)/candidates.jsonl: $(MODEL) $(HEURISTICS) $(PROMPTS) $(SOURCES)
 	@mkdir -p $(@D)
-	$(BIN)/gen-candidates $(GEN_OPTS) --shard $*/$(SHARDS) -o $@.part --resume $(GEN_INPUT)
-	mv $@.part $@
+	$(BIN)/gen-candidates $(GEN_OPTS) --shard $*/$(SHARDS) -o $@ --resume $(GEN_INPUT)
 
 # 2. integrity, with a few replays
 $(call shard_files,verified.jsonl): $(S)/verified.jsonl: $(S)/candidates.jsonl $(MODEL) $(HEURISTICS)

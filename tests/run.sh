@@ -1,8 +1,10 @@
 #!/bin/sh
 # Runs the test suite and ends with "N passed, N failed".
-#   tests/run.sh [O] [unit]
+#   tests/run.sh [O] [unit|faults]
 # O is the build root (default "."); "unit" runs only the C unit tests (the
-# sanitizer pass). Unit tests print TAP-style "ok"/"not ok" lines; each CLI
+# sanitizer pass); "faults" only the fault-injection scripts of tests/faults/
+# (make test-faults, with FAULT_POINTS=50). Unit tests print TAP-style
+# "ok"/"not ok" lines; each CLI
 # test script (tests/cli/*.sh) does the same through tests/lib/cli.sh. A check
 # that could not run here prints "ok - NAME # SKIP why" (TAP's skip): it is
 # listed, with its reason, and counted as skipped, not passed. Each file
@@ -39,9 +41,17 @@ run() { # name, command...
 }
 
 k=0
-total=$(ls "$O"/build/tests/test_* 2> /dev/null | wc -l)
-[ "$ONLY" = all ] && total=$((total + $(ls "$ROOT"/tests/cli/*.sh | wc -l)))
-for t in "$O"/build/tests/test_*; do
+case $ONLY in
+faults) total=$(ls "$ROOT"/tests/faults/*.sh | grep -vc '/lib\.sh$') ;;
+all) total=$(($(ls "$O"/build/tests/test_* 2> /dev/null | wc -l) + $(ls "$ROOT"/tests/cli/*.sh | wc -l))) ;;
+*) total=$(ls "$O"/build/tests/test_* 2> /dev/null | wc -l) ;;
+esac
+if [ "$ONLY" = faults ]; then
+    for t in "$ROOT"/tests/faults/*.sh; do
+        [ "$(basename "$t")" = lib.sh ] || run "$(basename "$t")" sh "$t"
+    done
+fi
+[ "$ONLY" = faults ] || for t in "$O"/build/tests/test_*; do
     [ -x "$t" ] || continue
     run "$(basename "$t")" "$t"
 done

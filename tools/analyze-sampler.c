@@ -357,9 +357,7 @@ static void write_plot(analyzer *an, const asn_candidate *c, long record, int st
 
     char path[4096], title[1024], desc[256], id[32], a[32], b[32];
     snprintf(path, sizeof path, "%s/record-%ld-step-%d.svg", opt_plot_dir, record, step);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        asn_fatal("%s: %s", path, strerror(errno));
+    FILE *f = asn_open_out(path);
     fmt_measure(a, kl[0]);
     int len = snprintf(title, sizeof title, "Record %ld, step %d: token %s (id %d), heuristic \"%s\"\nKL(target||raw) %s",
                        record, step, tok_label, c->gen[step], c->heuristic.name, a);
@@ -400,8 +398,7 @@ static void write_plot(analyzer *an, const asn_candidate *c, long record, int st
     if (lrn)
         asn_plot_legend_marker(&p, ASN_MARK_SQUARE, colors[2], colors[2], NULL, "learned (the sampler)");
     asn_plot_end(&p);
-    if (fclose(f))
-        asn_fatal("%s: write error", path);
+    asn_close_out(f, path);
     for (int k = 0; k < n; k++)
         free(labels[k]);
     free(labels);
@@ -469,7 +466,7 @@ static void analyze_step(analyzer *an, const asn_candidate *c, const source *src
             json_object_set_new(o, "top", top);
         }
         if (asn_jsonl_write(stdout, o))
-            asn_fatal("stdout: write error");
+            asn_write_failed(stdout, "-", errno);
         json_decref(o);
     } else {
         char tcol[16 * 24 + 40], a[32], b[32], cc[32], d[32];
@@ -571,7 +568,7 @@ static void summary(analyzer *an)
         }
         json_t *o = json_pack("{s:o}", "summary", s);
         if (asn_jsonl_write(stdout, o))
-            asn_fatal("stdout: write error");
+            asn_write_failed(stdout, "-", errno);
         json_decref(o);
         return;
     }

@@ -338,7 +338,7 @@ static void do_group(run *R, json_t *recs, const size_t *members, const fields *
             json_object_set_new(pair, "rejected_id", json_is_string(ri) ? json_copy((json_t *)ri) : json_null());
             json_object_set_new(pair, "margin", json_real(it[0].final - it[m - 1].final));
             if (write_out(pair))
-                asn_fatal("stdout: write error");
+                asn_write_failed(stdout, "-", errno);
             R->written++;
         }
         free(it);
@@ -364,7 +364,7 @@ static void do_group(run *R, json_t *recs, const size_t *members, const fields *
         json_object_set_new(rec, "score", sc);
         json_object_set_new(rec, "rank", json_integer((json_int_t)k + 1));
         if (asn_jsonl_write(stdout, rec))
-            asn_fatal("stdout: write error");
+            asn_write_failed(stdout, "-", errno);
         R->written++;
     }
     json_decref(weights);
@@ -488,6 +488,7 @@ int main(int argc, char **argv)
     if (!(gr = asn_group_open(files, &e)))
         asn_fatal("%s", e.msg);
     asn_progress *prog = asn_progress_new("records", 0, opt_progress);
+    asn_catch_stop();
     size_t cap = 0;
     fields *fs = NULL;
     size_t *members = NULL, *sub_of = NULL;
@@ -524,6 +525,7 @@ int main(int argc, char **argv)
         }
         asn_progress_add(prog, (long)n);
         json_decref(recs);
+        asn_stop_point(R.written, opt_pairs ? "pairs" : "records");
     }
     asn_progress_done(prog);
     if (r < 0)

@@ -48,8 +48,8 @@ static const asn_option options[] = {
     {"batch", 'b', ASN_OPT_INT, &opt_batch, "N", "sequences decoding at once"},
     {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "context size (0: the model's)"},
     {"shard", 0, ASN_OPT_STRING, &opt_shard, "K/N", "only the prompts of shard K of N (stable by prompt id)"},
-    {"output", 'o', ASN_OPT_STRING, &opt_out, "FILE", "write to FILE instead of stdout"},
-    {"resume", 0, ASN_OPT_FLAG, &opt_resume, NULL, "with -o: keep the complete prompts already in FILE, redo the rest"},
+    {"output", 'o', ASN_OPT_STRING, &opt_out, "FILE", "write to FILE instead of stdout (through FILE.part, renamed when complete)"},
+    {"resume", 0, ASN_OPT_FLAG, &opt_resume, NULL, "with -o: keep the complete prompts already in FILE.part (or FILE), redo the rest"},
     {"skip-from", 0, ASN_OPT_STRING, &opt_skip_from, "DB", "skip the prompts whose candidates are all in this index"},
     {"merge", 0, ASN_OPT_LIST, &opt_merge, "FILE", "generate nothing: merge these shard outputs into the unsharded order of the prompts"},
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
@@ -83,7 +83,16 @@ static const asn_tool tool = {
     "anything runs. Records hold the server's token ids; text and finish are\n"
     "made here from them as the engine makes them, so against serve the\n"
     "records are byte-identical to --model's. model.sha256 is the server's\n"
-    "(serve says it), else the tokenizer GGUF's.\n",
+    "(serve says it), else the tokenizer GGUF's.\n"
+    "\n"
+    "Output and interruptions: with -o FILE the records go to FILE.part,\n"
+    "synced and renamed to FILE when every prompt is done, so FILE is never a\n"
+    "part (a killed or failed run leaves the previous FILE as it was).\n"
+    "--resume keeps the complete prompts of FILE.part (each prompt's records\n"
+    "are written at once; a partial last prompt is cut off) and generates the\n"
+    "rest: the final FILE is byte for byte what one uninterrupted run writes.\n"
+    "Written to stdout, a killed run's partial output is the caller's to\n"
+    "discard (write to a temporary name and rename, as pipelines/ do).\n",
     options,
 };
 
@@ -273,14 +282,16 @@ static json_t *candidate(const run *r, const prompt *p, const asn_heuristic *h, 
     return c;
 }
 
+static const char *part_path; /* -o FILE: FILE.part, where the records go */
+
 static void write_all(int fd, const char *buf, size_t n)
 {
     while (n) {
         ssize_t k = write(fd, buf, n);
         if (k < 0 && errno == EINTR)
             continue;
-        if (k <= 0)
-            asn_fatal("%s: write error: %s", opt_out ? opt_out : "stdout", strerror(errno));
+        if (k <= 0) /* the partial prompt stays at the end of FILE.part, which --resume cuts off */
+            asn_write_failed(stdout, part_path ? part_path : "-", k < 0 ? errno : ENOSPC);
         buf += k;
         n -= (size_t)k;
     }
@@ -288,18 +299,42 @@ static void write_all(int fd, const char *buf, size_t n)
 
 /* ---------------------------------------------------------------- resume */
 
-/* Reads an earlier output: keeps its complete prompts (each with all
- * n_expected candidates), truncates everything after the last one, and
- * returns the ids of the prompts to skip. */
-static char **resume(const char *path, int n_expected, int *n_done)
+/* Copies the first n bytes of from into a new file to (fatal on error). */
+static void copy_prefix(const char *from, const char *to, long long n)
+{
+    FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
+    if (!in || !out)
+        asn_fatal("%s: %s", in ? to : from, strerror(errno));
+    char buf[65536];
+    while (n > 0) {
+        size_t k = fread(buf, 1, n < (long long)sizeof buf ? (size_t)n : sizeof buf, in);
+        if (!k)
+            asn_fatal("%s: read error", from);
+        if (fwrite(buf, 1, k, out) != k)
+            asn_write_failed(out, to, errno);
+        n -= (long long)k;
+    }
+    fclose(in);
+    errno = 0;
+    if (fflush(out) || ferror(out))
+        asn_write_failed(out, to, errno);
+    fclose(out);
+}
+
+/* Reads an earlier output, part (FILE.part) or else path (a finished
+ * FILE): keeps its complete prompts (each with all n_expected candidates)
+ * in part, cut after the last one, and returns the ids of the prompts to
+ * skip. */
+static char **resume(const char *part, const char *path, int n_expected, int *n_done)
 {
     *n_done = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        if (errno == ENOENT)
-            return NULL;
+    FILE *f = fopen(part, "r");
+    if (!f && errno == ENOENT && (f = fopen(path, "r")) == NULL && errno == ENOENT)
+        return NULL;
+    if (!f)
         asn_fatal("%s: %s", path, strerror(errno));
-    }
+    int from_part = access(part, F_OK) == 0;
+    const char *src = from_part ? part : path;
     char **done = NULL;
     size_t cap = 0, lcap = 0;
     char *line = NULL, cur[128] = "";
@@ -320,7 +355,7 @@ static char **resume(const char *path, int n_expected, int *n_done)
         if (strcmp(pid, cur)) {
             if (cur[0] && count != n_expected)
                 asn_fatal("%s:%ld: prompt %s has %d of %d candidates before the next prompt; not an "
-                          "output of this command", path, lineno, cur, count, n_expected);
+                          "output of this command", src, lineno, cur, count, n_expected);
             snprintf(cur, sizeof cur, "%s", pid);
             count = 0;
             group_start = pos;
@@ -337,8 +372,10 @@ static char **resume(const char *path, int n_expected, int *n_done)
     (void)group_start;
     free(line);
     fclose(f);
-    if (truncate(path, keep))
-        asn_fatal("%s: cannot truncate: %s", path, strerror(errno));
+    if (!from_part)
+        copy_prefix(path, part, keep);
+    else if (truncate(part, keep))
+        asn_fatal("%s: cannot truncate: %s", part, strerror(errno));
     return done;
 }
 
@@ -500,8 +537,11 @@ static void merge_shards(const prompts *ps, FILE *out)
     for (size_t i = 0; i < ps->n; i++)
         ids[i] = ps->v[i].id;
     asn_err e;
-    if (asn_shard_merge(ids, ps->n, (char *const *)opt_merge.v, opt_merge.n, out, &e))
+    if (asn_shard_merge(ids, ps->n, (char *const *)opt_merge.v, opt_merge.n, out, &e)) {
+        if (ferror(out))
+            asn_fatal("%s: %s", asn_out_name(out, opt_out, (char[4200]){0}, 4200), e.msg);
         asn_fatal("%s", e.msg);
+    }
     free(ids);
 }
 
@@ -556,7 +596,9 @@ int main(int argc, char **argv)
         if (!v)
             asn_fatal("%s: %s", gguf_path, e.msg);
     } else {
+        const char *was = asn_alloc_context("loading the model");
         m = asn_model_load(opt_model, &e);
+        asn_alloc_context(was);
         v = m ? asn_model_vocab(m, &e) : NULL;
         if (!v)
             asn_fatal("%s", e.msg);
@@ -614,10 +656,17 @@ int main(int argc, char **argv)
     }
 
     int n_done = 0;
-    char **done = opt_resume ? resume(opt_out, r.n_hs * r.n_seeds, &n_done) : NULL;
+    char *part = NULL;
+    if (opt_out) {
+        part = asn_xmalloc(strlen(opt_out) + 6);
+        strcpy(part, opt_out);
+        strcat(part, ".part");
+        part_path = part;
+    }
+    char **done = opt_resume ? resume(part, opt_out, r.n_hs * r.n_seeds, &n_done) : NULL;
     int fd = 1;
-    if (opt_out && (fd = open(opt_out, O_WRONLY | O_CREAT | (opt_resume ? O_APPEND : O_TRUNC), 0644)) < 0)
-        asn_fatal("%s: %s", opt_out, strerror(errno));
+    if (opt_out && (fd = open(part, O_WRONLY | O_CREAT | O_CLOEXEC | (opt_resume ? O_APPEND : O_TRUNC), 0666)) < 0)
+        asn_fatal("%s: %s", part, strerror(errno));
 
     asn_pool *pool = m ? asn_pool_new((int)opt_threads) : NULL;
     asn_generator *gen = m ? asn_generator_new(m, pool, (int)opt_batch, (int)opt_ctx, &gs, &e) : NULL;
@@ -643,7 +692,13 @@ int main(int argc, char **argv)
     prog pg = {asn_progress_new("candidates", (long)todo * per_prompt, opt_progress), 0};
     size_t chunk = (size_t)((opt_server.n ? 8 * opt_inflight : 8 * opt_batch) / per_prompt + 1);
     asn_gen_job *jobs = asn_xcalloc(chunk * (size_t)per_prompt, sizeof *jobs);
-    long total_done = 0;
+    long total_done = 0, written = 0;
+    asn_catch_stop();
+    if (opt_out) {
+        static char hint[4200];
+        snprintf(hint, sizeof hint, "; they are in %s: --resume continues", part);
+        asn_stop_hint(hint);
+    }
     for (size_t p0 = 0; p0 < todo; p0 += chunk) {
         size_t p1 = p0 + chunk < todo ? p0 + chunk : todo;
         int nj = 0;
@@ -681,13 +736,21 @@ int main(int argc, char **argv)
             free(buf);
             free(p->toks);
             json_decref(p->rec);
+            written += per_prompt;
+            asn_stop_point(written, "candidates (whole prompts)");
         }
     }
     asn_progress_done(pg.bar);
     if (opt_server.n)
         remote_close(&rm);
-    if (fd != 1 && close(fd))
-        asn_fatal("%s: %s", opt_out, strerror(errno));
+    if (fd != 1) { /* every prompt done: the whole file, synced, then its name */
+        if ((fsync(fd) && errno != EINVAL) || close(fd))
+            asn_fatal("%s: write error: %s", part, strerror(errno));
+        if (rename(part, opt_out))
+            asn_fatal("%s: cannot rename %s to it: %s", opt_out, part, strerror(errno));
+        asn_fsync_dir(opt_out);
+    }
+    free(part);
     for (int i = 0; i < n_done; i++)
         free(done[i]);
     free(done);

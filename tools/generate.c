@@ -178,7 +178,9 @@ int main(int argc, char **argv)
     }
 
     /* model, tokenizer, chat template */
+    const char *was = asn_alloc_context("loading the model");
     asn_model *m = asn_model_load(opt_model, &e);
+    asn_alloc_context(was);
     if (!m)
         asn_fatal("%s", e.msg);
     const asn_vocab *v = asn_model_vocab(m, &e);

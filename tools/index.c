@@ -21,13 +21,18 @@ static const asn_tool tool = {
     "index", "--db FILE [OPTIONS] [FILE...]",
     "Upsert records into a SQLite index keyed by id (idempotent), or merge indexes.",
     "Every record needs a string \"id\" (pair records get pair/<chosen_id>/<rejected_id>).\n"
-    "A record whose id is already stored is merged into it (JSON merge patch):\n"
-    "fields added by later tools (quality, diversity, score, ...) join the stored\n"
-    "record, so indexing after each stage keeps one row per candidate. Table:\n"
+    "A record whose id is already stored is merged into it (JSON merge patch,\n"
+    "but a null is stored as a null, not a deletion): fields added by later\n"
+    "tools (quality, diversity, score, ...) join the stored record, so indexing\n"
+    "after each stage keeps one row per candidate, and indexing a file again\n"
+    "changes nothing. Table:\n"
     "records(id, kind, prompt_id, heuristic_id, heuristic_name, seed, json);\n"
     "views: candidates, heuristic_stats, prompt_stats. The database uses WAL mode\n"
-    "and one transaction per 1000 records. With --merge, each FILE is another\n"
-    "asn database (for instance one per shard) whose records are upserted.\n",
+    "and one transaction per 1000 records: a killed run leaves the records of\n"
+    "its committed transactions, and running it again completes it. With\n"
+    "--merge, each FILE is another asn database (for instance one per shard)\n"
+    "whose records are upserted. Schema: PRAGMA user_version 1; an index of an\n"
+    "older asn is migrated, a newer one refused.\n",
     options,
 };
 
@@ -50,6 +55,7 @@ int main(int argc, char **argv)
     } else {
         char *def[] = {"-", NULL};
         asn_progress *bar = asn_progress_new("records", 0, opt_progress);
+        asn_catch_stop();
         for (char **f = nops ? argv + 1 : def; *f; f++) {
             asn_jsonl *in = asn_jsonl_open(*f, &e);
             if (!in)
@@ -71,6 +77,12 @@ int main(int argc, char **argv)
                 }
                 n++;
                 asn_progress_add(bar, 1);
+                if (asn_stop_requested()) { /* what was indexed is committed */
+                    if (asn_store_flush(s, &e))
+                        asn_fatal("%s", e.msg);
+                    asn_store_close(s);
+                    asn_stop_point(n, "records (committed; indexing the input again completes the index)");
+                }
             }
             asn_jsonl_close(in);
         }

@@ -40,14 +40,6 @@ static const asn_tool tool = {
     options,
 };
 
-static FILE *open_out(const char *path)
-{
-    FILE *f = fopen(path, "w");
-    if (!f)
-        asn_fatal("%s: %s", path, strerror(errno));
-    return f;
-}
-
 int main(int argc, char **argv)
 {
     if (asn_tool_parse(&tool, argc, argv))
@@ -70,18 +62,25 @@ int main(int argc, char **argv)
     char *html = asn_xmalloc(n), *text = asn_xmalloc(n);
     snprintf(html, n, "%s/report.html", opt_out);
     snprintf(text, n, "%s/summary.txt", opt_out);
-    FILE *f = open_out(html);
-    if (asn_report_write_html(r, title, f, &e))
+    FILE *f = asn_open_out(html);
+    if (asn_report_write_html(r, title, f, &e)) {
+        if (ferror(f))
+            asn_write_failed(f, html, errno);
         asn_fatal("%s: %s", html, e.msg);
+    }
     asn_close_out(f, html);
-    f = open_out(text);
-    if (asn_report_write_text(r, title, f, &e))
+    f = asn_open_out(text);
+    if (asn_report_write_text(r, title, f, &e)) {
+        if (ferror(f))
+            asn_write_failed(f, text, errno);
         asn_fatal("%s: %s", text, e.msg);
+    }
     asn_close_out(f, text);
 
     printf("report: %s\nsummary: %s\n", html, text);
     if (asn_report_write_brief(r, stdout, &e))
         asn_fatal("%s", e.msg);
+    asn_close_out(stdout, "-");
     asn_report_free(r);
     free(html), free(text);
     return 0;

@@ -12,6 +12,7 @@
 #include "asn/tool.h"
 
 #include <cblas.h>
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -390,8 +391,10 @@ static void save_checkpoint(const char *path, const asn_sampler *s, const float 
     if (asn_gguf_write(w, tmp, &e))
         asn_fatal("%s", e.msg);
     asn_gguf_writer_free(w);
-    if (rename(tmp, path))
-        asn_fatal("%s: cannot move the checkpoint into place", path);
+    /* on disk before it replaces the last one: a crash leaves one of the two */
+    if (asn_fsync_path(tmp) || rename(tmp, path))
+        asn_fatal("%s: cannot move the checkpoint into place: %s", path, strerror(errno));
+    asn_fsync_dir(path);
     free(tmp);
 }
 
@@ -796,8 +799,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "%s: stopped after step %ld; checkpoint %s (continue with --resume %s)\n",
                     asn_progname(), tr.p.step, ckpt, ckpt);
     } else {
-        if (asn_sampler_save(tr.s, opt_output, &e))
+        if (asn_sampler_save(tr.s, opt_output, &e)) /* written beside it and renamed */
             asn_fatal("%s", e.msg);
+        asn_fsync_path(opt_output);
+        asn_fsync_dir(opt_output);
         if (opt_save)
             checkpoint(&tr);
         if (!opt_quiet)

@@ -8,6 +8,7 @@
 #include "asn/records.h"
 #include "asn/tool.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -277,7 +278,9 @@ int main(int argc, char **argv)
     json_t *first_sha_owner = NULL;
     asn_rng_key key = asn_rng_key_make((uint64_t)opt_seed, "verify", "replay");
     int r;
+    asn_catch_stop();
     while ((r = asn_group_next(gr, 1, &group, &e)) > 0) {
+        asn_stop_point(written, "records");
         prompts++;
         reasons rs = {json_array()};
         size_t i;
@@ -302,7 +305,7 @@ int main(int argc, char **argv)
         json_array_foreach(group, i, c)
         {
             if (asn_jsonl_write(stdout, c))
-                asn_fatal("stdout: write error");
+                asn_write_failed(stdout, "-", errno);
             written++;
             /* reservoir sampling of the records to replay (counter RNG) */
             if (opt_replay) {

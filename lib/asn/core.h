@@ -27,6 +27,15 @@ int asn_err_prefix(asn_err *e, const char *fmt, ...) __attribute__((format(print
 /* Allocation that cannot fail: on exhaustion it prints one line and aborts,
  * as git's xmalloc does; handling OOM in every caller buys nothing here. */
 void *asn_xmalloc(size_t n);
+/* What the allocations that follow (in this thread) are for, as
+ * asn_xmalloc's out-of-memory message names it ("gen-candidates: out of
+ * memory allocating 2.0 GiB for the KV cache"); NULL: nothing. Returns the
+ * previous one, to restore. Running out of memory ends the program with
+ * that message and status 1. */
+const char *asn_alloc_context(const char *what);
+/* Bytes this process may still allocate: the smaller of the system's
+ * MemAvailable and what ulimit -v leaves; -1 when neither is known. */
+double asn_mem_available(void);
 void *asn_xcalloc(size_t n, size_t size);
 void *asn_xrealloc(void *p, size_t n);
 char *asn_xstrdup(const char *s);

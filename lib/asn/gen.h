@@ -73,13 +73,21 @@ asn_generator *asn_generator_new(asn_model *m, asn_pool *pool, int batch, int n_
                                  const asn_gen_settings *s, asn_err *e);
 void asn_generator_free(asn_generator *g);
 
+/* Bytes n_seqs sequences of up to `positions` positions need while they are
+ * generated: the f32 KV cache (n_seqs x positions x n_layer x 2 x
+ * n_head_kv x head_dim floats; *kv_bytes when not NULL) and scratch (logits,
+ * activations, attention rows). An estimate from the model's config. */
+double asn_gen_memory_estimate(const asn_model_config *c, int n_seqs, int positions, double *kv_bytes);
+
 /* Called as jobs finish, with the number finished so far and the tokens
  * generated so far (for progress displays); may be NULL. */
 typedef void (*asn_gen_progress)(void *ctx, long jobs_done, long tokens);
 
 /* Runs every job to completion. Fails (with e) only for errors that stop
  * the run: a prompt longer than the context, a heuristic that removes every
- * token. */
+ * token, and, before anything runs, a batch whose KV cache and scratch
+ * (asn_gen_memory_estimate) exceed the memory the process may still
+ * allocate (asn_mem_available), with the estimate. */
 int asn_generate(asn_generator *g, asn_gen_job *jobs, int n, asn_gen_progress progress, void *ctx,
                  asn_err *e);
 

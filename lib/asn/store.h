@@ -11,8 +11,17 @@
 
 typedef struct asn_store asn_store;
 
+/* The schema version (PRAGMA user_version) of the indexes this asn writes.
+ * 1: the records table and views of store.c, the version set. Indexes of
+ * an older asn (user_version 0) are migrated when opened for writing: the
+ * columns they lack added, the views made anew. */
+#define ASN_STORE_SCHEMA_VERSION 1
+
 /* Opens (creating if needed) a database in WAL mode with asn's schema and
- * views. */
+ * views; an older index is migrated, a newer one (or a database whose
+ * "records" table is not asn's) refused with a message. A record merged
+ * into a stored one: objects merged field by field, other values (null
+ * included) replace, so upserting the same record twice changes nothing. */
 asn_store *asn_store_open(const char *path, asn_err *e);
 void asn_store_close(asn_store *s);
 

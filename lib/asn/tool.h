@@ -66,11 +66,30 @@ void asn_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The current program name (set by asn_tool_parse). */
 const char *asn_progname(void);
 
-/* Opens FILE for reading/writing with "-" meaning stdin/stdout; fatal on error. */
+/* Opens FILE for reading/writing with "-" meaning stdin/stdout; fatal on
+ * error. An output file is written under a temporary name beside it
+ * (FILE.tmpPID), which asn_close_out renames to FILE once everything is
+ * written and synced: a reader of FILE sees the previous version or the
+ * whole new one, never a part, whatever kills the program (kill -9, a full
+ * disk). The temporary file of an output not closed is removed at exit.
+ * stdout cannot be renamed: a killed run's partial stdout is the caller's
+ * to discard (pipelines/ write to a temporary name and rename). */
 FILE *asn_open_in(const char *path);
 FILE *asn_open_out(const char *path);
-/* Flushes and closes an output stream; fatal if anything failed to write. */
+/* Flushes, syncs and closes an output stream and puts it in place; fatal
+ * ("FILE: write error: No space left on device") if anything failed to
+ * write, leaving FILE as it was. */
 void asn_close_out(FILE *f, const char *path);
+/* Ends the program after a failed write to f ("-" or NULL: stdout), err
+ * the errno: "stdout (/dev/full): write error: No space left on device". */
+void asn_write_failed(FILE *f, const char *path, int err) __attribute__((noreturn));
+/* The name to show for an output: path, or for stdout "stdout (FILE)" when
+ * it is redirected to a file (buf holds the text). */
+const char *asn_out_name(FILE *f, const char *path, char *buf, size_t n);
+/* fsync of the folder holding path (after a rename into it); 0 or -1. */
+int asn_fsync_dir(const char *path);
+/* fsync of a file written by other code (a GGUF writer); 0 or -1. */
+int asn_fsync_path(const char *path);
 
 /* The whole of a file ("-" = stdin) in a new buffer with a NUL after the
  * last byte; *len gets the byte count. Fatal on a read error. */
@@ -84,9 +103,17 @@ double asn_now(void);
 char *asn_derived_path(const char *output, const char *suffix);
 
 /* Long runs that stop cleanly: after asn_catch_stop, SIGINT and SIGTERM only
- * set a flag, which asn_stop_requested returns (the signal, or 0). */
+ * set a flag, which asn_stop_requested returns (the signal, or 0); a second
+ * signal ends the program at once. asn_map_records and asn_map_groups catch
+ * them and stop after the record (group) being written. */
 void asn_catch_stop(void);
 int asn_stop_requested(void);
+/* At a record boundary: when a stop was asked for, flushes stdout and ends
+ * the program (status 1) with "stopped by SIGTERM after DONE WHAT (the
+ * output ends with the last whole one)" and the hint of asn_stop_hint. */
+void asn_stop_point(long done, const char *what);
+/* Text appended to that message (e.g. "; --resume continues"). */
+void asn_stop_hint(const char *hint);
 
 /* ------------------------------------------------------- record streams */
 

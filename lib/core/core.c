@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------- errors */
 
@@ -44,10 +46,58 @@ int asn_err_prefix(asn_err *e, const char *fmt, ...)
 
 /* ------------------------------------------------------------ allocation */
 
+double asn_mem_available(void)
+{
+    double avail = -1;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[256];
+        double kb;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
+                avail = kb * 1024;
+        fclose(f);
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        double used = 0, pages;
+        FILE *s = fopen("/proc/self/statm", "r");
+        if (s && fscanf(s, "%lf", &pages) == 1)
+            used = pages * (double)sysconf(_SC_PAGESIZE);
+        if (s)
+            fclose(s);
+        double left = (double)rl.rlim_cur - used;
+        if (left < 0)
+            left = 0;
+        if (avail < 0 || left < avail)
+            avail = left;
+    }
+    return avail;
+}
+
+static _Thread_local const char *alloc_what;
+
+const char *asn_alloc_context(const char *what)
+{
+    const char *old = alloc_what;
+    alloc_what = what;
+    return old;
+}
+
+/* A clear message and a failure exit (1), not a crash: the program's name,
+ * the size, and what was being allocated when the caller said. */
 static void oom(size_t n)
 {
-    fprintf(stderr, "asn: out of memory allocating %zu bytes\n", n);
-    abort();
+    char size[64];
+    if (n >= (size_t)1 << 30)
+        snprintf(size, sizeof size, "%.1f GiB", (double)n / (1 << 30));
+    else if (n >= (size_t)1 << 20)
+        snprintf(size, sizeof size, "%.1f MiB", (double)n / (1 << 20));
+    else
+        snprintf(size, sizeof size, "%zu bytes", n);
+    fprintf(stderr, "%s: out of memory allocating %s%s%s (free memory, or raise ulimit -v)\n",
+            program_invocation_short_name, size, alloc_what ? " for " : "", alloc_what ? alloc_what : "");
+    exit(1);
 }
 
 void *asn_xmalloc(size_t n)

@@ -8,6 +8,7 @@
 #include "asn/shard.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -28,12 +29,15 @@ static void vmsg(const char *kind, const char *fmt, va_list ap)
     fputc('\n', stderr);
 }
 
+static void drop_temps(void);
+
 void asn_fatal(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vmsg("", fmt, ap);
     va_end(ap);
+    drop_temps();
     exit(ASN_EXIT_FAIL);
 }
 
@@ -139,9 +143,26 @@ static void set_value(const asn_option *o, const char *v, const char *spelled)
     }
 }
 
+/* At exit, after the atexit handlers: stdio flushed, then the process
+ * ends without running the libraries' destructors. OpenBLAS joins its
+ * worker threads in one, which never returns when a worker is stuck
+ * retrying an allocation (under ulimit -v): a finished or failed program
+ * would hang instead of exiting. */
+static void end_now(int status, void *arg)
+{
+    (void)arg;
+    fflush(NULL);
+    _exit(status);
+}
+
 int asn_tool_parse(const asn_tool *t, int argc, char **argv)
 {
     progname = t->name;
+    static int registered;
+    if (!registered) {
+        on_exit(end_now, NULL);
+        registered = 1;
+    }
     int nops = 0;
     char **ops = asn_xcalloc((size_t)argc + 1, sizeof *ops);
     int only_operands = 0;
@@ -216,23 +237,140 @@ FILE *asn_open_in(const char *path)
     return f;
 }
 
+/* Files written with asn_open_out: written under a temporary name in the
+ * target's folder, renamed over the target by asn_close_out. Those not
+ * renamed (the program failed) are removed at exit. */
+typedef struct out_file {
+    FILE *f;
+    char *tmp;
+} out_file;
+static out_file outs[16];
+static int n_outs;
+
+static void drop_temps(void)
+{
+    for (int i = 0; i < n_outs; i++)
+        if (outs[i].tmp) {
+            unlink(outs[i].tmp);
+            free(outs[i].tmp);
+            outs[i].tmp = NULL;
+        }
+    n_outs = 0;
+}
+
+const char *asn_out_name(FILE *f, const char *path, char *buf, size_t n)
+{
+    if (path && strcmp(path, "-"))
+        return path;
+    /* stdout: name what it was redirected to, when that is a file */
+    char link[64], target[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fileno(f));
+    ssize_t k = readlink(link, target, sizeof target - 1);
+    if (k > 0 && target[0] == '/') {
+        target[k] = 0;
+        snprintf(buf, n, "stdout (%s)", target);
+        return buf;
+    }
+    return "stdout";
+}
+
+void asn_write_failed(FILE *f, const char *path, int err)
+{
+    char buf[4200];
+    const char *name = asn_out_name(f, path, buf, sizeof buf);
+    asn_fatal("%s: write error: %s", name, strerror(err ? err : EIO));
+}
+
 FILE *asn_open_out(const char *path)
 {
     if (!strcmp(path, "-"))
         return stdout;
-    FILE *f = fopen(path, "w");
-    if (!f)
-        asn_fatal("%s: %s", path, strerror(errno));
+    if ((size_t)n_outs >= sizeof outs / sizeof *outs)
+        asn_fatal("%s: too many output files", path);
+    static int registered;
+    if (!registered) {
+        atexit(drop_temps);
+        registered = 1;
+    }
+    size_t n = strlen(path) + 32;
+    char *tmp = asn_xmalloc(n);
+    snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        int err = errno;
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
+        free(tmp);
+        asn_fatal("%s: %s", path, strerror(err));
+    }
+    outs[n_outs++] = (out_file){f, tmp};
     return f;
+}
+
+int asn_fsync_dir(const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        dir[1] = 0;
+    else if (slash)
+        *slash = 0;
+    else
+        strcpy(dir, ".");
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd) && errno != EINVAL ? -1 : 0;
+    close(fd);
+    return rc;
+}
+
+int asn_fsync_path(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd) && errno != EINVAL ? -1 : 0;
+    close(fd);
+    return rc;
 }
 
 void asn_close_out(FILE *f, const char *path)
 {
+    errno = 0;
     int bad = fflush(f) != 0 || ferror(f);
-    if (f != stdout)
-        bad |= fclose(f) != 0;
-    if (bad)
-        asn_fatal("%s: write error", strcmp(path, "-") ? path : "stdout");
+    int err = errno;
+    out_file *o = NULL;
+    for (int i = 0; i < n_outs; i++)
+        if (outs[i].f == f && outs[i].tmp)
+            o = &outs[i];
+    if (!o) { /* stdout (or a stream not opened by asn_open_out) */
+        if (f != stdout && fclose(f) != 0 && !bad)
+            bad = 1, err = errno;
+        if (bad)
+            asn_write_failed(f, path, err);
+        return;
+    }
+    /* the data on disk before the name: a crash leaves the old file or the
+     * new one, never a part */
+    if (!bad && fsync(fileno(f)) != 0 && errno != EINVAL)
+        bad = 1, err = errno;
+    if (fclose(f) != 0 && !bad)
+        bad = 1, err = errno;
+    o->f = NULL;
+    if (!bad && rename(o->tmp, path) != 0)
+        bad = 1, err = errno;
+    if (bad) {
+        unlink(o->tmp);
+        asn_fatal("%s: write error: %s", path, strerror(err ? err : EIO));
+    }
+    free(o->tmp);
+    o->tmp = NULL;
+    asn_fsync_dir(path);
 }
 
 char *asn_read_all(const char *path, size_t *len)
@@ -259,12 +397,16 @@ int asn_tool_shards(const char *shard, const asn_strlist *merge, char **files)
     size_t n;
     char **ids = asn_shard_ids(files && files[0] ? files : def, &n, &e);
     if (!ids || asn_shard_merge(ids, n, (char *const *)merge->v, merge->n, stdout, &e)) {
+        char buf[4200];
+        if (ids && ferror(stdout))
+            asn_fatal("%s: %s", asn_out_name(stdout, "-", buf, sizeof buf), e.msg);
         fflush(stdout);
         asn_fatal("%s", e.msg);
     }
     asn_shard_ids_free(ids);
+    errno = 0;
     if (fflush(stdout) || ferror(stdout))
-        asn_fatal("stdout: write error");
+        asn_write_failed(stdout, "-", errno);
     return 1;
 }
 
@@ -285,8 +427,9 @@ long asn_map_records(char **files, int skip_invalid, int show_progress, asn_reco
     if (!files || !files[0])
         files = def;
     asn_progress *bar = asn_progress_new("records", 0, show_progress);
-    long bad = 0;
+    long bad = 0, written = 0;
     asn_err e;
+    asn_catch_stop();
     for (char **f = files; *f; f++) {
         asn_jsonl *in = asn_jsonl_open(*f, &e);
         if (!in)
@@ -309,9 +452,10 @@ long asn_map_records(char **files, int skip_invalid, int show_progress, asn_reco
                 continue;
             }
             if (asn_jsonl_write(stdout, rec))
-                asn_fatal("stdout: write error");
+                asn_write_failed(stdout, "-", errno);
             json_decref(rec);
             asn_progress_add(bar, 1);
+            asn_stop_point(++written, "records");
         }
         asn_jsonl_close(in);
     }
@@ -357,6 +501,8 @@ long asn_map_groups(char **files, int skip_invalid, int show_progress, asn_group
     asn_progress *bar = asn_progress_new("records", 0, show_progress);
     json_t *recs;
     int r;
+    long written = 0;
+    asn_catch_stop();
     while ((r = asn_group_next(m.gr, skip_invalid, &recs, &e)) > 0) {
         size_t n = json_array_size(recs), i;
         long line;
@@ -377,9 +523,11 @@ long asn_map_groups(char **files, int skip_invalid, int show_progress, asn_group
         json_t *rec;
         json_array_foreach(recs, i, rec)
             if (asn_jsonl_write(stdout, rec))
-                asn_fatal("stdout: write error");
+                asn_write_failed(stdout, "-", errno);
         asn_progress_add(bar, (long)json_array_size(recs));
+        written += (long)json_array_size(recs);
         json_decref(recs);
+        asn_stop_point(written, "records");
     }
     asn_progress_done(bar);
     if (r < 0)
@@ -479,12 +627,34 @@ char *asn_derived_path(const char *output, const char *suffix)
 }
 
 static volatile sig_atomic_t stop_signal;
+static const char *stop_hint = "";
+
+void asn_stop_hint(const char *hint) { stop_hint = hint ? hint : ""; }
 static void on_stop(int sig) { stop_signal = sig; }
 
 void asn_catch_stop(void)
 {
-    signal(SIGINT, on_stop);
-    signal(SIGTERM, on_stop);
+    /* SA_RESETHAND: the first signal asks for a stop, a second one ends the
+     * program at once (a tool blocked reading a terminal or a pipe) */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sa.sa_flags = SA_RESTART | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 int asn_stop_requested(void) { return (int)stop_signal; }
+
+void asn_stop_point(long done, const char *what)
+{
+    int sig = (int)stop_signal;
+    if (!sig)
+        return;
+    errno = 0;
+    if (fflush(stdout) || ferror(stdout))
+        asn_write_failed(stdout, "-", errno);
+    asn_fatal("stopped by %s after %ld %s (the output ends with the last whole one)%s",
+              sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal", done, what, stop_hint);
+}

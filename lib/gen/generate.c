@@ -582,9 +582,62 @@ static void batch_done(void *ctx, asn_gen_job *job)
         b->progress(b->pctx, b->done, b->tokens);
 }
 
+double asn_gen_memory_estimate(const asn_model_config *c, int n_seqs, int positions, double *kv_bytes)
+{
+    /* the f32 KV cache: per position and layer a key and a value row */
+    double kv = (double)n_seqs * positions * c->n_layer * 2.0 * c->n_head_kv * c->head_dim * sizeof(float);
+    /* per sequence: a row of logits, the activations of a token, a row of
+     * attention scores over its positions (the prefill of a prompt holds
+     * them for all its tokens: counted once per position) */
+    double scratch = (double)n_seqs * ((double)c->n_vocab * 2 + 8.0 * c->n_embd + 3.0 * c->n_ff +
+                                       (double)c->n_head * positions) * sizeof(float) +
+                     (double)positions * (8.0 * c->n_embd + 3.0 * c->n_ff) * sizeof(float);
+    if (kv_bytes)
+        *kv_bytes = kv;
+    return kv + scratch;
+}
+
+/* b bytes as "1.25 GiB" / "12.5 MiB" */
+static const char *fmt_bytes(char *buf, double b)
+{
+    if (b >= 1024.0 * 1024 * 1024)
+        snprintf(buf, 32, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+    else
+        snprintf(buf, 32, "%.1f MiB", b / (1024.0 * 1024));
+    return buf;
+}
+
+/* Refuses a run whose KV cache and scratch cannot fit, before any work:
+ * the batch's sequences each as long as the longest prompt plus
+ * max_new_tokens (at most the context). */
+static int memory_check(asn_generator *g, const asn_gen_job *jobs, int n, asn_err *e)
+{
+    int longest = 0;
+    for (int i = 0; i < n; i++)
+        if (jobs[i].n_prompt > longest)
+            longest = jobs[i].n_prompt;
+    long want = (long)longest + g->s.max_new_tokens;
+    int positions = want < g->n_ctx ? (int)want : g->n_ctx, n_seqs = n < g->batch ? n : g->batch;
+    const asn_model_config *c = asn_model_cfg(g->m);
+    double kv, need = asn_gen_memory_estimate(c, n_seqs, positions, &kv), avail = asn_mem_available();
+    if (avail < 0 || need <= avail)
+        return 0;
+    char b1[32], b2[32], b3[32], b4[32];
+    return asn_err_set(e, "--batch %d sequences of up to %d positions (--ctx %d; the longest prompt %d + "
+                          "--max-new-tokens %d) need about %s (KV cache %s: %d layers x 2 x %d floats a "
+                          "position; scratch %s), more than the %s this process may still allocate "
+                          "(MemAvailable, ulimit -v): lower --batch or --ctx",
+                       n_seqs, positions, g->n_ctx, longest, g->s.max_new_tokens, fmt_bytes(b1, need),
+                       fmt_bytes(b2, kv), c->n_layer, c->n_head_kv * c->head_dim, fmt_bytes(b3, need - kv),
+                       fmt_bytes(b4, avail));
+}
+
 int asn_generate(asn_generator *g, asn_gen_job *jobs, int n, asn_gen_progress progress, void *pctx,
                  asn_err *e)
 {
+    if (memory_check(g, jobs, n, e))
+        return -1;
+    const char *was = asn_alloc_context("the KV cache and scratch of generation");
     batch_run b = {g, jobs, progress, pctx, 0, 0, NULL};
     asn_gen_events ev = {batch_token, batch_done, &b};
     asn_gen_stream *s = asn_gen_stream_new(g, &ev);
@@ -602,5 +655,6 @@ int asn_generate(asn_generator *g, asn_gen_job *jobs, int n, asn_gen_progress pr
     rc = 0;
 out:
     asn_gen_stream_free(s);
+    asn_alloc_context(was);
     return rc;
 }

@@ -6,6 +6,7 @@
  * with a sentence saying why. Every query has an ORDER BY, so the output
  * depends only on the stored records. */
 #include "asn/report.h"
+#include "asn/store.h"
 #include "asn/json.h"
 
 #include <jansson.h>
@@ -282,6 +283,17 @@ asn_report *asn_report_load(const char *db_path, asn_err *e)
         return NULL;
     }
     sqlite3_finalize(probe);
+    int version = 0;
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &probe, NULL) == SQLITE_OK &&
+        sqlite3_step(probe) == SQLITE_ROW)
+        version = sqlite3_column_int(probe, 0);
+    sqlite3_finalize(probe);
+    if (version > ASN_STORE_SCHEMA_VERSION) {
+        asn_err_set(e, "%s: the index has schema version %d, newer than this asn's (%d): use a newer asn", db_path,
+                    version, ASN_STORE_SCHEMA_VERSION);
+        sqlite3_close(db);
+        return NULL;
+    }
 
     asn_report *r = asn_xcalloc(1, sizeof *r);
     long row[3] = {0};

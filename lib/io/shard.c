@@ -94,7 +94,7 @@ int asn_shard_merge(char *const *ids, size_t n_ids, char *const *paths, int n_pa
             from = i;
             while (!rc && sh[i].pid && !strcmp(sh[i].pid, ids[p])) {
                 if (fputs(sh[i].line, out) == EOF)
-                    rc = asn_err_set(e, "write error");
+                    rc = asn_err_set(e, "write error: %s", strerror(errno)); /* ferror(out) tells the caller */
                 else
                     rc = shard_next(&sh[i], e);
             }

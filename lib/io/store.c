@@ -1,6 +1,9 @@
 /* store.c — the SQLite record index: one table keyed by id holding each
  * record's JSON, a few extracted columns for indexing, and views for the
- * usual questions. Upserts merge JSON (SQLite's json_patch, RFC 7396). */
+ * usual questions. Upserts merge JSON (asn_merge below: RFC 7396's merge
+ * patch, except that a null is a value, not a deletion). The schema has a
+ * version (PRAGMA user_version): older indexes are migrated on open, newer
+ * ones refused. */
 #include "asn/store.h"
 #include "asn/json.h"
 
@@ -10,14 +13,16 @@
 #include <string.h>
 
 enum { BATCH = 1000 }; /* records per transaction */
+enum { SCHEMA_VERSION = ASN_STORE_SCHEMA_VERSION };
 
 struct asn_store {
     sqlite3 *db;
+    char *path;
     sqlite3_stmt *put, *has, *count;
     int in_tx, pending;
 };
 
-static const char *SCHEMA =
+static const char *TABLE =
     "CREATE TABLE IF NOT EXISTS records ("
     "  id TEXT PRIMARY KEY,"
     "  kind TEXT NOT NULL,"           /* prompt, candidate, pair */
@@ -25,7 +30,13 @@ static const char *SCHEMA =
     "  heuristic_id TEXT,"
     "  heuristic_name TEXT,"
     "  seed INTEGER,"
-    "  json TEXT NOT NULL);"
+    "  json TEXT NOT NULL);";
+/* the columns an older records table may lack (added, NULL) */
+static const char *const ADDED_COLUMNS[][2] = {
+    {"prompt_id", "TEXT"}, {"heuristic_id", "TEXT"}, {"heuristic_name", "TEXT"}, {"seed", "INTEGER"},
+};
+static const char *VIEWS =
+    "DROP VIEW IF EXISTS prompt_stats; DROP VIEW IF EXISTS heuristic_stats; DROP VIEW IF EXISTS candidates;"
     "CREATE INDEX IF NOT EXISTS records_prompt ON records(prompt_id);"
     "CREATE INDEX IF NOT EXISTS records_heuristic ON records(heuristic_id);"
     /* one row per candidate with the numbers later stages add */
@@ -59,26 +70,153 @@ static const char *SCHEMA =
 
 static int sql_err(asn_store *s, asn_err *e, const char *what)
 {
-    return asn_err_set(e, "%s: %s", what, sqlite3_errmsg(s->db));
+    if (sqlite3_errcode(s->db) == SQLITE_FULL) /* the disk, as the other tools say it */
+        return asn_err_set(e, "%s: %s: No space left on device (%s)", s->path, what, sqlite3_errmsg(s->db));
+    return asn_err_set(e, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
+}
+
+/* ------------------------------------------------------------- merging */
+
+/* patch merged into target (both objects): an object into an object
+ * recursively, any other value (null included) replaces. */
+static void merge_into(json_t *target, json_t *patch)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(patch, k, v)
+    {
+        json_t *old = json_object_get(target, k);
+        if (json_is_object(old) && json_is_object(v))
+            merge_into(old, v);
+        else
+            json_object_set(target, k, v);
+    }
+}
+
+/* SQL asn_merge(stored, new): the stored record with the new one merged
+ * in, as JSON text. Unlike json_patch (RFC 7396), a null in the new record
+ * is kept as a null field, so indexing a record twice changes nothing. */
+static void sql_merge(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    const char *a = (const char *)sqlite3_value_text(argv[0]), *b = (const char *)sqlite3_value_text(argv[1]);
+    json_t *ja = a ? json_loads(a, JSON_DECODE_ANY, NULL) : NULL, *jb = b ? json_loads(b, JSON_DECODE_ANY, NULL) : NULL;
+    if (!jb) {
+        json_decref(ja);
+        sqlite3_result_error(cx, "asn_merge: the new record is not JSON", -1);
+        return;
+    }
+    char *out;
+    if (json_is_object(ja) && json_is_object(jb)) {
+        merge_into(ja, jb);
+        out = asn_json_dumps(ja, 0);
+    } else {
+        out = asn_json_dumps(jb, 0);
+    }
+    json_decref(ja);
+    json_decref(jb);
+    sqlite3_result_text(cx, out, -1, free);
+}
+
+/* -------------------------------------------------------------- schema */
+
+static int user_version(sqlite3 *db)
+{
+    sqlite3_stmt *q;
+    int v = -1;
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
+        v = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    return v;
+}
+
+static int has_column(sqlite3 *db, const char *col)
+{
+    sqlite3_stmt *q;
+    int found = 0;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('records') WHERE name = ?1", -1, &q, NULL) ==
+        SQLITE_OK) {
+        sqlite3_bind_text(q, 1, col, -1, SQLITE_STATIC);
+        found = sqlite3_step(q) == SQLITE_ROW;
+    }
+    sqlite3_finalize(q);
+    return found;
+}
+
+/* Creates the schema, or brings an older index to SCHEMA_VERSION (in one
+ * transaction); a newer index or a database that is not an index is
+ * refused. */
+static int schema(asn_store *s, const char *path, asn_err *e)
+{
+    sqlite3 *db = s->db;
+    if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return asn_err_set(e, "%s: %s", path, sqlite3_errmsg(db));
+    int v = user_version(db), rc = 0;
+    char *msg = NULL;
+    if (v > SCHEMA_VERSION) {
+        rc = asn_err_set(e, "%s: the index has schema version %d, newer than this asn's (%d): use a newer asn", path,
+                         v, SCHEMA_VERSION);
+    } else if (v < SCHEMA_VERSION) {
+        /* a new database, or one of an older asn: the table (kept), the
+         * columns it lacks, then the views and indexes anew */
+        if (sqlite3_exec(db, TABLE, NULL, NULL, &msg) != SQLITE_OK)
+            rc = -1;
+        if (!rc && (!has_column(db, "id") || !has_column(db, "kind") || !has_column(db, "json")))
+            rc = asn_err_set(e, "%s: a \"records\" table without id, kind and json columns: not an asn index", path);
+        for (size_t i = 0; !rc && i < sizeof ADDED_COLUMNS / sizeof *ADDED_COLUMNS; i++)
+            if (!has_column(db, ADDED_COLUMNS[i][0])) {
+                char sql[200];
+                snprintf(sql, sizeof sql, "ALTER TABLE records ADD COLUMN %s %s", ADDED_COLUMNS[i][0],
+                         ADDED_COLUMNS[i][1]);
+                if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+                    rc = -1;
+            }
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %d", SCHEMA_VERSION);
+        if (!rc && (sqlite3_exec(db, VIEWS, NULL, NULL, &msg) != SQLITE_OK ||
+                    sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK))
+            rc = -1;
+        if (rc && msg)
+            asn_err_set(e, "%s: %s", path, msg);
+        else if (rc && e->msg[0] == 0)
+            asn_err_set(e, "%s: %s", path, sqlite3_errmsg(db));
+    }
+    sqlite3_free(msg);
+    if (sqlite3_exec(db, rc ? "ROLLBACK" : "COMMIT", NULL, NULL, NULL) != SQLITE_OK && !rc)
+        rc = asn_err_set(e, "%s: %s", path, sqlite3_errmsg(db));
+    return rc ? -1 : 0;
 }
 
 asn_store *asn_store_open(const char *path, asn_err *e)
 {
     asn_store *s = asn_xcalloc(1, sizeof *s);
+    s->path = asn_xstrdup(path);
     if (sqlite3_open(path, &s->db) != SQLITE_OK) {
         asn_err_set(e, "%s: %s", path, s->db ? sqlite3_errmsg(s->db) : "cannot open");
         sqlite3_close(s->db);
+        free(s->path);
         free(s);
         return NULL;
     }
     sqlite3_busy_timeout(s->db, 10000);
     char *msg = NULL;
-    if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, &msg) ||
-        sqlite3_exec(s->db, SCHEMA, NULL, NULL, &msg) ||
+    e->msg[0] = 0;
+    if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, &msg)) {
+        asn_err_set(e, "%s: %s", path, msg ? msg : sqlite3_errmsg(s->db));
+        sqlite3_free(msg);
+        asn_store_close(s);
+        return NULL;
+    }
+    if (schema(s, path, e)) {
+        asn_store_close(s);
+        return NULL;
+    }
+    if (sqlite3_create_function(s->db, "asn_merge", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_merge, NULL,
+                                NULL) ||
         sqlite3_prepare_v2(s->db,
                            "INSERT INTO records(id, kind, prompt_id, heuristic_id, heuristic_name, seed, json)"
                            " VALUES(?1, ?2, ?3, ?4, ?5, ?6, json(?7)) ON CONFLICT(id) DO UPDATE SET"
-                           " json = json_patch(records.json, excluded.json),"
+                           " json = asn_merge(records.json, excluded.json),"
                            " prompt_id = coalesce(excluded.prompt_id, records.prompt_id),"
                            " heuristic_id = coalesce(excluded.heuristic_id, records.heuristic_id),"
                            " heuristic_name = coalesce(excluded.heuristic_name, records.heuristic_name),"
@@ -105,6 +243,7 @@ void asn_store_close(asn_store *s)
     sqlite3_finalize(s->has);
     sqlite3_finalize(s->count);
     sqlite3_close(s->db);
+    free(s->path);
     free(s);
 }
 

@@ -65,9 +65,11 @@ for delay in 0.15 0.3 0.25; do
         -o "$TMP/res.jsonl" --resume "$P" 2>/dev/null &
     pid=$!; sleep $delay; kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
 done
-printf '{"id":"partial' >> "$TMP/res.jsonl"   # a torn last line
+check "killed runs leave no res.jsonl (their records are in res.jsonl.part)" test ! -e "$TMP/res.jsonl"
+printf '{"id":"partial' >> "$TMP/res.jsonl.part"   # a torn last line
 G --seeds 0-2 -o "$TMP/res.jsonl" --resume "$P" 2>/dev/null
 check "killed three times and resumed: byte-identical to one run" cmp "$TMP/base" "$TMP/res.jsonl"
+check "... and the .part file is gone" test ! -e "$TMP/res.jsonl.part"
 G --seeds 0-2 -o "$TMP/res.jsonl" --resume "$P" 2>/dev/null
 check "resuming a finished file changes nothing" cmp "$TMP/base" "$TMP/res.jsonl"
 
