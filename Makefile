@@ -123,7 +123,7 @@ test: all
 	@sh tests/run.sh $(O)
 
 # The fault-injection suite in full (tests/faults/): 50 kill -9 points per
-# tool, full disks, ulimit -v, signals, SQLite (make test runs it with 3
+# tool, full disks, ulimit -v, signals, SQLite (make test runs it with 2
 # points per tool through tests/cli/faults.sh). The kill points' figures go
 # to build/faults-report.tsv (tool, tried, landed mid-run, passed).
 FAULT_POINTS ?= 50

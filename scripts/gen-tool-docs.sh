@@ -10,6 +10,18 @@ Every program reads JSONL from its file operands or stdin (`-`) and writes
 JSONL to stdout; messages go to stderr. Exit status: 0 success, 1 bad input
 or runtime error, 2 bad command line. This page is generated from each
 program's `--help` by `scripts/gen-tool-docs.sh`.
+
+Interrupted runs: a file a program writes itself (`-o`, `--report`, a
+checkpoint) is written under a temporary name beside it, synced and renamed
+when complete, so it is the previous version or the whole new one, never a
+part (a full disk fails with "FILE: write error: No space left on device"
+and leaves it as it was). stdout cannot be renamed: a run killed while
+writing it leaves a partial last line, which is the caller's to discard:
+write to a temporary name and rename on success, as `pipelines/` do.
+SIGINT or SIGTERM stops a record-writing program after the record it is
+writing (exit 1, "stopped by SIGTERM after N records"); a second signal ends
+it at once. What each program says to each kind of bad input is in
+[bad-input.md](bad-input.md).
 HEAD
 for t in $(ls "$BIN" | sort); do
     [ -x "$BIN/$t" ] || continue

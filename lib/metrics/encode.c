@@ -3,6 +3,7 @@
  * budget, each text one batch item on a sequence of its own. */
 #include "asn/encode.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,6 +82,15 @@ static int encode(asn_engine *en, const asn_vocab *v, const char *const *texts, 
     }
     if (!rc)
         rc = run_lists(en, ids, len, n, batch_tokens, emb, dim, cls, n_cls, e);
+    /* a model that gives NaN or inf (damaged weights) is an error, not a
+     * score computed from it */
+    for (int i = 0; i < n && !rc; i++) {
+        const float *row = emb ? emb + (size_t)i * dim : cls + (size_t)i * n_cls;
+        for (int d = 0; d < (emb ? dim : n_cls) && !rc; d++)
+            if (!isfinite(row[d]))
+                rc = asn_err_set(e, "text %d: the model's %s %d is %s", i, emb ? "embedding dimension" : "output",
+                                 d, isnan(row[d]) ? "NaN" : "infinite");
+    }
     for (int i = 0; i < n; i++)
         free(ids[i]);
     free(ids), free(len);

@@ -1,8 +1,8 @@
 # faults.sh — the fault-injection suite of tests/faults/ with a few kill
-# points per tool (FAULT_POINTS, default 3); `make test-faults` runs it
+# points per tool (FAULT_POINTS, default 2); `make test-faults` runs it
 # with 50.
 . "$ASN_ROOT/tests/lib/cli.sh"
-export FAULT_POINTS=${FAULT_POINTS:-3}
+export FAULT_POINTS=${FAULT_POINTS:-2}
 for t in "$ROOT"/tests/faults/*.sh; do
     [ "$(basename "$t")" = lib.sh ] || sh "$t" 2>/dev/null
 done
