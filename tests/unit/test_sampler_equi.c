@@ -143,7 +143,7 @@ static void test_against_ref(int V, int n_inf, int step)
     ref_from(&r, s);
     float *x = malloc(V * sizeof(float)), *out = malloc(V * sizeof(float));
     float *dout = malloc(V * sizeof(float)), *dx = malloc(V * sizeof(float));
-    double *xd = malloc(V * sizeof(double)), *w = malloc(V * sizeof(double)), *ro = malloc(V * sizeof(double));
+    double *xd = calloc((size_t)V, sizeof(double)), *w = malloc(V * sizeof(double)), *ro = malloc(V * sizeof(double));
     make_row(x, V, n_inf, 6.0);
     for (int i = 0; i < V; i++)
         xd[i] = x[i], w[i] = urand() - 0.5, dout[i] = (float)w[i];
