@@ -78,6 +78,8 @@ typedef struct fwd {
 /* The shared blocks. Each works on all T rows; every row's result depends
  * on that row only (and its own sequence's cache), in a fixed order. */
 void blk_rmsnorm(const fwd *f, float *out, const float *in, const float *w);
+/* One row: out = x / sqrt(mean(x^2) + eps) * w (out may be x). */
+void rmsnorm_row(float *out, const float *x, const float *w, int d, float eps);
 void blk_layernorm(const fwd *f, float *out, const float *in, const float *w, const float *b);
 void blk_add(const fwd *f, float *x, const float *y); /* x += y */
 /* Self-attention of layer l: q, k, v projections (separate or fused, with

@@ -106,15 +106,8 @@ static void rope(const asn_model_config *c, const rope_set *r, float *v, int n_h
 /* RMS norm of each head of a row (q/k norms), in place. */
 static void head_norm(float *v, int n_heads, int hd, const float *w, float eps)
 {
-    for (int h = 0; h < n_heads; h++) {
-        float *x = v + (size_t)h * hd;
-        double ss = 0;
-        for (int i = 0; i < hd; i++)
-            ss += (double)x[i] * (double)x[i];
-        float scale = (float)(1.0 / sqrt(ss / hd + (double)eps));
-        for (int i = 0; i < hd; i++)
-            x[i] = (x[i] * scale) * w[i];
-    }
+    for (int h = 0; h < n_heads; h++)
+        rmsnorm_row(v + (size_t)h * hd, v + (size_t)h * hd, w, hd, eps);
 }
 
 /* ---------------------------------------------------------- attention */

@@ -16,7 +16,7 @@ void blk_matmul(asn_engine *en, const float *X, int T, const wmat *w, const floa
         asn_matmul(en->pool, X, T, w->cols, w->cols, w->data, w->type, w->rows, bias, Y, w->rows);
 }
 
-static void rmsnorm_row(float *out, const float *x, const float *w, int d, float eps)
+void rmsnorm_row(float *out, const float *x, const float *w, int d, float eps)
 {
     double ss = 0;
     for (int i = 0; i < d; i++)
