@@ -62,6 +62,15 @@ typedef struct qrows {
     float *D, *Dm;
 } qrows;
 
+/* A panel of R rows repacked for the panel kernels (qgemm_x86.h): wq[k / 4][R] words of four weights (k..k+3
+ * of each row), scv[K / 16][R] the scales (as int16 pairs, or plain with
+ * mullo), cv[nsb][8][R] pairs of mins or -off * scales, D and Dm [nsb][R]. */
+typedef struct qpanel {
+    int8_t *wq;
+    int32_t *scv, *cv;
+    float *D, *Dm;
+} qpanel;
+
 static int has_min(uint32_t type)
 {
     return type == ASN_T_Q4_1 || type == ASN_T_Q5_1 || type == ASN_T_Q2_K || type == ASN_T_Q4_K ||
@@ -622,6 +631,82 @@ QK_INLINE void block_t(const qjob *j, int r0, qrows *u, uint32_t t, int NT, int 
     }
 }
 
+/* ------------------------------------------------ panels (qgemm_x86.h) */
+
+/* How a variant multiplies a type's weights (see qgemm_x86.h): as unsigned
+ * bytes u = w + off (adj: what to add to k_group's bytes to get u), or
+ * signed with vpsignb (sgn); IQ4_XS with VNNI sums each 16 exactly and
+ * multiplies by the scale (mullo, the scales plain int32); cv: a super-block
+ * of 256 whose offset share is taken off with the stored -off * sc[h]. */
+typedef struct qg_form {
+    int off, adj, sgn, mullo, cv;
+} qg_form;
+
+QK_INLINE qg_form qg_form_of(uint32_t t, int vnni)
+{
+    qg_form f = {0, 0, 0, 0, 0};
+    switch (t) {
+    case ASN_T_Q8_0: case ASN_T_IQ4_NL:
+        if (vnni)
+            f.off = f.adj = 128;
+        else
+            f.sgn = 1;
+        break;
+    case ASN_T_Q4_0: f.off = f.adj = vnni ? 128 : 8; break;
+    case ASN_T_Q5_0: f.off = f.adj = vnni ? 128 : 16; break;
+    case ASN_T_Q3_K: f.off = 4, f.cv = 1; break;  /* k_group gives w + 4 */
+    case ASN_T_Q6_K: f.off = 32, f.cv = 1; break; /* and w + 32 */
+    case ASN_T_IQ4_XS:
+        if (vnni)
+            f.off = f.adj = 128, f.mullo = f.cv = 1;
+        else
+            f.sgn = 1;
+        break;
+    default: break; /* Q4_1, Q5_1, Q2_K, Q4_K, Q5_K: unsigned quants, mins */
+    }
+    return f;
+}
+
+QK_INLINE int32_t qg_ld32(const void *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+QK_INLINE int32_t qg_pair(int a, int b)
+{
+    return (int32_t)((uint32_t)(uint16_t)a | (uint32_t)(uint16_t)b << 16);
+}
+
+QK_INLINE void qg_repack(const qjob *j, int r0, int R, uint32_t t, qg_form f, qpanel *p)
+{
+    const int S = qu_super(t), nb = qu_bytes(t);
+    int32_t *wq = (int32_t *)p->wq;
+    for (int r = 0; r < R; r++) {
+        const uint8_t *x = j->W + (size_t)(r0 + r < j->N ? r0 + r : j->N - 1) * j->row_bytes;
+        for (int b = 0; b < j->nsb; b++) {
+            int16_t sc[16], mn[16];
+            const uint8_t *xb = x + (size_t)b * nb;
+            k_meta(t, xb, sc, mn, &p->D[(size_t)b * R + r], &p->Dm[(size_t)b * R + r]);
+            if (!k_unit(t))
+                for (int h = 0; h < S / 16; h++)
+                    p->scv[((size_t)b * (S / 16) + h) * R + r] = f.mullo ? sc[h] : qg_pair(sc[h], sc[h]);
+            if (S == 256 && (f.cv || has_min(t)))
+                for (int q = 0; q < 8; q++)
+                    p->cv[((size_t)b * 8 + q) * R + r] =
+                        f.cv ? qg_pair(-f.off * sc[2 * q], -f.off * sc[2 * q + 1]) : qg_pair(mn[2 * q], mn[2 * q + 1]);
+#pragma GCC unroll 8
+            for (int g = 0; g < S / 32; g++) {
+                int32_t u[8];
+                _mm256_storeu_si256((__m256i *)u, _mm256_add_epi8(k_group(t, xb, g), _mm256_set1_epi8((char)f.adj)));
+                for (int i = 0; i < 8; i++)
+                    wq[((size_t)b * (S / 4) + 8 * g + i) * R + r] = u[i];
+            }
+        }
+    }
+}
+
 /* One instance of the kernel per type, the type a constant in each. */
 QK_INLINE void block_x86(const qjob *j, int r0, qrows *u, int NT, int vnni)
 {
@@ -660,23 +745,54 @@ __attribute__((target("arch=x86-64-v4,avx512vnni"))) static void block_avx512vnn
 {
     block_x86(j, r0, u, 4, 1);
 }
+
+/* The panel kernels: 16 rows x 4 tokens per tile (AVX2: the 16 vector
+ * registers), 32 x 4 with AVX-512. */
+#define QG_SUFFIX avx2
+#define QG_TARGET "arch=x86-64-v3"
+#define QG_L 8
+#define QG_VNNI 0
+#define QG_NR 2
+#define QG_NT 2
+#include "qgemm_x86.h"
+
+#define QG_SUFFIX avxvnni
+#define QG_TARGET "arch=x86-64-v3,avxvnni"
+#define QG_L 8
+#define QG_VNNI 2
+#define QG_NR 2
+#define QG_NT 2
+#include "qgemm_x86.h"
+
+#define QG_SUFFIX avx512vnni
+#define QG_TARGET "arch=x86-64-v4,avx512vnni"
+#define QG_L 16
+#define QG_VNNI 1
+#define QG_NR 2
+#define QG_NT 4
+#include "qgemm_x86.h"
 #endif
 
 /* ----------------------------------------------------------- dispatch */
 
 typedef void (*block_fn)(const qjob *, int, qrows *);
+typedef void (*panel_fn)(const qjob *, int, qpanel *);
 
+/* A kernel: block runs ROWS rows against every token (and is the decode
+ * path); where there is one, panel runs R rows against two or more tokens. */
 typedef struct qkernel {
     const char *name;
     block_fn block;
+    panel_fn panel;
+    int R;
 } qkernel;
 
-static const qkernel k_generic = {"base", block_generic};
+static const qkernel k_generic = {"base", block_generic, NULL, 0};
 #if defined(__x86_64__)
-static const qkernel k_avx2 = {"avx2", block_avx2};
-static const qkernel k_avxvnni = {"avxvnni", block_avxvnni};
-static const qkernel k_avx512 = {"avx512", block_avx512};
-static const qkernel k_avx512vnni = {"avx512vnni", block_avx512vnni};
+static const qkernel k_avx2 = {"avx2", block_avx2, panel_avx2, 16};
+static const qkernel k_avxvnni = {"avxvnni", block_avxvnni, panel_avxvnni, 16};
+static const qkernel k_avx512 = {"avx512", block_avx512, NULL, 0};
+static const qkernel k_avx512vnni = {"avx512vnni", block_avx512vnni, panel_avx512vnni, 32};
 #endif
 static const qkernel *chosen;
 
@@ -741,14 +857,36 @@ typedef struct qtask {
     const qkernel *k;
 } qtask;
 
+/* Rows lo..hi in panels of k->R rows. */
+static void run_panels(const qjob *j, const qkernel *k, int ith, int lo, int hi)
+{
+    size_t K = (size_t)j->K, R = (size_t)k->R, nsb = (size_t)j->nsb;
+    size_t wq = R * K, scv = R * (K / 16) * 4, cv = R * nsb * 8 * 4, d = R * nsb * sizeof(float);
+    uint8_t *m = asn_pool_scratch(j->pool, ith, wq + scv + cv + 2 * d + 4 * 64);
+    uint8_t *a = (uint8_t *)(((uintptr_t)m + 63) & ~(uintptr_t)63);
+    qpanel p;
+    p.wq = (int8_t *)a;
+    p.scv = (int32_t *)(a + wq);
+    p.cv = (int32_t *)(a + wq + scv);
+    p.D = (float *)(a + wq + scv + cv);
+    p.Dm = p.D + R * nsb;
+    for (int r0 = lo; r0 < hi; r0 += k->R)
+        k->panel(j, r0, &p);
+}
+
 static void run(void *arg, int ith, int nth)
 {
     const qtask *tk = arg;
     const qjob *j = tk->j;
+    int panels = j->T > 1 && tk->k->panel;
     int lo, hi;
-    asn_split(j->N, ith, nth, ROWS, &lo, &hi);
+    asn_split(j->N, ith, nth, panels ? tk->k->R : ROWS, &lo, &hi);
     if (hi <= lo)
         return;
+    if (panels) {
+        run_panels(j, tk->k, ith, lo, hi);
+        return;
+    }
     size_t K = (size_t)j->K, nsb = (size_t)j->nsb;
     /* w, then sc and mn (K / 16 int16 each), then D and Dm */
     size_t bytes = ROWS * K + 2 * ROWS * (K / 16) * 2 + 2 * ROWS * nsb * sizeof(float) + 64;
