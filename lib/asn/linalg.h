@@ -42,6 +42,11 @@ void asn_matmul_f32(const float *X, int T, int ldx, int K, const float *W, int l
 /* The dot product of two f32 vectors in the order above. */
 float asn_dot(const float *a, const float *b, int K);
 
+/* out[j] = asn_dot(x, column j of Wt) for j < 16, bit for bit, where Wt is
+ * K rows of 16 floats (Wt[k * 16 + j]): sixteen fixed-order dot products at
+ * once (attention's scores against a page of keys stored transposed). */
+void asn_dot_cols16(const float *x, int K, const float *Wt, float *out);
+
 /* The same product for quantized W in integer arithmetic (qmatmul.c): X is
  * quantized to 8 bits per block of W's super-block, W is never expanded to
  * f32. Each output has its own fixed order of float operations, so results

@@ -84,11 +84,13 @@ static void reserve(asn__equi_state *st, int n, int NI)
 
 float asn__equi_step_feature(int step) { return step <= 0 ? 0.0f : (float)((double)step / (step + 32.0)); }
 
-static const float *sort_x;
-static int by_logit(const void *a, const void *b)
+/* qsort_r's comparison: by logit, descending, then by index (x is the
+ * context argument: no shared state, since threads sort at once). */
+static int by_logit(const void *a, const void *b, void *ctx)
 {
+    const float *x = ctx;
     int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
-    float xi = sort_x[i], xj = sort_x[j];
+    float xi = x[i], xj = x[j];
     return xi > xj ? -1 : xi < xj ? 1 : (i > j) - (i < j);
 }
 
@@ -116,8 +118,7 @@ static void cum_mass(asn__equi_state *st, const float *x, int n)
     for (int i = 0; i < n; i++)
         if (!D || -st->r[i] < (float)D)
             st->order[k++] = i;
-    sort_x = x;
-    qsort(st->order, (size_t)k, sizeof *st->order, by_logit);
+    qsort_r(st->order, (size_t)k, sizeof *st->order, by_logit, (void *)x);
     double S = 0;
     for (int a = 0; a < k;) {
         int b = a;

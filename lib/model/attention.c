@@ -159,6 +159,38 @@ static inline __attribute__((always_inline)) void softmax(float *x, int n, float
     }
 }
 
+/* out[i * qd + d] = sum over j = j_lo..j_hi in order of w[i][j] * v_j[d]
+ * for d < dn (<= 32) and the ATT_GROUP tokens i (those past nt are
+ * computed, not stored), where v_j is row j of the values from element
+ * off on (rows are found page by page). The 32
+ * dimensions of four tokens stay in registers; dn is a constant where this
+ * is inlined with 32. */
+static inline __attribute__((always_inline)) void pv_span(const asn_engine *en, const seq *s, int layer,
+                                                           size_t off, const float *const *w, int j_lo,
+                                                           int j_hi, int dn, float *out, int qd, int nt)
+{
+    size_t n0 = (size_t)(dn < 16 ? dn : 16) * sizeof(float), n1 = (size_t)(dn > 16 ? dn - 16 : 0) * sizeof(float);
+    v16f a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0}, a31 = {0};
+    for (int j = j_lo; j <= j_hi; j++) {
+        const float *vj = v_at(en, s, layer, j) + off;
+        v16f v0 = {0}, v1 = {0};
+        memcpy(&v0, vj, n0);
+        memcpy(&v1, vj + 16, n1);
+        v16f w0 = (v16f){0} + w[0][j], w1 = (v16f){0} + w[1][j], w2 = (v16f){0} + w[2][j],
+             w3 = (v16f){0} + w[3][j]; /* broadcasts */
+        a00 += w0 * v0, a01 += w0 * v1;
+        a10 += w1 * v0, a11 += w1 * v1;
+        a20 += w2 * v0, a21 += w2 * v1;
+        a30 += w3 * v0, a31 += w3 * v1;
+    }
+    v16f acc[ATT_GROUP][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
+    for (int i = 0; i < nt; i++) {
+        float o[32];
+        memcpy(o, &acc[i][0], 64), memcpy(o + 16, &acc[i][1], 64);
+        memcpy(out + (size_t)i * qd, o, n0 + n1);
+    }
+}
+
 /* Cloned per instruction set: the loops over positions and head
  * dimensions are element-wise (no reduction changes order with the vector
  * width, and multiply-adds are not fused in this file), so every clone
@@ -201,43 +233,36 @@ static void attn_run(void *arg, int ith, int nth)
          * (a token's positions outside its own range are computed, never used) */
         for (int j0 = j_lo / PAGE * PAGE; j0 <= j_hi; j0 += PAGE) {
             int nj = j_hi + 1 - j0 < PAGE ? j_hi + 1 - j0 : PAGE;
-            asn_matmul_f32(en->q + (size_t)t0 * qd + (size_t)h * hd, nt, qd, hd,
-                           kv_at(en, s, a->layer, 0, j0) + (size_t)kvh * hd, en->kvd, nj, scores + j0, (int)ld);
+            const float *kt = k_page(en, s, a->layer, j0) + (size_t)kvh * hd * PAGE;
+            for (int i = 0; i < nt; i++) {
+                float sc[PAGE];
+                asn_dot_cols16(en->q + (size_t)(t0 + i) * qd + (size_t)h * hd, hd, kt, sc);
+                memcpy(scores + i * ld + j0, sc, (size_t)nj * sizeof(float));
+            }
         }
         for (int i = 0; i < nt; i++)
             softmax(scores + i * ld + from[i], to[i] - from[i] + 1, scale, cap);
-        /* out[d] = sum over visible j in order of w_j * v_j[d], 32
-         * dimensions of every token of the group at a time in registers */
+        /* a token's weights outside its range are zero: every token of
+         * the group then runs over the same positions, without a branch,
+         * and gets the same sums (the accumulators start at +0 and never
+         * become -0, so adding a zero product changes nothing) */
+        for (int i = 0; i < nt; i++) {
+            float *w = scores + i * ld;
+            for (int j = j_lo; j < from[i]; j++)
+                w[j] = 0.0f;
+            for (int j = to[i] + 1; j <= j_hi; j++)
+                w[j] = 0.0f;
+        }
+        const float *wr[ATT_GROUP];
+        for (int i = 0; i < ATT_GROUP; i++)
+            wr[i] = scores + (i < nt ? i : nt - 1) * ld;
+        float *out = en->att + (size_t)t0 * qd + (size_t)h * hd;
         for (int d0 = 0; d0 < hd; d0 += 32) {
-            /* accumulators as variables, not an array, so they stay in
-             * registers; ATT_GROUP = 4 */
-            v16f a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0}, a31 = {0};
-            int dn = hd - d0 < 32 ? hd - d0 : 32;
-            size_t n0 = (size_t)(dn < 16 ? dn : 16) * sizeof(float), n1 = (size_t)(dn - 16 > 0 ? dn - 16 : 0) * sizeof(float);
-            const float *w0 = scores, *w1 = scores + ld, *w2 = scores + 2 * ld, *w3 = scores + 3 * ld;
-            for (int j = j_lo; j <= j_hi; j++) {
-                const float *vj = kv_at(en, s, a->layer, 1, j) + (size_t)kvh * hd + d0;
-                v16f v0 = {0}, v1 = {0}, w;
-                memcpy(&v0, vj, n0);
-                memcpy(&v1, vj + 16, n1);
-#define ATT_ACC(I)                                                                                \
-    if (I < nt && j >= from[I] && j <= to[I]) {                                                   \
-        w = (v16f){0} + w##I[j]; /* broadcast */                                                  \
-        a##I##0 += w * v0;                                                                        \
-        a##I##1 += w * v1;                                                                        \
-    }
-                ATT_ACC(0) ATT_ACC(1) ATT_ACC(2) ATT_ACC(3)
-#undef ATT_ACC
-            }
-            float *out = en->att + (size_t)t0 * qd + (size_t)h * hd + d0;
-#define ATT_OUT(I)                                                                                \
-    if (I < nt) {                                                                                 \
-        float o_[32];                                                                             \
-        memcpy(o_, &a##I##0, 64), memcpy(o_ + 16, &a##I##1, 64);                                  \
-        memcpy(out + (size_t)I * qd, o_, n0 + n1);                                                \
-    }
-            ATT_OUT(0) ATT_OUT(1) ATT_OUT(2) ATT_OUT(3)
-#undef ATT_OUT
+            size_t off = (size_t)kvh * hd + d0;
+            if (hd - d0 >= 32)
+                pv_span(en, s, a->layer, off, wr, j_lo, j_hi, 32, out + d0, qd, nt);
+            else
+                pv_span(en, s, a->layer, off, wr, j_lo, j_hi, hd - d0, out + d0, qd, nt);
         }
     }
 }
@@ -274,8 +299,10 @@ void blk_attention(const fwd *f, const layer_w *L, int l, const float *in, float
             rope(c, rs, k, c->n_head_kv, en->tok_pos[r]);
         }
         const seq *s = &en->seqs[en->tok_seq[r]];
-        memcpy(kv_at(en, s, l, 0, en->tok_pos[r]), k, (size_t)kvd * sizeof(float));
-        memcpy(kv_at(en, s, l, 1, en->tok_pos[r]), en->v + (size_t)r * kvd, (size_t)kvd * sizeof(float));
+        float *kt = k_page(en, s, l, en->tok_pos[r]) + en->tok_pos[r] % PAGE;
+        for (int d = 0; d < kvd; d++)
+            kt[(size_t)d * PAGE] = k[d];
+        memcpy(v_at(en, s, l, en->tok_pos[r]), en->v + (size_t)r * kvd, (size_t)kvd * sizeof(float));
     }
     attn_task at = {en, l, windowed ? c->n_swa : 0};
     asn_pool_run(en->pool, attn_run, &at);

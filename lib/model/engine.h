@@ -49,10 +49,19 @@ struct asn_engine {
     size_t cap_logits;
 };
 
-static inline float *kv_at(const asn_engine *en, const seq *s, int layer, int which, int pos)
+/* A page holds, per layer, the keys of its PAGE positions transposed
+ * (kvd rows of PAGE floats: element d of position j at d * PAGE + j % PAGE)
+ * and then the values, one row of kvd floats per position. */
+static inline float *k_page(const asn_engine *en, const seq *s, int layer, int pos)
 {
     float *pg = en->page[s->pages[pos / PAGE]];
-    return pg + (((size_t)layer * 2 + (size_t)which) * PAGE + (size_t)(pos % PAGE)) * (size_t)en->kvd;
+    return pg + (size_t)layer * 2 * PAGE * (size_t)en->kvd;
+}
+
+static inline float *v_at(const asn_engine *en, const seq *s, int layer, int pos)
+{
+    float *pg = en->page[s->pages[pos / PAGE]];
+    return pg + ((size_t)layer * 2 * PAGE + PAGE + (size_t)(pos % PAGE)) * (size_t)en->kvd;
 }
 
 /* Whether layer l attends through the sliding window. */

@@ -241,6 +241,42 @@ DEFINE_ROWS(tile4)
         return out[0];                                                                            \
     }
 
+/* out[j] = dot(x, column j of Wt) for j < 16, Wt K rows of 16 (Wt[k * 16 +
+ * j]): the products of the tiles above, transposed. The tiles give output
+ * (t, j) one 16-lane accumulator whose lane l takes k = l, l + 16, ...;
+ * here that lane is the vector p[l] and each of its lanes one column j, so
+ * p[l][j] gets the same multiply-adds in the same order, and the tree
+ * (l, l+8), (l, l+4), (l, l+2), (l, l+1) adds whole vectors: the same bits
+ * as asn_dot(x, column j), sixteen at a time without horizontal sums. */
+#define DEFINE_COLS16(NAME, TARGET, V, VW)                                                         \
+    TARGET static void NAME(const float *x, int K, const float *Wt, float *out)                    \
+    {                                                                                              \
+        _Pragma("GCC unroll 4") for (int c = 0; c < 16; c += VW) {                                 \
+            V p[16];                                                                               \
+            _Pragma("GCC unroll 16") for (int l = 0; l < 16; l++)                                  \
+                p[l] = (V){0};                                                                     \
+            int k = 0;                                                                             \
+            for (; k + 16 <= K; k += 16)                                                           \
+                _Pragma("GCC unroll 16") for (int l = 0; l < 16; l++) {                            \
+                    V w;                                                                           \
+                    memcpy(&w, Wt + (size_t)(k + l) * 16 + c, sizeof w);                           \
+                    p[l] += w * x[k + l];                                                          \
+                }                                                                                  \
+            for (int l = 0; k + l < K; l++) {                                                      \
+                V w;                                                                               \
+                memcpy(&w, Wt + (size_t)(k + l) * 16 + c, sizeof w);                               \
+                p[l] += w * x[k + l];                                                              \
+            }                                                                                      \
+            _Pragma("GCC unroll 4") for (int h = 8; h > 0; h /= 2)                                 \
+                _Pragma("GCC unroll 8") for (int l = 0; l < h; l++)                                \
+                    p[l] += p[l + h];                                                              \
+            memcpy(out + c, &p[0], sizeof p[0]);                                                   \
+        }                                                                                          \
+    }
+
+typedef void (*cols16_fn)(const float *, int, const float *, float *);
+static cols16_fn cols16_impl;
+
 typedef void (*block_fn)(const float *, int, int, int, const float *, int, int, const float *, float *, int);
 typedef float (*dot_fn)(const float *, const float *, int);
 static dot_fn dot_impl;
@@ -260,6 +296,9 @@ DEFINE_BLOCK(block_base, V1_TARGET, tile4, 1, 3, 3)
 DEFINE_DOT(dot_avx512, V4_TARGET, tile16)
 DEFINE_DOT(dot_avx2, V3_TARGET, tile8)
 DEFINE_DOT(dot_base, V1_TARGET, tile4)
+DEFINE_COLS16(cols16_avx512, V4_TARGET, v16, 16)
+DEFINE_COLS16(cols16_avx2, V3_TARGET, v8, 8)
+DEFINE_COLS16(cols16_base, V1_TARGET, v4, 4)
 
 static block_fn block_impl;
 
@@ -269,15 +308,15 @@ static void choose_kernels(void)
     /* ASN_MATMUL_KERNEL=avx512|avx2|base forces a kernel (tests compare them) */
     const char *force = getenv("ASN_MATMUL_KERNEL");
     if (force && !strcmp(force, "base"))
-        block_impl = block_base, dot_impl = dot_base;
+        block_impl = block_base, dot_impl = dot_base, cols16_impl = cols16_base;
     else if (force && !strcmp(force, "avx2"))
-        block_impl = block_avx2, dot_impl = dot_avx2;
+        block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2;
     else if (asn_cpu_has(ASN_CPU_V4))
-        block_impl = block_avx512, dot_impl = dot_avx512;
+        block_impl = block_avx512, dot_impl = dot_avx512, cols16_impl = cols16_avx512;
     else if (asn_cpu_has(ASN_CPU_AVX2 | ASN_CPU_FMA))
-        block_impl = block_avx2, dot_impl = dot_avx2;
+        block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2;
     else
-        block_impl = block_base, dot_impl = dot_base;
+        block_impl = block_base, dot_impl = dot_base, cols16_impl = cols16_base;
 }
 #else
 /* Other architectures: 128-bit GCC vectors (NEON on aarch64), the same
@@ -286,6 +325,7 @@ static void choose_kernels(void)
  * not measured. */
 DEFINE_BLOCK(block_generic, , tile4, 2, 3, 6)
 DEFINE_DOT(dot_generic, , tile4)
+DEFINE_COLS16(cols16_generic, , v4, 4)
 
 static block_fn block_impl;
 
@@ -293,6 +333,7 @@ static void choose_kernels(void)
 {
     dot_impl = dot_generic;
     block_impl = block_generic;
+    cols16_impl = cols16_generic;
 }
 #endif
 
@@ -356,6 +397,12 @@ void asn_matmul(asn_pool *pool, const float *X, int T, int ldx, int K, const voi
 void asn_matmul_f32(const float *X, int T, int ldx, int K, const float *W, int ldw, int N, float *Y, int ldy)
 {
     pick_block()(X, T, ldx, K, W, ldw, N, NULL, Y, ldy);
+}
+
+void asn_dot_cols16(const float *x, int K, const float *Wt, float *out)
+{
+    pick_block();
+    cols16_impl(x, K, Wt, out);
 }
 
 float asn_dot(const float *a, const float *b, int K)

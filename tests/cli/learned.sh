@@ -148,6 +148,9 @@ sampling_pipelines:
   - name: learned local
     processors:
       - {name: learned, params: {path: "$FIX/local.gguf"}}
+  - name: learned equivariant
+    processors:
+      - {name: learned, params: {path: "$ROOT/tests/data/sampler/equivariant.gguf"}}
 EOF
 grep '"net/50/learned"' "$TMP/rows.jsonl" | sed 's/"processors": \[[^]]*\]/"processors": []/' > "$TMP/one.jsonl"
 expect_status "--heuristics with a learned pipeline, --sample: exit status 0" 0 \
@@ -203,18 +206,25 @@ expect_stderr "a heuristics file naming a missing sampler: FILE:LINE:COL, pipeli
 # (a SamplingNetwork over the whole vocabulary of 32000 costs about 60 ms a
 # row: the generation tests give it the 40 tokens top_k keeps)
 G() { "$BIN/gen-candidates" -m "$M" -H "$TMP/h.yaml" --only "top_k then learned" --only "learned local" \
-        -n 8 --min-new-tokens 2 --seeds 0-1 "$@" "$P"; }
+        --only "learned equivariant" -n 8 --min-new-tokens 2 --seeds 0-1 "$@" "$P"; }
 expect_status "gen-candidates with learned heuristics" 0 G -t 1 -b 64
 cp "$TMP/out" "$TMP/g1"
 G -t 2 -b 5 > "$TMP/g2" 2>/dev/null
 check "gen-candidates: byte-identical with --threads 2 --batch 5" cmp "$TMP/g1" "$TMP/g2"
 G -t 2 -b 1 > "$TMP/g3" 2>/dev/null
 check "gen-candidates: byte-identical with --threads 2 --batch 1" cmp "$TMP/g1" "$TMP/g3"
+# the equivariant transform sorts each row: rows sorted at once on two
+# threads must not share anything (a batch of 16, four seeds)
+E() { "$BIN/gen-candidates" -m "$M" -H "$TMP/h.yaml" --only "learned equivariant" -n 8 --min-new-tokens 2 \
+        --seeds 0-3 "$@" "$P" 2>/dev/null; }
+E -t 1 -b 1 > "$TMP/e1"
+E -t 2 -b 16 > "$TMP/e2"
+check "gen-candidates: the equivariant sampler byte-identical with --threads 2 --batch 16" cmp "$TMP/e1" "$TMP/e2"
 check "gen-candidates: every prompt x heuristic x seed, ids as the reference computes them" $PY - "$TMP/g1" "$P" <<'PYEOF'
 import hashlib, json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
 n_prompts = sum(1 for l in open(sys.argv[2]) if l.strip())
-assert len(recs) == n_prompts * 2 * 2, len(recs)
+assert len(recs) == n_prompts * 3 * 2, len(recs)
 for r in recs:
     h = r["heuristic"]
     canon = json.dumps({"name": h["name"], "processors": h["processors"]}, sort_keys=True,

@@ -1,5 +1,5 @@
 /* test_matmul.c — the f32 matrix product (asn_matmul, asn_matmul_f32,
- * asn_dot) against a scalar model of its summation order (asn/linalg.h):
+ * asn_dot, asn_dot_cols16) against a scalar model of its summation order (asn/linalg.h):
  * 16 lane-wise partial sums over k = 0, 16, 32, ... (the last block
  * zero-padded), lanes added (i, i+8), (i, i+4), (i, i+2), (i, i+1).
  * Every kernel variant this machine can run (ASN_MATMUL_KERNEL, each in a
@@ -75,7 +75,7 @@ static int check_kernel(const char *name, int fused)
     int failed = 0;
     double worst = 0; /* error relative to sum |w x|, over all outputs */
     asn_pool *pools[2] = {asn_pool_new(1), asn_pool_new(3)};
-    int n_model = 0, n_threads = 0, n_f32 = 0, n_dot = 0;
+    int n_model = 0, n_threads = 0, n_f32 = 0, n_dot = 0, n_cols = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int T = shapes[s].T, N = shapes[s].N, K = shapes[s].K;
         int ldx = K + 3, ldw = K + 5, ldy = N + 2;
@@ -119,6 +119,16 @@ static int check_kernel(const char *name, int fused)
         float d = asn_dot(X, W, K);
         if (!same_bits(d, model_dot(X, W, K, fused)))
             n_dot++;
+        /* 16 rows of W transposed (rows past N: row 0 again) */
+        float *Wt = malloc(sizeof *Wt * (size_t)K * 16), c16[16];
+        for (int k = 0; k < K; k++)
+            for (int j = 0; j < 16; j++)
+                Wt[(size_t)k * 16 + j] = W[(size_t)(j < N ? j : 0) * ldw + k];
+        asn_dot_cols16(X, K, Wt, c16);
+        for (int j = 0; j < 16; j++)
+            if (!same_bits(c16[j], model_dot(X, W + (size_t)(j < N ? j : 0) * ldw, K, fused)))
+                n_cols++;
+        free(Wt);
         free(X), free(W), free(Wc), free(bias), free(Y), free(Y3), free(Yf);
     }
     char tn[160];
@@ -132,6 +142,7 @@ static int check_kernel(const char *name, int fused)
     CHECK("3 threads equal 1 thread", n_threads);
     CHECK("asn_matmul_f32 with row strides equals the order model", n_f32);
     CHECK("asn_dot equals the order model", n_dot);
+    CHECK("asn_dot_cols16 (16 transposed rows) equals the order model", n_cols);
     /* f32 sums of up to 1000 terms: a few K * 2^-24 of sum |w x| at most */
     snprintf(tn, sizeof tn, "matmul %s: the order model is within 1000 * 2^-24 of float64 (relative to sum |w x|)", name);
     T_OK(tn, worst <= 1000.0 / 16777216.0, "worst %g", worst);
