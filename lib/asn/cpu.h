@@ -20,7 +20,8 @@ enum {
     ASN_CPU_V4 = ASN_CPU_V3 | ASN_CPU_AVX512F | ASN_CPU_AVX512BW | ASN_CPU_AVX512VL | ASN_CPU_AVX512DQ,
 };
 
-/* The features (ASN_CPU_* bits), detected once. */
+/* The features (ASN_CPU_* bits), detected once; the environment variable
+ * ASN_CPU=avx2, avxvnni or base caps them at that level. */
 unsigned asn_cpu_features(void);
 /* Whether every feature of mask is present. */
 static inline int asn_cpu_has(unsigned mask) { return (asn_cpu_features() & mask) == mask; }

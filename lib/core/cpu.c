@@ -2,6 +2,8 @@
 #include "asn/cpu.h"
 
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -47,10 +49,27 @@ static void detect(void)
     features = f;
 }
 
+/* ASN_CPU=avx2 | avxvnni | base: report no more than that level, so that
+ * one machine measures and tests what a smaller CPU runs (every kernel
+ * choice reads this detector). */
+static void detect_capped(void)
+{
+    detect();
+    const char *cap = getenv("ASN_CPU");
+    if (!cap)
+        return;
+    if (!strcmp(cap, "avx2"))
+        features &= ASN_CPU_V3;
+    else if (!strcmp(cap, "avxvnni"))
+        features &= ASN_CPU_V3 | ASN_CPU_AVXVNNI;
+    else if (!strcmp(cap, "base"))
+        features = 0;
+}
+
 unsigned asn_cpu_features(void)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, detect);
+    pthread_once(&once, detect_capped);
     return features;
 }
 #else

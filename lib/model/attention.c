@@ -11,6 +11,7 @@
  * Rotary tables are computed in double: plain, linear, YaRN, and the
  * per-pair divisors of Llama 3.1 and Phi-3's longrope. */
 #include "engine.h"
+#include "asn/cpu.h"
 #include "asn/linalg.h"
 #include "asn/vexp.h"
 
@@ -160,34 +161,52 @@ static inline __attribute__((always_inline)) void softmax(float *x, int n, float
 }
 
 /* out[i * qd + d] = sum over j = j_lo..j_hi in order of w[i][j] * v_j[d]
- * for d < dn (<= 32) and the ATT_GROUP tokens i (those past nt are
+ * for d < dn (<= NV * 16) and the ATT_GROUP tokens i (those past nt are
  * computed, not stored), where v_j is row j of the values from element
- * off on (rows are found page by page). The 32
- * dimensions of four tokens stay in registers; dn is a constant where this
- * is inlined with 32. */
+ * off on (rows are found page by page). The NV * 16 dimensions of four
+ * tokens stay in registers: NV = 2 with 32 vector registers, 1 with 16;
+ * dn is a constant where this is inlined with a full chunk. */
 static inline __attribute__((always_inline)) void pv_span(const asn_engine *en, const seq *s, int layer,
                                                            size_t off, const float *const *w, int j_lo,
-                                                           int j_hi, int dn, float *out, int qd, int nt)
+                                                           int j_hi, int NV, int dn, float *out, int qd, int nt)
 {
     size_t n0 = (size_t)(dn < 16 ? dn : 16) * sizeof(float), n1 = (size_t)(dn > 16 ? dn - 16 : 0) * sizeof(float);
-    v16f a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0}, a31 = {0};
+    v16f acc[ATT_GROUP][2];
+    for (int i = 0; i < ATT_GROUP; i++)
+        for (int p = 0; p < NV; p++)
+            acc[i][p] = splat16(0.0f);
     for (int j = j_lo; j <= j_hi; j++) {
         const float *vj = v_at(en, s, layer, j) + off;
-        v16f v0 = {0}, v1 = {0};
-        memcpy(&v0, vj, n0);
-        memcpy(&v1, vj + 16, n1);
-        v16f w0 = (v16f){0} + w[0][j], w1 = (v16f){0} + w[1][j], w2 = (v16f){0} + w[2][j],
-             w3 = (v16f){0} + w[3][j]; /* broadcasts */
-        a00 += w0 * v0, a01 += w0 * v1;
-        a10 += w1 * v0, a11 += w1 * v1;
-        a20 += w2 * v0, a21 += w2 * v1;
-        a30 += w3 * v0, a31 += w3 * v1;
+        v16f v[2] = {splat16(0.0f), splat16(0.0f)};
+        memcpy(&v[0], vj, n0);
+        if (NV > 1)
+            memcpy(&v[1], vj + 16, n1);
+        for (int i = 0; i < ATT_GROUP; i++) {
+            v16f wi = splat16(w[i][j]);
+            for (int p = 0; p < NV; p++)
+                acc[i][p] += wi * v[p];
+        }
     }
-    v16f acc[ATT_GROUP][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
     for (int i = 0; i < nt; i++) {
         float o[32];
-        memcpy(o, &acc[i][0], 64), memcpy(o + 16, &acc[i][1], 64);
+        memcpy(o, &acc[i][0], 64);
+        if (NV > 1)
+            memcpy(o + 16, &acc[i][1], 64);
         memcpy(out + (size_t)i * qd, o, n0 + n1);
+    }
+}
+
+/* The chunks of NV * 16 dimensions of one head (full ones with constant
+ * sizes). */
+static inline __attribute__((always_inline)) void pv_head(const asn_engine *en, const seq *s, int layer,
+                                                           size_t off, const float *const *w, int j_lo,
+                                                           int j_hi, int hd, int NV, float *out, int qd, int nt)
+{
+    for (int d0 = 0; d0 < hd; d0 += 16 * NV) {
+        if (hd - d0 >= 16 * NV)
+            pv_span(en, s, layer, off + d0, w, j_lo, j_hi, NV, 16 * NV, out + d0, qd, nt);
+        else
+            pv_span(en, s, layer, off + d0, w, j_lo, j_hi, NV, hd - d0, out + d0, qd, nt);
     }
 }
 
@@ -202,10 +221,7 @@ static inline __attribute__((always_inline)) void pv_span(const asn_engine *en, 
  * all of them. A token's results do not depend on its group: each score is
  * asn/linalg.h's fixed-order dot product, each output sums its visible
  * positions in order. */
-#if defined(__x86_64__)
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#endif
-static void attn_run(void *arg, int ith, int nth)
+static inline __attribute__((always_inline)) void attn_body(void *arg, int ith, int nth, int NV)
 {
     attn_task *a = arg;
     asn_engine *en = a->en;
@@ -257,14 +273,28 @@ static void attn_run(void *arg, int ith, int nth)
         for (int i = 0; i < ATT_GROUP; i++)
             wr[i] = scores + (i < nt ? i : nt - 1) * ld;
         float *out = en->att + (size_t)t0 * qd + (size_t)h * hd;
-        for (int d0 = 0; d0 < hd; d0 += 32) {
-            size_t off = (size_t)kvh * hd + d0;
-            if (hd - d0 >= 32)
-                pv_span(en, s, a->layer, off, wr, j_lo, j_hi, 32, out + d0, qd, nt);
-            else
-                pv_span(en, s, a->layer, off, wr, j_lo, j_hi, hd - d0, out + d0, qd, nt);
-        }
+        pv_head(en, s, a->layer, (size_t)kvh * hd, wr, j_lo, j_hi, hd, NV, out, qd, nt);
     }
+}
+
+/* One copy of attn_body per instruction-set level, chosen by asn/cpu.h:
+ * value chunks of 32 dimensions with AVX-512's 32 registers, 16 below. */
+#if defined(__x86_64__)
+__attribute__((target("arch=x86-64-v4"))) static void attn_v4(void *arg, int ith, int nth) { attn_body(arg, ith, nth, 2); }
+__attribute__((target("arch=x86-64-v3"))) static void attn_v3(void *arg, int ith, int nth) { attn_body(arg, ith, nth, 1); }
+#endif
+static void attn_base(void *arg, int ith, int nth) { attn_body(arg, ith, nth, 1); }
+
+static void attn_run(void *arg, int ith, int nth)
+{
+#if defined(__x86_64__)
+    if (asn_cpu_has(ASN_CPU_V4))
+        attn_v4(arg, ith, nth);
+    else if (asn_cpu_has(ASN_CPU_V3))
+        attn_v3(arg, ith, nth);
+    else
+#endif
+        attn_base(arg, ith, nth);
 }
 
 void blk_attention(const fwd *f, const layer_w *L, int l, const float *in, float *out)

@@ -86,13 +86,10 @@ int asn_qmatmul_supported(uint32_t type, int K)
 /* --------------------------------------------------- activation quants */
 
 /* Row x (K floats) to q (K int8), dx (K / S floats), bs (K / 16 int16).
- * Cloned per instruction set so that it vectorizes (roundf, the maximum
+ * One copy per instruction set so that it vectorizes (roundf, the maximum
  * and fabsf give the same results vectorized or not). */
-#if defined(__x86_64__)
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#endif
-static void quantize_acts(const float *x, int K, int S, int T, int8_t *q, float *dx, int16_t *bs,
-                          int32_t *bsum)
+static inline __attribute__((always_inline)) void quantize_body(const float *x, int K, int S, int T, int8_t *q,
+                                                                 float *dx, int16_t *bs, int32_t *bsum)
 {
     for (int b = 0; b < K / S; b++) {
         const float *xb = x + (size_t)b * S;
@@ -119,6 +116,27 @@ static void quantize_acts(const float *x, int K, int S, int T, int8_t *q, float 
         bsum[(size_t)b * T] = s;
     }
 }
+
+#define QA_ARGS const float *x, int K, int S, int T, int8_t *q, float *dx, int16_t *bs, int32_t *bsum
+#if defined(__x86_64__)
+__attribute__((target("arch=x86-64-v4"))) static void quantize_v4(QA_ARGS) { quantize_body(x, K, S, T, q, dx, bs, bsum); }
+__attribute__((target("arch=x86-64-v3"))) static void quantize_v3(QA_ARGS) { quantize_body(x, K, S, T, q, dx, bs, bsum); }
+#endif
+static void quantize_base(QA_ARGS) { quantize_body(x, K, S, T, q, dx, bs, bsum); }
+
+/* The copy for this CPU (asn/cpu.h). */
+static void quantize_acts(QA_ARGS)
+{
+#if defined(__x86_64__)
+    if (asn_cpu_has(ASN_CPU_V4))
+        quantize_v4(x, K, S, T, q, dx, bs, bsum);
+    else if (asn_cpu_has(ASN_CPU_V3))
+        quantize_v3(x, K, S, T, q, dx, bs, bsum);
+    else
+#endif
+        quantize_base(x, K, S, T, q, dx, bs, bsum);
+}
+#undef QA_ARGS
 
 /* ----------------------------------------------------- the float steps */
 
