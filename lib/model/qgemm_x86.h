@@ -137,17 +137,22 @@ QG_FN void QG(tile)(const qjob *j, const qpanel *p, const int *tk, uint32_t t, Q
             }
         } else {
             const int32_t *scv = p->scv + (size_t)b * (S / 16) * QG_R;
-            for (int h = 0; h < S / 16; h++) {
+            /* with VNNI: exact sums over each run of weights that share a
+             * scale (16, or 32 where pairs of scales are equal), then one
+             * multiply by the scale */
+            const int G = f.g32 ? 2 : 1;
+            for (int h = 0; h < S / 16; h += QG_VNNI && f.mullo ? G : 1) {
                 QG(vi) s[QG_NR];
                 for (int v = 0; v < QG_NR; v++)
                     s[v] = QG_LOAD(scv + (size_t)h * QG_R + v * QG_L);
 #if QG_VNNI
-                if (f.mullo) { /* IQ4_XS with VNNI: exact per-16 sums, then the scale */
+                if (f.mullo) {
                     QG(vi) tmp[QG_NR][QG_NT];
                     for (int v = 0; v < QG_NR; v++)
                         for (int i = 0; i < QG_NT; i++)
                             tmp[v][i] = QG_ZERO();
-                    for (int k4 = 4 * h; k4 < 4 * h + 4; k4++) {
+#pragma GCC unroll 8
+                    for (int k4 = 4 * h; k4 < 4 * (h + G); k4++) {
                         QG(vi) w[QG_NR];
                         for (int v = 0; v < QG_NR; v++)
                             w[v] = QG_LOAD(wq + (size_t)k4 * QG_R + v * QG_L);

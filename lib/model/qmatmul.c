@@ -653,16 +653,20 @@ QK_INLINE void block_t(const qjob *j, int r0, qrows *u, uint32_t t, int NT, int 
 
 /* How a variant multiplies a type's weights (see qgemm_x86.h): as unsigned
  * bytes u = w + off (adj: what to add to k_group's bytes to get u), or
- * signed with vpsignb (sgn); IQ4_XS with VNNI sums each 16 exactly and
- * multiplies by the scale (mullo, the scales plain int32); cv: a super-block
- * of 256 whose offset share is taken off with the stored -off * sc[h]. */
+ * signed with vpsignb (sgn); with VNNI the types with scales sum each run
+ * of weights under one scale exactly and multiply by it (mullo, the scales
+ * plain int32; g32: runs of 32, where pairs of scales are equal); cv: a
+ * super-block of 256 whose offset share is taken off with the stored
+ * -off * sc[h]. */
 typedef struct qg_form {
-    int off, adj, sgn, mullo, cv;
+    int off, adj, sgn, mullo, g32, cv;
 } qg_form;
 
 QK_INLINE qg_form qg_form_of(uint32_t t, int vnni)
 {
-    qg_form f = {0, 0, 0, 0, 0};
+    qg_form f = {0, 0, 0, 0, 0, 0};
+    f.mullo = vnni && !k_unit(t);
+    f.g32 = t == ASN_T_Q4_K || t == ASN_T_Q5_K || t == ASN_T_IQ4_XS;
     switch (t) {
     case ASN_T_Q8_0: case ASN_T_IQ4_NL:
         if (vnni)
@@ -676,7 +680,7 @@ QK_INLINE qg_form qg_form_of(uint32_t t, int vnni)
     case ASN_T_Q6_K: f.off = 32, f.cv = 1; break; /* and w + 32 */
     case ASN_T_IQ4_XS:
         if (vnni)
-            f.off = f.adj = 128, f.mullo = f.cv = 1;
+            f.off = f.adj = 128, f.cv = 1;
         else
             f.sgn = 1;
         break;
