@@ -82,7 +82,7 @@ static int run(asn_pool *pool, const char *kernel, const float *X, int T, int K,
 
 int main(void)
 {
-    const char *kernels[] = {"base", "avx2", "avxvnni", "avx512", "avx512vnni"};
+    const char *kernels[] = {"base", "avx2", "avxvnni", "avx512", "avx512vnni", "neon", "neondot"};
     asn_pool *pool2 = asn_pool_new(2), *pool3 = asn_pool_new(3);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const qt *t = &types[ti];
