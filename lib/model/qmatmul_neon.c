@@ -300,8 +300,10 @@ QN_INLINE void n_meta(uint32_t t, const uint8_t *x, int16_t *sc, int16_t *mn, fl
 /* --------------------------------------------------- one token (decode) */
 
 /* One token against the QN_ROWS rows of the block, reading the weights in
- * their packed form (each is used once): 8 int32x4 accumulators, one per
- * row, over each super-block; then 2 x 4 outputs of float steps. */
+ * their packed form (each is used once): row by row, one int32x4
+ * accumulator over each super-block (the token's quants reloaded from L1
+ * for each row: fewer live registers than holding them for 8 rows); then
+ * 2 x 4 outputs of float steps. */
 QN_INLINE void n_fused(const qn_job *j, int r0, uint32_t t, int dot)
 {
     const int S = qu_super(t), nb = qu_bytes(t);
@@ -310,8 +312,6 @@ QN_INLINE void n_fused(const qn_job *j, int r0, uint32_t t, int dot)
         row[r] = j->W + (size_t)(r0 + r < j->N ? r0 + r : j->N - 1) * j->row_bytes;
     float32x4_t acc[2] = {vdupq_n_f32(0), vdupq_n_f32(0)};
     for (int b = 0; b < j->nsb; b++) {
-        int16_t sc[QN_ROWS][16], mn[QN_ROWS][16];
-        float D[QN_ROWS], Dm[QN_ROWS];
         /* the next block of rows, as much of it as this step reads of this
          * one: the prefetch stays one block ahead */
         if (r0 + QN_ROWS < j->N) {
@@ -319,36 +319,36 @@ QN_INLINE void n_fused(const qn_job *j, int r0, uint32_t t, int dot)
             for (int o = 0; o < QN_ROWS * nb; o += 64)
                 __builtin_prefetch(next + o);
         }
-        for (int r = 0; r < QN_ROWS; r++)
-            n_meta(t, row[r] + (size_t)b * nb, sc[r], mn[r], &D[r], &Dm[r]);
-        int32x4_t a[QN_ROWS];
-        for (int r = 0; r < QN_ROWS; r++)
-            a[r] = vdupq_n_s32(0);
         const int8_t *q = j->q + (size_t)b * S;
+        const int16_t *bs = j->bs + (size_t)b * (S / 16);
+        int32x4_t I[QN_ROWS], M[QN_ROWS];
+        float D[QN_ROWS], Dm[QN_ROWS];
+#pragma GCC unroll 1
+        for (int r = 0; r < QN_ROWS; r++) {
+            const uint8_t *x = row[r] + (size_t)b * nb;
+            int16_t sc[16], mn[16];
+            n_meta(t, x, sc, mn, &D[r], &Dm[r]);
+            int32x4_t a = vdupq_n_s32(0);
+            const int8_t *qr = q;
+            __asm__("" : "+r"(qr)); /* not hoisted out of the row loop (16 registers, spilled) */
 #pragma GCC unroll 8
-        for (int g = 0; g < S / 32; g++) {
-            int8x16_t q0 = vld1q_s8(q + 32 * g), q1 = vld1q_s8(q + 32 * g + 16);
-#pragma GCC unroll 8
-            for (int r = 0; r < QN_ROWS; r++) {
+            for (int g = 0; g < S / 32; g++) {
                 int8x16_t w0, w1;
-                n_group(t, row[r] + (size_t)b * nb, g, &w0, &w1);
-                a[r] = n_acc(dot, t, a[r], w0, w1, q0, q1, sc[r] + 2 * g);
+                n_group(t, x, g, &w0, &w1);
+                a = n_acc(dot, t, a, w0, w1, vld1q_s8(qr + 32 * g), vld1q_s8(qr + 32 * g + 16), sc + 2 * g);
             }
+            I[r] = a;
+            if (n_min(t) && S == 256)
+                M[r] = n_mins(mn, bs);
         }
         float dx = j->dx[b];
         for (int v = 0; v < 2; v++) {
-            int32x4_t I = n_sum4(a[4 * v], a[4 * v + 1], a[4 * v + 2], a[4 * v + 3]);
-            acc[v] = n_step(acc[v], vld1q_f32(D + 4 * v), dx, I);
+            const int32x4_t *Iv = I + 4 * v, *Mv = M + 4 * v;
+            acc[v] = n_step(acc[v], vld1q_f32(D + 4 * v), dx, n_sum4(Iv[0], Iv[1], Iv[2], Iv[3]));
             if (n_min(t)) {
-                int32x4_t M;
-                if (S == 32) {
-                    M = vdupq_n_s32(j->bsum[b]); /* mn = 1 on both halves */
-                } else {
-                    const int16_t *bs = j->bs + (size_t)b * 16;
-                    M = n_sum4(n_mins(mn[4 * v], bs), n_mins(mn[4 * v + 1], bs), n_mins(mn[4 * v + 2], bs),
-                               n_mins(mn[4 * v + 3], bs));
-                }
-                acc[v] = n_step(acc[v], vld1q_f32(Dm + 4 * v), dx, M);
+                int32x4_t m = S == 32 ? vdupq_n_s32(j->bsum[b]) /* mn = 1 on both halves */
+                                      : n_sum4(Mv[0], Mv[1], Mv[2], Mv[3]);
+                acc[v] = n_step(acc[v], vld1q_f32(Dm + 4 * v), dx, m);
             }
         }
     }
@@ -406,7 +406,6 @@ QN_INLINE void n_tile(const qn_job *j, int rb, const int *tk, uint32_t t, int do
         for (int r = 0; r < 4; r++)
             for (int i = 0; i < 4; i++)
                 a[r][i] = vdupq_n_s32(0);
-#pragma GCC unroll 8
         for (int g = 0; g < S / 32; g++) {
             size_t k = (size_t)b * S + 32 * g;
             int8x16_t x0[4], x1[4];
