@@ -474,9 +474,14 @@ QN_INLINE void n_block_t(const qn_job *j, int r0, uint32_t t, int dot)
  * set. */
 #define QN_CASE(T, FN, S, BYTES) case T: n_block_t(j, r0, T, DOT); break;
 
-/* SDOT is an ARMv8.2 extension (the assembler wants both named); a CPU
- * with it implements ARMv8.2. */
-__attribute__((target("arch=armv8.2-a+dotprod"))) static void block_dot(const qn_job *j, int r0)
+/* SDOT is an ARMv8.2 extension (GNU as wants both named); a CPU with it
+ * implements ARMv8.2. */
+#if defined(__clang__)
+#define QN_DOTPROD __attribute__((target("dotprod")))
+#else
+#define QN_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
+#endif
+QN_DOTPROD static void block_dot(const qn_job *j, int r0)
 {
 #define DOT 1
     switch (j->type) { QU_TYPES(QN_CASE) }
