@@ -1,6 +1,8 @@
-/* asn/cpu.h — what this x86-64 CPU (and its operating system) can run, the
- * one detector every kernel choice reads: CPUID for the instructions, XGETBV
- * for the registers the OS saves. Other architectures report none. */
+/* asn/cpu.h — what this CPU (and its operating system) can run, the one
+ * detector every kernel choice reads. x86-64: CPUID for the instructions,
+ * XGETBV for the registers the OS saves. aarch64: the kernel's hardware
+ * capabilities (getauxval(AT_HWCAP) on Linux; elsewhere NEON, plus what the
+ * compiler was told the target has). Other architectures report none. */
 #ifndef ASN_CPU_H
 #define ASN_CPU_H
 
@@ -15,6 +17,8 @@ enum {
     ASN_CPU_AVX512DQ = 1u << 7,
     ASN_CPU_AVX512VNNI = 1u << 8,
     ASN_CPU_AVXVNNI = 1u << 9,
+    ASN_CPU_NEON = 1u << 10,    /* aarch64 Advanced SIMD (HWCAP_ASIMD) */
+    ASN_CPU_DOTPROD = 1u << 11, /* ARMv8.2 SDOT/UDOT (HWCAP_ASIMDDP) */
     /* the x86-64 levels the kernels are built for */
     ASN_CPU_V3 = ASN_CPU_AVX2 | ASN_CPU_FMA | ASN_CPU_F16C | ASN_CPU_BMI2,
     ASN_CPU_V4 = ASN_CPU_V3 | ASN_CPU_AVX512F | ASN_CPU_AVX512BW | ASN_CPU_AVX512VL | ASN_CPU_AVX512DQ,

@@ -12,7 +12,7 @@
  * block of rows at a time into f32 and multiplied the same way, so results
  * equal those of the dequantized F32 model exactly.
  *
- * Each kernel variant (ASN_MATMUL_KERNEL=avx512|avx2|base) holds a 16-lane
+ * Each kernel variant (ASN_MATMUL_KERNEL=avx512|avx2|neon|base) holds a 16-lane
  * sum in vectors of its own width: one AVX-512 register, two AVX2 halves,
  * four SSE2 (or NEON) quarters. The lanes and the tree are the same, so
  * avx512 and avx2 agree bit for bit and base differs only in rounding each
@@ -58,8 +58,9 @@ int asn_qmatmul(asn_pool *pool, const float *X, int T, int ldx, int K, const voi
                 int N, const float *bias, float *Y, int ldy);
 /* 1 if asn_qmatmul computes W of this type with K columns. */
 int asn_qmatmul_supported(uint32_t wtype, int K);
-/* The name of the integer kernel this machine runs ("avx512", "avx2",
- * "base"; ASN_MATMUL_KERNEL forces one). */
+/* The name of the integer kernel this machine runs ("avx512vnni",
+ * "avx512", "avxvnni", "avx2", "neondot", "neon", "base";
+ * ASN_MATMUL_KERNEL forces one). */
 const char *asn_qmatmul_kernel(void);
 /* Selects the integer kernel by name for the whole process (tests and
  * benchmarks compare them); -1 if this machine cannot run it. */

@@ -72,6 +72,38 @@ unsigned asn_cpu_features(void)
     pthread_once(&once, detect_capped);
     return features;
 }
+#elif defined(__aarch64__)
+#if defined(__linux__)
+#include <sys/auxv.h>
+#endif
+
+/* The bits of AT_HWCAP (the Linux kernel's arch/arm64 uapi hwcap.h). */
+enum { HWCAP_BIT_ASIMD = 1 << 1, HWCAP_BIT_ASIMDDP = 1 << 20 };
+
+static unsigned features;
+
+static void detect(void)
+{
+#if defined(__linux__)
+    unsigned long h = getauxval(AT_HWCAP);
+    if (h & HWCAP_BIT_ASIMD)
+        features |= ASN_CPU_NEON;
+    if (h & HWCAP_BIT_ASIMDDP)
+        features |= ASN_CPU_DOTPROD;
+#else
+    features = ASN_CPU_NEON; /* part of every aarch64 ABI */
+#if defined(__ARM_FEATURE_DOTPROD)
+    features |= ASN_CPU_DOTPROD;
+#endif
+#endif
+}
+
+unsigned asn_cpu_features(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, detect);
+    return features;
+}
 #else
 unsigned asn_cpu_features(void) { return 0; }
 #endif

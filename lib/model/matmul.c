@@ -8,6 +8,7 @@
 #include "asn/cpu.h"
 #include "asn/linalg.h"
 #include "asn/gguf.h"
+#include "matmul_neon.h"
 
 #include <stdlib.h>
 #include <pthread.h>
@@ -334,6 +335,13 @@ static void choose_kernels(void)
     dot_impl = dot_generic;
     block_impl = block_generic;
     cols16_impl = cols16_generic;
+#if defined(__aarch64__)
+    /* NEON intrinsics (matmul_neon.c), the same bits; ASN_MATMUL_KERNEL=base
+     * keeps the generic code */
+    const char *force = getenv("ASN_MATMUL_KERNEL");
+    if (!(force && !strcmp(force, "base")) && asn_cpu_has(ASN_CPU_NEON))
+        block_impl = mm_neon_block, dot_impl = mm_neon_dot;
+#endif
 }
 #endif
 

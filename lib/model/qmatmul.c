@@ -795,6 +795,22 @@ __attribute__((target("arch=x86-64-v4,avx512vnni"))) static void block_avx512vnn
 #include "qgemm_x86.h"
 #endif
 
+#if defined(__aarch64__)
+#include "qmatmul_neon.h"
+/* The NEON kernels (qmatmul_neon.c), given the job in their own terms. */
+static void block_neon_as(const qjob *j, int r0, qrows *u, int dot)
+{
+    _Static_assert((int)QN_ROWS == (int)ROWS, "qmatmul_neon.h's block of rows");
+    qn_job n = {.type = j->type, .T = j->T, .K = j->K, .N = j->N, .S = j->S, .nsb = j->nsb, .W = j->W,
+                .row_bytes = j->row_bytes, .q = j->a.q, .bs = j->a.bs, .dx = j->a.dx, .bsum = j->a.bsum,
+                .bias = j->bias, .Y = j->Y, .ldy = j->ldy, .w = u->w, .sc = u->sc, .mn = u->mn, .D = u->D,
+                .Dm = u->Dm};
+    qn_block(&n, r0, dot);
+}
+static void block_neon(const qjob *j, int r0, qrows *u) { block_neon_as(j, r0, u, 0); }
+static void block_neondot(const qjob *j, int r0, qrows *u) { block_neon_as(j, r0, u, 1); }
+#endif
+
 /* ----------------------------------------------------------- dispatch */
 
 typedef void (*block_fn)(const qjob *, int, qrows *);
@@ -816,6 +832,10 @@ static const qkernel k_avxvnni = {"avxvnni", block_avxvnni, panel_avxvnni, 16};
 static const qkernel k_avx512 = {"avx512", block_avx512, NULL, 0};
 static const qkernel k_avx512vnni = {"avx512vnni", block_avx512vnni, panel_avx512vnni, 32};
 #endif
+#if defined(__aarch64__)
+static const qkernel k_neon = {"neon", block_neon};
+static const qkernel k_neondot = {"neondot", block_neondot};
+#endif
 static const qkernel *chosen;
 
 /* The kernel called `name` if this machine can run it, else NULL. */
@@ -834,6 +854,12 @@ static const qkernel *by_name(const char *name)
     if (!strcmp(name, "avx512vnni") && v4 && asn_cpu_has(ASN_CPU_AVX512VNNI))
         return &k_avx512vnni;
 #endif
+#if defined(__aarch64__)
+    if (!strcmp(name, "neon") && asn_cpu_has(ASN_CPU_NEON))
+        return &k_neon;
+    if (!strcmp(name, "neondot") && asn_cpu_has(ASN_CPU_NEON | ASN_CPU_DOTPROD))
+        return &k_neondot;
+#endif
     return NULL;
 }
 
@@ -845,7 +871,7 @@ static void choose(void)
     const char *force = getenv("ASN_MATMUL_KERNEL");
     const qkernel *k = force ? by_name(force) : NULL;
     /* the first this machine runs, fastest first */
-    static const char *order[] = {"avx512vnni", "avx512", "avxvnni", "avx2"};
+    static const char *order[] = {"avx512vnni", "avx512", "avxvnni", "avx2", "neondot", "neon"};
     for (size_t i = 0; !k && i < sizeof order / sizeof order[0]; i++)
         k = by_name(order[i]);
     chosen = k ? k : &k_generic;

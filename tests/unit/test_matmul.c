@@ -4,7 +4,8 @@
  * zero-padded), lanes added (i, i+8), (i, i+4), (i, i+2), (i, i+1).
  * Every kernel variant this machine can run (ASN_MATMUL_KERNEL, each in a
  * child process since the choice is made once) must equal the model bit
- * for bit — fused multiply-adds for avx512 and avx2, unfused for base — at
+ * for bit — fused multiply-adds for avx512 and avx2 (and on aarch64 for
+ * neon and base alike), unfused for base on x86 — at
  * sizes that are not multiples of any tile or of 16, with row strides, in
  * row chunks, with 1 and 3 threads; so the variants equal one another
  * wherever they share FMA, and every output is the same alone or in any
@@ -188,6 +189,15 @@ int main(void)
     else
         printf("ok - matmul avx512: # SKIP no AVX-512 on this machine\n");
     in_child(NULL, avx2);
+#elif defined(__aarch64__)
+    /* base: GCC vectors contracted to FMLA (-ffp-contract=fast); neon:
+     * vfmaq_f32; both fused, so equal to each other */
+    in_child("base", 1);
+    if (asn_cpu_has(ASN_CPU_NEON))
+        in_child("neon", 1);
+    else
+        printf("ok - matmul neon: # SKIP no NEON on this machine\n");
+    in_child(NULL, 1);
 #else
     in_child(NULL, -1);
 #endif

@@ -7,13 +7,18 @@
  *     activations allow (sum |w| * dx / 2);
  *   - bit-identical across kernel variants, batch sizes (each token alone
  *     or in any batch), row counts not a multiple of the tile, and thread
- *     counts. */
+ *     counts;
+ *   - ASN_MATMUL_KERNEL selects a kernel the machine runs and is ignored
+ *     for one it cannot (make test-arm runs this on an emulated CPU
+ *     without the dot product). */
 #include "asn/gguf.h"
 #include "asn/linalg.h"
 #include "asn/pool.h"
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "model/qunpack.h"
 #include "t.h"
@@ -80,9 +85,42 @@ static int run(asn_pool *pool, const char *kernel, const float *X, int T, int K,
     return asn_qmatmul(pool, X, T, K, K, W, type, N, bias, Y, N);
 }
 
+/* ASN_MATMUL_KERNEL=name in a child (the choice is made once per process,
+ * so before this process makes its own): the kernel it gets, as an index
+ * into kernels (-1: another name), and whether that child could select the
+ * kernel by name (*can). */
+static int forced(const char *const *kernels, int nk, const char *name, int *can)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("ASN_MATMUL_KERNEL", name, 1);
+        const char *got = asn_qmatmul_kernel();
+        int ok = asn_qmatmul_set_kernel(name) == 0;
+        for (int i = 0; i < nk; i++)
+            if (!strcmp(got, kernels[i]))
+                _exit(2 * i + ok);
+        _exit(254 + ok);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+        return -2;
+    *can = WEXITSTATUS(status) & 1;
+    return WEXITSTATUS(status) >= 254 ? -1 : WEXITSTATUS(status) / 2;
+}
+
 int main(void)
 {
-    const char *kernels[] = {"base", "avx2", "avxvnni", "avx512", "avx512vnni"};
+    const char *kernels[] = {"base", "avx2", "avxvnni", "avx512", "avx512vnni", "neon", "neondot"};
+    const int nk = (int)(sizeof kernels / sizeof kernels[0]);
+    /* each name forced, then the machine's own choice: before this
+     * process selects any */
+    unsetenv("ASN_MATMUL_KERNEL");
+    int got[16], can[16];
+    for (int i = 0; i < nk; i++)
+        got[i] = forced(kernels, nk, kernels[i], &can[i]);
+    const char *def = asn_qmatmul_kernel();
+    printf("# this machine's integer kernel: %s\n", def);
     asn_pool *pool2 = asn_pool_new(2), *pool3 = asn_pool_new(3);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const qt *t = &types[ti];
@@ -173,6 +211,15 @@ int main(void)
     T_OK("F32 has no integer kernel", !asn_qmatmul_supported(ASN_T_F32, 64), "supported");
     T_OK("K not a multiple of the super-block", !asn_qmatmul_supported(ASN_T_Q4_K, 896), "supported");
     T_OK("unknown kernel name refused", asn_qmatmul_set_kernel("sse9") == -1, "accepted");
+    /* a forced kernel the machine cannot run is ignored: the machine's own
+     * choice runs instead */
+    for (int i = 0; i < nk; i++) {
+        char name[160];
+        snprintf(name, sizeof name, "ASN_MATMUL_KERNEL=%s %s", kernels[i],
+                 can[i] ? "selects it" : "is ignored (not on this machine)");
+        T_OK(name, got[i] >= 0 && !strcmp(kernels[got[i]], can[i] ? kernels[i] : def), "got %s",
+             got[i] >= 0 ? kernels[got[i]] : "another name");
+    }
     asn_pool_free(pool2);
     asn_pool_free(pool3);
     T_DONE();
