@@ -489,6 +489,9 @@ static int remote_done(void *ctx, int i, const char *body, size_t len, asn_err *
     j->generation = text;
     j->generation_len = tl;
     rm->tokens += n;
+    long sent, retried;
+    asn_client_counts(rm->c, &sent, &retried);
+    asn_progress_rates(rm->pg->bar, sent, rm->tokens);
     asn_progress_add(rm->pg->bar, 1);
     return 0;
 }
