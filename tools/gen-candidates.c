@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 static const char *opt_model, *opt_heuristics, *opt_seeds = "0", *opt_system, *opt_template,
-                  *opt_shard, *opt_out, *opt_sources, *opt_skip_from, *opt_tokenizer, *opt_kind = "asn",
+                  *opt_shard, *opt_out, *opt_sources, *opt_skip_from, *opt_tokenizer, *opt_kind,
                   *opt_api_key;
 static long opt_min_new = 50, opt_max_new = 250, opt_threads, opt_batch = 64, opt_ctx, opt_inflight = 64,
             opt_retries = 8;
@@ -28,7 +28,7 @@ static asn_strlist opt_stop, opt_only, opt_merge, opt_server;
 static const asn_option options[] = {
     {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF model (or --server)"},
     {"server", 0, ASN_OPT_LIST, &opt_server, "URL", "generate on this OpenAI-compatible server instead (repeat: several share the load)"},
-    {"server-kind", 0, ASN_OPT_STRING, &opt_kind, "KIND", "asn (serve), vllm, sglang or llama-server"},
+    {"server-kind", 0, ASN_OPT_STRING, &opt_kind, "KIND", "asn (serve), vllm, sglang or llama-server (default: asked of the server)"},
     {"tokenizer", 0, ASN_OPT_STRING, &opt_tokenizer, "GGUF", "with --server: tokenizer and chat template (default: --model's)"},
     {"max-inflight", 0, ASN_OPT_INT, &opt_inflight, "N", "with --server: most requests in flight"},
     {"timeout", 0, ASN_OPT_DOUBLE, &opt_timeout, "S", "with --server: seconds a request may take"},
@@ -83,7 +83,12 @@ static const asn_tool tool = {
     "anything runs. Records hold the server's token ids; text and finish are\n"
     "made here from them as the engine makes them, so against serve the\n"
     "records are byte-identical to --model's. model.sha256 is the server's\n"
-    "(serve says it), else the tokenizer GGUF's.\n"
+    "(serve says it), else the tokenizer GGUF's. Without --server-kind the\n"
+    "kind is asked of the server (/v1/models owned_by, else /props,\n"
+    "/get_model_info, /version) and said on stderr; a llama-server gets at\n"
+    "most its slots' count of requests at once. What each kind can express:\n"
+    "docs/servers.md. llama-server's tokens depend on what else its batch\n"
+    "holds: --max-inflight 1 makes its records repeatable.\n"
     "\n"
     "Output and interruptions: with -o FILE the records go to FILE.part,\n"
     "synced and renamed to FILE when every prompt is done, so FILE is never a\n"
@@ -415,34 +420,30 @@ static void remote_open(remote *rm, run *r, const asn_gen_settings *gs, const as
                         const char *gguf_path)
 {
     asn_err e;
-    rm->kind = asn_server_kind_from_name(opt_kind);
-    if (rm->kind < 0)
+    if (opt_kind && asn_server_kind_from_name(opt_kind) < 0)
         asn_usage_error("--server-kind must be asn, vllm, sglang or llama-server");
-    for (int i = 0; i < r->n_hs; i++)
-        if (asn_server_check(rm->kind, r->hs[i], gs, &e))
-            asn_fatal("%s: %s", opt_heuristics, e.msg);
     asn_client_settings cs = {opt_server.v, opt_server.n, opt_api_key, (int)opt_inflight, opt_timeout,
                               (int)opt_retries};
     if (!(rm->c = asn_client_new(&cs, &e)))
         asn_usage_error("%s", e.msg);
+    asn_server_info info;
+    if (asn_server_probe(rm->c, opt_kind, &info, &e))
+        asn_fatal("%s", e.msg);
+    asn_server_say(rm->c, &info);
+    rm->kind = info.kind;
+    for (int i = 0; i < r->n_hs; i++)
+        if (asn_server_check(rm->kind, r->hs[i], gs, &e))
+            asn_fatal("%s: %s", opt_heuristics, e.msg);
     rm->gs = gs;
     rm->v = v;
     rm->V = asn_vocab_n_tokens(v);
-    char *body = NULL;
-    size_t len;
     const char *sha = NULL;
-    json_t *models = NULL;
-    if (rm->kind == ASN_SERVER_ASN || rm->kind == ASN_SERVER_VLLM) {
-        if (asn_client_get(rm->c, "/v1/models", &body, &len, &e))
-            asn_fatal("%s", e.msg);
-        models = json_loadb(body, len, 0, NULL);
-        const json_t *m0 = json_array_get(json_object_get(models, "data"), 0);
-        if (!json_is_string(json_object_get(m0, "id")))
-            asn_fatal("%s/v1/models: no model in the answer", opt_server.v[0]);
-        rm->model = asn_xstrdup(json_string_value(json_object_get(m0, "id")));
-        sha = json_string_value(json_object_get(json_object_get(m0, "asn"), "sha256"));
+    if (rm->kind == ASN_SERVER_ASN || rm->kind == ASN_SERVER_VLLM) { /* the model's id goes in each request */
+        if (!info.model)
+            asn_fatal("%s/v1/models: no model in the answer", asn_client_url(rm->c, 0));
+        rm->model = asn_xstrdup(info.model);
+        sha = info.sha256;
         name = rm->model;
-        free(body);
     }
     char file_sha[65];
     if (!sha) {
@@ -451,7 +452,7 @@ static void remote_open(remote *rm, run *r, const asn_gen_settings *gs, const as
         sha = file_sha;
     }
     r->model_json = json_pack("{s:s,s:s}", "name", name, "sha256", sha);
-    json_decref(models);
+    asn_server_info_free(&info);
     rm->t0 = asn_now();
 }
 
@@ -493,6 +494,9 @@ static int remote_done(void *ctx, int i, const char *body, size_t len, asn_err *
     j->generation = text;
     j->generation_len = tl;
     rm->tokens += n;
+    long sent, retried;
+    asn_client_counts(rm->c, &sent, &retried);
+    asn_progress_rates(rm->pg->bar, sent, rm->tokens);
     asn_progress_add(rm->pg->bar, 1);
     return 0;
 }

@@ -17,7 +17,7 @@
 #include <time.h>
 
 static const char *opt_judge, *opt_judge_model, *opt_template, *opt_chat, *opt_group = "seed";
-static const char *opt_kind = "asn", *opt_api_key, *opt_tokenizer;
+static const char *opt_kind, *opt_api_key, *opt_tokenizer;
 static asn_strlist opt_server;
 static long opt_inflight = 64, opt_retries = 8;
 static double opt_timeout = 600;
@@ -32,7 +32,7 @@ static const asn_option options[] = {
     {"judge", 'j', ASN_OPT_STRING, &opt_judge, "KIND", "pairwise or reference-ll (required)"},
     {"judge-model", 'm', ASN_OPT_STRING, &opt_judge_model, "FILE", "GGUF model of the judge (or --judge-server)"},
     {"judge-server", 0, ASN_OPT_LIST, &opt_server, "URL", "judge on this OpenAI-compatible server instead (repeat: several share the load)"},
-    {"server-kind", 0, ASN_OPT_STRING, &opt_kind, "KIND", "with --judge-server: asn (serve), vllm or sglang"},
+    {"server-kind", 0, ASN_OPT_STRING, &opt_kind, "KIND", "with --judge-server: asn (serve), vllm or sglang (default: asked of the server)"},
     {"tokenizer", 0, ASN_OPT_STRING, &opt_tokenizer, "GGUF", "with --judge-server: the judge's tokenizer and chat template (default: --judge-model's; its weights are not loaded)"},
     {"max-inflight", 0, ASN_OPT_INT, &opt_inflight, "N", "with --judge-server: most requests in flight"},
     {"timeout", 0, ASN_OPT_DOUBLE, &opt_timeout, "S", "with --judge-server: seconds a request may take"},
@@ -487,36 +487,33 @@ static int rank_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
 static void remote_open(ranker *R, const char **name, const char **sha, char **own)
 {
     asn_err e;
-    int kind = asn_server_kind_from_name(opt_kind);
-    if (kind < 0)
+    if (opt_kind && asn_server_kind_from_name(opt_kind) < 0)
         asn_usage_error("--server-kind must be asn, vllm or sglang");
-    if (asn_server_echo_check(kind, &e))
+    if (opt_kind && asn_server_echo_check(asn_server_kind_from_name(opt_kind), &e))
         asn_usage_error("--server-kind %s: %s", opt_kind, e.msg);
     asn_client_settings cs = {opt_server.v, opt_server.n, opt_api_key, (int)opt_inflight, opt_timeout, (int)opt_retries};
     if (!(R->remote.c = asn_client_new(&cs, &e)))
         asn_usage_error("%s", e.msg);
-    R->remote.kind = kind;
-    if (kind != ASN_SERVER_ASN && kind != ASN_SERVER_VLLM)
-        return;
-    char *body;
-    size_t len;
-    if (asn_client_get(R->remote.c, "/v1/models", &body, &len, &e))
+    asn_server_info info;
+    if (asn_server_probe(R->remote.c, opt_kind, &info, &e))
         asn_fatal("%s", e.msg);
-    json_t *models = json_loadb(body, len, 0, NULL);
-    free(body);
-    const json_t *m0 = json_array_get(json_object_get(models, "data"), 0);
-    if (!json_is_string(json_object_get(m0, "id")))
-        asn_fatal("%s/v1/models: no model in the answer", opt_server.v[0]);
-    own[0] = asn_xstrdup(json_string_value(json_object_get(m0, "id")));
-    const char *s = json_string_value(json_object_get(json_object_get(m0, "asn"), "sha256"));
-    own[1] = s ? asn_xstrdup(s) : NULL;
-    json_int_t ctx = json_integer_value(json_object_get(m0, "max_model_len"));
-    if (ctx > 0 && ctx < R->n_ctx)
-        R->n_ctx = (int)ctx;
-    json_decref(models);
-    R->remote.model = *name = own[0];
-    if (own[1])
-        *sha = own[1];
+    asn_server_say(R->remote.c, &info);
+    int kind = R->remote.kind = info.kind;
+    if (asn_server_echo_check(kind, &e))
+        asn_fatal("%s: %s", asn_client_url(R->remote.c, 0), e.msg);
+    if (kind == ASN_SERVER_ASN || kind == ASN_SERVER_VLLM) {
+        if (!info.model)
+            asn_fatal("%s/v1/models: no model in the answer", asn_client_url(R->remote.c, 0));
+        own[0] = info.model;
+        own[1] = info.sha256;
+        info.model = info.sha256 = NULL;
+        if (info.max_model_len > 0 && info.max_model_len < R->n_ctx)
+            R->n_ctx = info.max_model_len;
+        R->remote.model = *name = own[0];
+        if (own[1])
+            *sha = own[1];
+    }
+    asn_server_info_free(&info);
 }
 
 static void setup(ranker *R)

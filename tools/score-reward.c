@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *opt_model, *opt_template, *opt_system, *opt_kind = "asn", *opt_tokenizer, *opt_api_key;
+static const char *opt_model, *opt_template, *opt_system, *opt_kind, *opt_tokenizer, *opt_api_key;
 static asn_strlist opt_server;
 static long opt_inflight = 64, opt_retries = 8;
 static double opt_timeout = 600;
@@ -24,7 +24,7 @@ static int opt_skip_invalid, opt_progress;
 static const asn_option options[] = {
     {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF reward model with a classification head (or --server)"},
     {"server", 0, ASN_OPT_LIST, &opt_server, "URL", "score on this server's classify endpoint instead (repeat: several share the load)"},
-    {"server-kind", 0, ASN_OPT_STRING, &opt_kind, "KIND", "with --server: asn (serve), vllm or sglang"},
+    {"server-kind", 0, ASN_OPT_STRING, &opt_kind, "KIND", "with --server: asn (serve), vllm or sglang (default: asked of the server)"},
     {"tokenizer", 0, ASN_OPT_STRING, &opt_tokenizer, "GGUF", "with --server: tokenizer and chat template (default: --model's; its weights are not loaded)"},
     {"max-inflight", 0, ASN_OPT_INT, &opt_inflight, "N", "with --server: most requests in flight"},
     {"timeout", 0, ASN_OPT_DOUBLE, &opt_timeout, "S", "with --server: seconds a request may take"},
@@ -173,9 +173,9 @@ int main(int argc, char **argv)
     const char *path = opt_server.n && opt_tokenizer ? opt_tokenizer : opt_model;
     asn_pool *pool = NULL;
     if (opt_server.n) {
-        if ((S.kind = asn_server_kind_from_name(opt_kind)) < 0)
+        if (opt_kind && asn_server_kind_from_name(opt_kind) < 0)
             asn_usage_error("--server-kind must be asn, vllm or sglang");
-        if (asn_server_reward_check(S.kind, &e))
+        if (opt_kind && asn_server_reward_check(asn_server_kind_from_name(opt_kind), &e))
             asn_usage_error("--server-kind %s: %s", opt_kind, e.msg);
         tok_gguf = asn_gguf_open(path, &e);
         S.v = own_vocab = tok_gguf ? asn_vocab_load(tok_gguf, &e) : NULL;
@@ -187,22 +187,22 @@ int main(int argc, char **argv)
         if (!(S.c = asn_client_new(&cs, &e)))
             asn_usage_error("%s", e.msg);
         S.max_tokens = (int)opt_ctx;
+        asn_server_info info;
+        if (asn_server_probe(S.c, opt_kind, &info, &e))
+            asn_fatal("%s", e.msg);
+        asn_server_say(S.c, &info);
+        S.kind = info.kind;
+        if (asn_server_reward_check(S.kind, &e))
+            asn_fatal("%s: %s", asn_client_url(S.c, 0), e.msg);
         if (S.kind != ASN_SERVER_SGLANG) { /* the model id, and its context */
-            char *body;
-            size_t len;
-            if (asn_client_get(S.c, "/v1/models", &body, &len, &e))
-                asn_fatal("%s", e.msg);
-            json_t *models = json_loadb(body, len, 0, NULL);
-            free(body);
-            const json_t *m0 = json_array_get(json_object_get(models, "data"), 0);
-            if (!json_is_string(json_object_get(m0, "id")))
-                asn_fatal("%s/v1/models: no model in the answer", opt_server.v[0]);
-            S.model = asn_xstrdup(json_string_value(json_object_get(m0, "id")));
-            json_int_t ctx = json_integer_value(json_object_get(m0, "max_model_len"));
-            if (!S.max_tokens && ctx > 0 && ctx < (1 << 30))
-                S.max_tokens = (int)ctx;
-            json_decref(models);
+            if (!info.model)
+                asn_fatal("%s/v1/models: no model in the answer", asn_client_url(S.c, 0));
+            S.model = info.model;
+            info.model = NULL;
+            if (!S.max_tokens && info.max_model_len > 0)
+                S.max_tokens = info.max_model_len;
         }
+        asn_server_info_free(&info);
         if (!S.max_tokens) { /* the GGUF's context */
             char *arch = NULL, key[160];
             uint32_t n = 0;

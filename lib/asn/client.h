@@ -83,6 +83,44 @@ int asn_client_post_all(asn_client *c, const char *path, char *const *bodies, in
 /* GET path from the first server that answers; *body new. */
 int asn_client_get(asn_client *c, const char *path, char **body, size_t *len, asn_err *e);
 
+/* GET path from server srv only (index into the settings' urls); *status
+ * the HTTP status of a 4xx answer (0 when the server did not answer). */
+int asn_client_get_at(asn_client *c, int srv, const char *path, char **body, size_t *len, long *status, asn_err *e);
+
+int asn_client_n_servers(const asn_client *c);
+const char *asn_client_url(const asn_client *c, int srv); /* without a trailing slash */
+
+/* At most limit requests in flight on server srv (its slots: more only
+ * queue there, and llama-server's HTTP threads stall on idle kept-alive
+ * connections beyond them); 0: --max-inflight alone. */
+void asn_client_set_limit(asn_client *c, int srv, int limit);
+
+/* ------------------------------------------------------------ detection */
+
+/* What a server says of itself (lib/net/detect.c). */
+typedef struct asn_server_info {
+    int kind;
+    char how[96];       /* what told the kind ("/v1/models owned_by \"vllm\"", "GET /props"); "" when given */
+    char *model;        /* /v1/models data[0].id (NULL: none) */
+    char *sha256;       /* serve's digest of its GGUF (NULL: not said) */
+    int max_model_len;  /* the model's context (0: not said) */
+    int slots;          /* llama-server's total_slots (0: not said) */
+} asn_server_info;
+
+/* The kind of a /v1/models answer by its data[0].owned_by (or serve's
+ * "asn" object); -1 when it names none of the kinds. */
+int asn_server_models_kind(const json_t *models);
+
+/* Asks the servers of c: the kind named by kind_name, or when NULL
+ * detected (/v1/models owned_by, else /props, /get_model_info, /version);
+ * the model's id, digest and context; for llama-server each server's
+ * slots set as its limit of requests in flight. -1 with e when the kind
+ * cannot be told. */
+int asn_server_probe(asn_client *c, const char *kind_name, asn_server_info *info, asn_err *e);
+void asn_server_info_free(asn_server_info *info);
+/* "PROG: URL is KIND (detected: HOW)" on stderr when the kind was detected. */
+void asn_server_say(const asn_client *c, const asn_server_info *info);
+
 /* Requests sent (tries included) and retried, for progress lines. */
 void asn_client_counts(const asn_client *c, long *sent, long *retried);
 

@@ -176,6 +176,9 @@ void asn_warn_skipped(long n);
 typedef struct asn_progress asn_progress;
 asn_progress *asn_progress_new(const char *label, long total, int force);
 void asn_progress_add(asn_progress *p, long n);
+/* Requests and tokens so far: the line adds their rates (requests/s,
+ * tokens/s since the start) from the next drawing on. NULL-safe. */
+void asn_progress_rates(asn_progress *p, long requests, long tokens);
 void asn_progress_done(asn_progress *p); /* final line; frees p; NULL-safe */
 
 #endif

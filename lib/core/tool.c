@@ -549,6 +549,7 @@ void asn_warn_skipped(long n)
 struct asn_progress {
     char label[64];
     long total, done;
+    long requests, tokens; /* asn_progress_rates: -1 until set */
     double t0, last;
 };
 
@@ -566,6 +567,7 @@ asn_progress *asn_progress_new(const char *label, long total, int force)
     asn_progress *p = asn_xcalloc(1, sizeof *p);
     snprintf(p->label, sizeof p->label, "%s", label);
     p->total = total;
+    p->requests = p->tokens = -1;
     p->t0 = p->last = now();
     return p;
 }
@@ -582,7 +584,18 @@ static void progress_draw(asn_progress *p, double t)
         if (rate > 0)
             fprintf(stderr, " ETA %.0fs", (double)(p->total - p->done) / rate);
     }
-    fprintf(stderr, " %.1f/s  ", rate);
+    fprintf(stderr, " %.1f/s", rate);
+    if (p->requests >= 0 && el > 0)
+        fprintf(stderr, " %.0f requests/s %.0f tokens/s", (double)p->requests / el, (double)p->tokens / el);
+    fprintf(stderr, "  ");
+}
+
+void asn_progress_rates(asn_progress *p, long requests, long tokens)
+{
+    if (!p)
+        return;
+    p->requests = requests;
+    p->tokens = tokens;
 }
 
 void asn_progress_add(asn_progress *p, long n)

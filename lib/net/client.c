@@ -14,6 +14,7 @@
 typedef struct server {
     char *url;
     double down_until, backoff;
+    int limit, inflight; /* most requests in flight here (0: no limit of its own) */
 } server;
 
 struct asn_client {
@@ -162,7 +163,7 @@ static int pick_server(asn_client *c, double now, int avoid)
     int n = c->s.n_urls, best = -1;
     for (int k = 0; k < n; k++) {
         int i = (c->rr + k) % n;
-        if (c->sv[i].down_until > now)
+        if (c->sv[i].down_until > now || (c->sv[i].limit > 0 && c->sv[i].inflight >= c->sv[i].limit))
             continue;
         if (i == avoid && n > 1 && best < 0) {
             best = -2 - i; /* only if nothing else is up */
@@ -219,6 +220,7 @@ int asn_client_post_all(asn_client *c, const char *path, char *const *bodies, in
                 }
             curl_multi_add_handle(c->m, x->h);
             inflight++;
+            c->sv[srv].inflight++;
         }
         int running;
         curl_multi_perform(c->m, &running);
@@ -234,6 +236,7 @@ int asn_client_post_all(asn_client *c, const char *path, char *const *bodies, in
             curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
             curl_multi_remove_handle(c->m, x->h);
             inflight--;
+            c->sv[x->srv].inflight--;
             for (int k = 0; k < c->s.max_inflight; k++)
                 if (live[k] == x)
                     live[k] = NULL;
@@ -296,6 +299,8 @@ int asn_client_post_all(asn_client *c, const char *path, char *const *bodies, in
     }
     rc = 0;
 out:
+    for (int i = 0; i < c->s.n_urls; i++)
+        c->sv[i].inflight = 0;
     for (int k = 0; k < c->s.max_inflight; k++) /* what is still in flight is dropped */
         if (live[k]) {
             curl_multi_remove_handle(c->m, live[k]->h);
@@ -309,12 +314,31 @@ out:
     return rc;
 }
 
-int asn_client_get(asn_client *c, const char *path, char **body, size_t *len, asn_err *e)
+void asn_client_set_limit(asn_client *c, int srv, int limit)
+{
+    if (srv >= 0 && srv < c->s.n_urls)
+        c->sv[srv].limit = limit > 0 ? limit : 0;
+}
+
+int asn_client_n_servers(const asn_client *c)
+{
+    return c->s.n_urls;
+}
+
+const char *asn_client_url(const asn_client *c, int srv)
+{
+    return srv >= 0 && srv < c->s.n_urls ? c->sv[srv].url : "";
+}
+
+/* GET path from server srv (-1: the first that answers, in turn). */
+static int get(asn_client *c, int srv, const char *path, char **body, size_t *len, long *status, asn_err *e)
 {
     char why[512] = "no server";
+    int at = srv < 0 ? 0 : srv;
+    *status = 0;
     for (int tries = 0; tries < 3 + c->s.retries; tries++) {
-        int srv = tries % c->s.n_urls;
-        xfer *x = start(c, srv, path, NULL, 0);
+        at = srv < 0 ? tries % c->s.n_urls : srv;
+        xfer *x = start(c, at, path, NULL, 0);
         c->sent--; /* counts generation requests only */
         CURLcode res = curl_easy_perform(x->h);
         long code = 0;
@@ -324,14 +348,28 @@ int asn_client_get(asn_client *c, const char *path, char **body, size_t *len, as
             *len = x->len;
             x->buf = NULL;
             xfer_free(x);
+            *status = 200;
             return 0;
         }
         describe(x, code, res, why, sizeof why);
         xfer_free(x);
-        if (res == CURLE_OK && code / 100 == 4 && code != 429)
+        if (res == CURLE_OK && code / 100 == 4 && code != 429) {
+            *status = code;
             break;
+        }
         struct timespec ts = {0, 200000000};
         nanosleep(&ts, NULL);
     }
-    return asn_err_set(e, "%s%s: %s", c->sv[0].url, path, why);
+    return asn_err_set(e, "%s%s: %s", c->sv[at].url, path, why);
+}
+
+int asn_client_get(asn_client *c, const char *path, char **body, size_t *len, asn_err *e)
+{
+    long status;
+    return get(c, -1, path, body, len, &status, e);
+}
+
+int asn_client_get_at(asn_client *c, int srv, const char *path, char **body, size_t *len, long *status, asn_err *e)
+{
+    return get(c, srv, path, body, len, status, e);
 }

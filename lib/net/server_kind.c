@@ -85,6 +85,7 @@ static const kind_row KINDS[ASN_SERVER_KINDS] = {
         {"xtc", -1, "xtc", NULL, 0, {{"xtc_probability", "xtc_probability", 0}, {"xtc_threshold", "xtc_threshold", 0},
                                       {"min_keep", "min_keep", 0}}},
         {"llama_temp", -1, "temperature", NULL, 0, {{"temp", "temperature", 0}}},
+        {"greedy", -1, "temperature", "temperature", 0, {{0}}},
     }},
 };
 
@@ -333,8 +334,19 @@ int asn_server_check(int kind, const asn_heuristic *h, const asn_gen_settings *s
  * config) never change what is asked. */
 static void neutral(int kind, json_t *o)
 {
-    if (kind == ASN_SERVER_LLAMA)
-        return; /* only the listed samplers run */
+    if (kind == ASN_SERVER_LLAMA) { /* only the listed samplers run; their unset parameters at asn's defaults */
+        json_object_set_new(o, "repeat_last_n", json_integer(64));
+        json_object_set_new(o, "repeat_penalty", json_real(1));
+        json_object_set_new(o, "frequency_penalty", json_real(0));
+        json_object_set_new(o, "presence_penalty", json_real(0));
+        json_object_set_new(o, "min_keep", json_integer(0));
+        json_object_set_new(o, "mirostat", json_integer(0));       /* else the server's --mirostat replaces the chain */
+        json_object_set_new(o, "dynatemp_range", json_real(0));    /* else temperature is dynamic */
+        json_object_set_new(o, "logit_bias", json_array());        /* else the server's --logit-bias applies */
+        json_object_set_new(o, "ignore_eos", json_false());
+        json_object_set_new(o, "n_probs", json_integer(0));
+        return;
+    }
     json_object_set_new(o, "temperature", json_real(1));
     json_object_set_new(o, "top_p", json_real(1));
     json_object_set_new(o, "top_k", json_integer(kind == ASN_SERVER_VLLM ? -1 : -1));
@@ -406,6 +418,9 @@ json_t *asn_server_body(int kind, const asn_server_job *j)
         neutral(kind, o);
         mapped_params(kind, j->h, o);
         json_object_set_new(o, "return_token_ids", json_true());
+        /* vLLM before return_token_ids (0.10.2) names the tokens in logprobs as "token_id:N" */
+        json_object_set_new(o, "logprobs", json_integer(0));
+        json_object_set_new(o, "return_tokens_as_token_ids", json_true());
         json_object_set_new(o, "skip_special_tokens", json_false());
         break;
     case ASN_SERVER_SGLANG: {
@@ -427,31 +442,70 @@ json_t *asn_server_body(int kind, const asn_server_job *j)
         json_object_set_new(o, "seed", json_integer((json_int_t)(j->seed & 0xffffffffu)));
         json_object_set_new(o, "return_tokens", json_true());
         json_object_set_new(o, "cache_prompt", json_true());
+        neutral(kind, o);
         mapped_params(kind, j->h, o);
         break;
     }
     return o;
 }
 
+/* vLLM's logprobs.tokens under return_tokens_as_token_ids: "token_id:N"
+ * each; a new array of the ids, or NULL when one is not of that form. */
+static json_t *ids_of_token_strings(const json_t *tokens)
+{
+    if (!json_is_array(tokens))
+        return NULL;
+    json_t *a = json_array();
+    size_t i;
+    const json_t *t;
+    json_array_foreach(tokens, i, t)
+    {
+        const char *s = json_string_value(t);
+        char *end;
+        long long v = s && !strncmp(s, "token_id:", 9) ? strtoll(s + 9, &end, 10) : -1;
+        if (v < 0 || end == s + 9 || *end) {
+            json_decref(a);
+            return NULL;
+        }
+        json_array_append_new(a, json_integer(v));
+    }
+    return a;
+}
+
 int asn_server_tokens(int kind, const char *body, size_t len, int32_t **ids, int *n, asn_err *e)
 {
     json_error_t je;
-    json_t *o = json_loadb(body, len, 0, &je), *a = NULL;
+    json_t *o = json_loadb(body, len, 0, &je), *a = NULL, *own = NULL;
     *ids = NULL;
     *n = 0;
     if (!o)
         return asn_err_set(e, "the response is not JSON: %s", je.text);
-    if (kind == ASN_SERVER_ASN || kind == ASN_SERVER_VLLM)
-        a = json_object_get(json_array_get(json_object_get(o, "choices"), 0), "token_ids");
-    else if (kind == ASN_SERVER_SGLANG)
-        a = json_object_get(json_is_array(o) ? json_array_get(o, 0) : o, "output_ids");
-    else
+    if (kind == ASN_SERVER_ASN || kind == ASN_SERVER_VLLM) {
+        const json_t *c0 = json_array_get(json_object_get(o, "choices"), 0);
+        a = json_object_get(c0, "token_ids");
+        if (!json_is_array(a) && kind == ASN_SERVER_VLLM)
+            a = own = ids_of_token_strings(json_object_get(json_object_get(c0, "logprobs"), "tokens"));
+    } else if (kind == ASN_SERVER_SGLANG) {
+        const json_t *r = json_is_array(o) ? json_array_get(o, 0) : o;
+        a = json_object_get(r, "output_ids");
+        /* finished by an end token: {"type": "stop", "matched": ID}; the id
+         * is the last of output_ids, added when a version leaves it out */
+        const json_t *fr = json_object_get(json_object_get(r, "meta_info"), "finish_reason");
+        const json_t *m = json_object_get(fr, "matched");
+        const json_t *last = json_array_get(a, json_array_size(a) - 1);
+        if (json_is_array(a) && json_is_integer(m) && !json_equal(last, m)) {
+            a = own = json_deep_copy(a);
+            json_array_append_new(own, json_integer(json_integer_value(m)));
+        }
+    } else {
         a = json_object_get(o, "tokens");
+    }
     if (!json_is_array(a)) {
         json_decref(o);
         return asn_err_set(e, "the response has no generated token ids (%s)",
                            kind == ASN_SERVER_SGLANG ? "output_ids"
                            : kind == ASN_SERVER_LLAMA ? "tokens"
+                           : kind == ASN_SERVER_VLLM  ? "choices[0].token_ids or logprobs.tokens \"token_id:N\""
                                                       : "choices[0].token_ids");
     }
     size_t k = json_array_size(a);
@@ -461,12 +515,14 @@ int asn_server_tokens(int kind, const char *body, size_t len, int32_t **ids, int
         if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) > INT32_MAX) {
             free(*ids);
             *ids = NULL;
+            json_decref(own);
             json_decref(o);
             return asn_err_set(e, "the response's token id %zu is not a token id", i);
         }
         (*ids)[i] = (int32_t)json_integer_value(t);
     }
     *n = (int)k;
+    json_decref(own);
     json_decref(o);
     return 0;
 }

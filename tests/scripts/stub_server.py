@@ -9,11 +9,15 @@ an answer. Listens on 127.0.0.1 only; standard library only.
 usage: stub_server.py RECORDS.jsonl PORT_FILE [--fail-every N] [--slow-every N]
                       [--slow-s S] [--drop-every N] [--status-every N:CODE]
                       [--kind asn|vllm|sglang|llama-server] [--fixed] [--record FILE]
+                      [--no-owner]
 
 --kind answers in that server's layout (vLLM's token_ids, SGLang's
 output_ids, llama-server's tokens); --fixed answers every request with the
 first record's tokens (for kinds whose bodies name no heuristic id);
---record appends every POST body to FILE, one JSON line each.
+--record appends every POST body to FILE, one JSON line each. GET
+/v1/models names the kind in owned_by as that server does (--no-owner: not),
+and each kind's own endpoint answers (vLLM's /version, SGLang's
+/get_model_info, llama-server's /props with 2 slots).
 """
 import argparse
 import json
@@ -32,6 +36,7 @@ ap.add_argument("--status-every", default="")
 ap.add_argument("--kind", default="asn")
 ap.add_argument("--fixed", action="store_true")
 ap.add_argument("--record", default="")
+ap.add_argument("--no-owner", action="store_true")
 args = ap.parse_args()
 
 recs = {}
@@ -64,9 +69,18 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self):
+        card = {"id": model["name"], "object": "model"}
+        if args.kind == "asn":
+            card["asn"] = {"sha256": model["sha256"]}
+        elif not args.no_owner:  # as each server's ModelCard names itself
+            card["owned_by"] = {"vllm": "vllm", "sglang": "sglang", "llama-server": "llamacpp"}[args.kind]
+        own = {"vllm": ("/version", {"version": "0.11.0"}),
+               "sglang": ("/get_model_info", {"model_path": model["name"], "is_generation": True}),
+               "llama-server": ("/props", {"default_generation_settings": {}, "total_slots": 2})}.get(args.kind)
         if self.path == "/v1/models":
-            self.answer(200, {"object": "list", "data": [{"id": model["name"], "object": "model",
-                                                          "asn": {"sha256": model["sha256"]}}]})
+            self.answer(200, {"object": "list", "data": [card]})
+        elif own and self.path == own[0]:
+            self.answer(200, own[1])
         else:
             self.answer(404, {"error": {"message": "no endpoint", "code": 404}})
 

@@ -175,8 +175,10 @@ static void test_kinds(void)
     asn_server_job j = {"m", "p", prompt, 2, &h, 5, &gs};
     json_t *b = asn_server_body(ASN_SERVER_LLAMA, &j);
     char *s = asn_json_dumps(b, 0);
-    T_EQ_STR("llama-server body: ids, n_predict, samplers in the heuristic's order", s,
+    T_EQ_STR("llama-server body: ids, n_predict, its defaults neutralized, samplers in the heuristic's order", s,
              "{\"prompt\":[1,15043],\"n_predict\":8,\"stop\":[\"\\n\"],\"seed\":5,\"return_tokens\":true,\"cache_prompt\":true,"
+             "\"repeat_last_n\":64,\"repeat_penalty\":1.0,\"frequency_penalty\":0.0,\"presence_penalty\":0.0,\"min_keep\":0,"
+             "\"mirostat\":0,\"dynatemp_range\":0.0,\"logit_bias\":[],\"ignore_eos\":false,\"n_probs\":0,"
              "\"top_k\":40,\"temperature\":0.8,\"samplers\":[\"top_k\",\"temperature\"]}");
     free(s);
     json_decref(b);
@@ -187,7 +189,7 @@ static void test_kinds(void)
     T_EQ_STR("vllm body: every parameter set, neutral where the heuristic has none", s,
              "{\"model\":\"m\",\"prompt\":[1,15043],\"max_tokens\":8,\"min_tokens\":0,\"stop\":[\"\\n\"],\"seed\":5,"
              "\"temperature\":0.7,\"top_p\":0.9,\"top_k\":-1,\"min_p\":0.0,\"repetition_penalty\":1.0,\"presence_penalty\":0.0,"
-             "\"frequency_penalty\":0.0,\"return_token_ids\":true,\"skip_special_tokens\":false}");
+             "\"frequency_penalty\":0.0,\"return_token_ids\":true,\"logprobs\":0,\"return_tokens_as_token_ids\":true,\"skip_special_tokens\":false}");
     free(s);
     json_decref(b);
     asn_heuristic_clear(&h);
