@@ -160,55 +160,59 @@ static inline __attribute__((always_inline)) void softmax(float *x, int n, float
     }
 }
 
-/* out[i * qd + d] = sum over j = j_lo..j_hi in order of w[i][j] * v_j[d]
- * for d < dn (<= NV * 16) and the ATT_GROUP tokens i (those past nt are
- * computed, not stored), where v_j is row j of the values from element
- * off on (rows are found page by page). The NV * 16 dimensions of four
- * tokens stay in registers: NV = 2 with 32 vector registers, 1 with 16;
- * dn is a constant where this is inlined with a full chunk. */
-static inline __attribute__((always_inline)) void pv_span(const asn_engine *en, const seq *s, int layer,
-                                                           size_t off, const float *const *w, int j_lo,
-                                                           int j_hi, int NV, int dn, float *out, int qd, int nt)
-{
-    size_t n0 = (size_t)(dn < 16 ? dn : 16) * sizeof(float), n1 = (size_t)(dn > 16 ? dn - 16 : 0) * sizeof(float);
-    v16f acc[ATT_GROUP][2];
-    for (int i = 0; i < ATT_GROUP; i++)
-        for (int p = 0; p < NV; p++)
-            acc[i][p] = splat16(0.0f);
-    for (int j = j_lo; j <= j_hi; j++) {
-        const float *vj = v_at(en, s, layer, j) + off;
-        v16f v[2] = {splat16(0.0f), splat16(0.0f)};
-        memcpy(&v[0], vj, n0);
-        if (NV > 1)
-            memcpy(&v[1], vj + 16, n1);
-        for (int i = 0; i < ATT_GROUP; i++) {
-            v16f wi = splat16(w[i][j]);
-            for (int p = 0; p < NV; p++)
-                acc[i][p] += wi * v[p];
-        }
+/* pv_span_W: out[i * qd + d] = sum over j = j_lo..j_hi in order of
+ * w[i][j] * v_j[d] for d < dn (<= 2 * W) and the ATT_GROUP tokens i (those
+ * past nt are computed, not stored), where v_j is row j of the values from
+ * element off on (rows are found page by page): two vectors of W lanes per
+ * token in registers, W the target's native width (a wider GCC vector
+ * would go through memory). Each lane sums in the same order whatever W,
+ * so every width gives the same bits. pv_head_W: the chunks of one head,
+ * full ones with constant sizes. */
+#define PV_DEFINE(W, V)                                                                           \
+    static inline __attribute__((always_inline)) void pv_span_##W(                                \
+        const asn_engine *en, const seq *s, int layer, size_t off, const float *const *w, int j_lo, \
+        int j_hi, int dn, float *out, int qd, int nt)                                             \
+    {                                                                                             \
+        size_t n0 = (size_t)(dn < W ? dn : W) * sizeof(float);                                    \
+        size_t n1 = (size_t)(dn > W ? dn - W : 0) * sizeof(float);                                \
+        V acc[ATT_GROUP][2];                                                                      \
+        for (int i = 0; i < ATT_GROUP; i++)                                                       \
+            acc[i][0] = acc[i][1] = (V){0};                                                       \
+        for (int j = j_lo; j <= j_hi; j++) {                                                      \
+            const float *vj = v_at(en, s, layer, j) + off;                                        \
+            V v0 = {0}, v1 = {0};                                                                 \
+            memcpy(&v0, vj, n0);                                                                  \
+            memcpy(&v1, vj + W, n1);                                                              \
+            for (int i = 0; i < ATT_GROUP; i++) {                                                 \
+                V wi = (V){0} + w[i][j]; /* broadcast */                                          \
+                acc[i][0] += wi * v0;                                                             \
+                acc[i][1] += wi * v1;                                                             \
+            }                                                                                     \
+        }                                                                                         \
+        for (int i = 0; i < nt; i++) {                                                            \
+            float o[2 * W];                                                                       \
+            memcpy(o, &acc[i][0], sizeof(V)), memcpy(o + W, &acc[i][1], sizeof(V));              \
+            memcpy(out + (size_t)i * qd, o, n0 + n1);                                             \
+        }                                                                                         \
+    }                                                                                             \
+                                                                                                  \
+    static inline __attribute__((always_inline)) void pv_head_##W(                                \
+        const asn_engine *en, const seq *s, int layer, size_t off, const float *const *w, int j_lo, \
+        int j_hi, int hd, float *out, int qd, int nt)                                             \
+    {                                                                                             \
+        for (int d0 = 0; d0 < hd; d0 += 2 * W) {                                                  \
+            if (hd - d0 >= 2 * W)                                                                 \
+                pv_span_##W(en, s, layer, off + d0, w, j_lo, j_hi, 2 * W, out + d0, qd, nt);      \
+            else                                                                                  \
+                pv_span_##W(en, s, layer, off + d0, w, j_lo, j_hi, hd - d0, out + d0, qd, nt);    \
+        }                                                                                         \
     }
-    for (int i = 0; i < nt; i++) {
-        float o[32];
-        memcpy(o, &acc[i][0], 64);
-        if (NV > 1)
-            memcpy(o + 16, &acc[i][1], 64);
-        memcpy(out + (size_t)i * qd, o, n0 + n1);
-    }
-}
 
-/* The chunks of NV * 16 dimensions of one head (full ones with constant
- * sizes). */
-static inline __attribute__((always_inline)) void pv_head(const asn_engine *en, const seq *s, int layer,
-                                                           size_t off, const float *const *w, int j_lo,
-                                                           int j_hi, int hd, int NV, float *out, int qd, int nt)
-{
-    for (int d0 = 0; d0 < hd; d0 += 16 * NV) {
-        if (hd - d0 >= 16 * NV)
-            pv_span(en, s, layer, off + d0, w, j_lo, j_hi, NV, 16 * NV, out + d0, qd, nt);
-        else
-            pv_span(en, s, layer, off + d0, w, j_lo, j_hi, NV, hd - d0, out + d0, qd, nt);
-    }
-}
+typedef float v8f __attribute__((vector_size(32)));
+typedef float v4f __attribute__((vector_size(16)));
+PV_DEFINE(16, v16f)
+PV_DEFINE(8, v8f)
+PV_DEFINE(4, v4f)
 
 /* Cloned per instruction set: the loops over positions and head
  * dimensions are element-wise (no reduction changes order with the vector
@@ -221,7 +225,7 @@ static inline __attribute__((always_inline)) void pv_head(const asn_engine *en, 
  * all of them. A token's results do not depend on its group: each score is
  * asn/linalg.h's fixed-order dot product, each output sums its visible
  * positions in order. */
-static inline __attribute__((always_inline)) void attn_body(void *arg, int ith, int nth, int NV)
+static inline __attribute__((always_inline)) void attn_body(void *arg, int ith, int nth, int W)
 {
     attn_task *a = arg;
     asn_engine *en = a->en;
@@ -273,17 +277,22 @@ static inline __attribute__((always_inline)) void attn_body(void *arg, int ith, 
         for (int i = 0; i < ATT_GROUP; i++)
             wr[i] = scores + (i < nt ? i : nt - 1) * ld;
         float *out = en->att + (size_t)t0 * qd + (size_t)h * hd;
-        pv_head(en, s, a->layer, (size_t)kvh * hd, wr, j_lo, j_hi, hd, NV, out, qd, nt);
+        if (W == 16)
+            pv_head_16(en, s, a->layer, (size_t)kvh * hd, wr, j_lo, j_hi, hd, out, qd, nt);
+        else if (W == 8)
+            pv_head_8(en, s, a->layer, (size_t)kvh * hd, wr, j_lo, j_hi, hd, out, qd, nt);
+        else
+            pv_head_4(en, s, a->layer, (size_t)kvh * hd, wr, j_lo, j_hi, hd, out, qd, nt);
     }
 }
 
-/* One copy of attn_body per instruction-set level, chosen by asn/cpu.h:
- * value chunks of 32 dimensions with AVX-512's 32 registers, 16 below. */
+/* One copy of attn_body per instruction-set level, chosen by asn/cpu.h,
+ * each with its native vector width. */
 #if defined(__x86_64__)
-__attribute__((target("arch=x86-64-v4"))) static void attn_v4(void *arg, int ith, int nth) { attn_body(arg, ith, nth, 2); }
-__attribute__((target("arch=x86-64-v3"))) static void attn_v3(void *arg, int ith, int nth) { attn_body(arg, ith, nth, 1); }
+__attribute__((target("arch=x86-64-v4"))) static void attn_v4(void *arg, int ith, int nth) { attn_body(arg, ith, nth, 16); }
+__attribute__((target("arch=x86-64-v3"))) static void attn_v3(void *arg, int ith, int nth) { attn_body(arg, ith, nth, 8); }
 #endif
-static void attn_base(void *arg, int ith, int nth) { attn_body(arg, ith, nth, 1); }
+static void attn_base(void *arg, int ith, int nth) { attn_body(arg, ith, nth, 4); }
 
 static void attn_run(void *arg, int ith, int nth)
 {
