@@ -833,8 +833,8 @@ static const qkernel k_avx512 = {"avx512", block_avx512, NULL, 0};
 static const qkernel k_avx512vnni = {"avx512vnni", block_avx512vnni, panel_avx512vnni, 32};
 #endif
 #if defined(__aarch64__)
-static const qkernel k_neon = {"neon", block_neon};
-static const qkernel k_neondot = {"neondot", block_neondot};
+static const qkernel k_neon = {"neon", block_neon, NULL, 0};
+static const qkernel k_neondot = {"neondot", block_neondot, NULL, 0};
 #endif
 static const qkernel *chosen;
 
