@@ -14,7 +14,7 @@
 #include <string.h>
 
 static const char *opt_model;
-static int opt_times, opt_gbnf, opt_skip_invalid, opt_progress, opt_quiet;
+static int opt_times, opt_gbnf, opt_skip_bad, opt_progress, opt_quiet;
 static long opt_sample, opt_seed, opt_max_tokens = 200;
 
 static const asn_option options[] = {
@@ -24,7 +24,7 @@ static const asn_option options[] = {
     {"sample", 0, ASN_OPT_INT, &opt_sample, "N", "also write N random texts the constraint allows as \"samples\""},
     {"seed", 0, ASN_OPT_INT, &opt_seed, "N", "seed of --sample (default 0)"},
     {"max-tokens", 0, ASN_OPT_INT, &opt_max_tokens, "N", "--sample: ends a text after N tokens, marked \"finish\": \"length\" (default 200)"},
-    {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about and drop malformed records instead of stopping"},
+    ASN_OPT_SKIP_BAD(&opt_skip_bad),
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show a progress line on stderr"},
     {"quiet", 'q', ASN_OPT_FLAG, &opt_quiet, NULL, "no summary on stderr"},
     {0},
@@ -283,7 +283,7 @@ int main(int argc, char **argv)
     c.v = v;
     asn_grammar *g0 = asn_gbnf_parse("root ::= \"\"", 11, &e);
     c.base = asn_constraint_new(g0, v);
-    long bad = asn_map_records(nops ? argv + 1 : NULL, opt_skip_invalid, opt_progress, check, &c);
+    long bad = asn_map_records(nops ? argv + 1 : NULL, opt_skip_bad, opt_progress, check, &c);
     asn_close_out(stdout, "-");
     if (!opt_quiet) {
         if (c.n_times)

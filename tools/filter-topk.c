@@ -16,7 +16,7 @@
 
 static const char *opt_group = "seed", *opt_sort_key, *opt_weights;
 static long opt_top_k = 5;
-static int opt_ignore_verifiable, opt_pairs, opt_skip_invalid, opt_progress;
+static int opt_ignore_verifiable, opt_pairs, opt_skip_bad, opt_progress;
 
 static const asn_option options[] = {
     {"top-k", 'k', ASN_OPT_INT, &opt_top_k, "K", "records kept per group (0: all)"},
@@ -25,7 +25,7 @@ static const asn_option options[] = {
     {"group", 0, ASN_OPT_STRING, &opt_group, "BY", "seed: groups are (prompt, seed); prompt: all seeds of a prompt"},
     {"ignore-verifiable-filtering", 0, ASN_OPT_FLAG, &opt_ignore_verifiable, NULL, "keep records whose verifiable reward is not 1"},
     {"pairs", 0, ASN_OPT_FLAG, &opt_pairs, NULL, "write chosen/rejected preference pairs (best vs worst of each group) instead"},
-    {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about bad records, leave them out and go on"},
+    ASN_OPT_SKIP_BAD(&opt_skip_bad),
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
     {0},
 };
@@ -446,7 +446,7 @@ int main(int argc, char **argv)
         asn_fatal("%s", e.msg);
     json_t *recs;
     int r;
-    while ((r = asn_group_next(gr, opt_skip_invalid, &recs, &e)) > 0) {
+    while ((r = asn_group_next(gr, opt_skip_bad, &recs, &e)) > 0) {
         size_t i;
         json_t *rec;
         json_array_foreach(recs, i, rec) {
@@ -454,7 +454,7 @@ int main(int argc, char **argv)
             if (read_fields(rec, &f, &e)) {
                 long line;
                 const char *file = asn_group_where(gr, i, &line);
-                if (!opt_skip_invalid) {
+                if (!opt_skip_bad) {
                     json_decref(recs);
                     asn_fatal("%s:%ld: %s", file, line, e.msg);
                 }
@@ -493,7 +493,7 @@ int main(int argc, char **argv)
     fields *fs = NULL;
     size_t *members = NULL, *sub_of = NULL;
     long long *seeds = NULL;
-    while ((r = asn_group_next(gr, opt_skip_invalid, &recs, &e)) > 0) {
+    while ((r = asn_group_next(gr, opt_skip_bad, &recs, &e)) > 0) {
         size_t n = json_array_size(recs), i;
         if (n > cap) {
             cap = n;

@@ -26,7 +26,7 @@ static const char *opt_shard; /* --shard, --merge: asn_tool_shards */
 static asn_strlist opt_merge;
 static long opt_seed, opt_extra = 1, opt_threads, opt_batch = 16;
 static double opt_tau = 0.1, opt_prior = ASN_BT_PRIOR_GAMES;
-static int opt_retokenize, opt_skip_invalid, opt_progress, opt_verbose;
+static int opt_retokenize, opt_skip_bad, opt_progress, opt_verbose;
 
 static const asn_option options[] = {
     {"judge", 'j', ASN_OPT_STRING, &opt_judge, "KIND", "pairwise or reference-ll (required)"},
@@ -49,7 +49,7 @@ static const asn_option options[] = {
     {"bt-prior", 0, ASN_OPT_DOUBLE, &opt_prior, "GAMES", "mle: pseudo-games drawn against an average player, per player"},
     {"batch", 'b', ASN_OPT_INT, &opt_batch, "N", "sequences per judge forward pass"},
     {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
-    {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about bad records, leave them out and go on"},
+    ASN_OPT_SKIP_BAD(&opt_skip_bad),
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
     {"verbose", 'v', ASN_OPT_FLAG, &opt_verbose, NULL, "print counts and timings on stderr at the end"},
     {"shard", 0, ASN_OPT_STRING, &opt_shard, "K/N", "only the records of the prompts of shard K of N (as gen-candidates --shard)"},
@@ -627,7 +627,7 @@ int main(int argc, char **argv)
         json_object_set_new(R.judge_json, "tau", json_real(opt_tau));
     }
 
-    long skipped = asn_map_groups(nops ? argv + 1 : NULL, opt_skip_invalid, opt_progress, rank_prompt, &R);
+    long skipped = asn_map_groups(nops ? argv + 1 : NULL, opt_skip_bad, opt_progress, rank_prompt, &R);
     if (R.misspelt)
         asn_warn("%ld record%s: the tokens do not spell the generation with the judge model's tokenizer "
                  "(another vocabulary?); --retokenize scores the generation text instead",
