@@ -129,9 +129,9 @@ $(OUT)/report/report.html: $(OUT)/index.db
 # generation with plots of its first steps (example.txt, record-1-step-*.svg)
 $(OUT)/analysis/summary.txt: $(OUT)/sampler.gguf $(OUT)/train-kept.jsonl
 	@mkdir -p $(OUT)/analysis
-	$(BIN)/analyze-sampler -m $(BASE) -s $(OUT)/sampler.gguf --candidates $(OUT)/train-kept.jsonl \
+	$(BIN)/analyze-sampler -m $(BASE) -S $(OUT)/sampler.gguf --candidates $(OUT)/train-kept.jsonl \
 	  -t $(THREADS) > $@
-	$(BIN)/analyze-sampler -m $(BASE) -s $(OUT)/sampler.gguf -H $(R1)/heuristics.yaml \
+	$(BIN)/analyze-sampler -m $(BASE) -S $(OUT)/sampler.gguf -H $(R1)/heuristics.yaml \
 	  --heuristic "min_p 0.05 temp 0.8" -n 16 --plot-dir $(OUT)/analysis --plot-steps 4 \
 	  -t $(THREADS) "And it came to pass, that" > $(OUT)/analysis/example.txt
 

@@ -22,7 +22,7 @@ static const asn_option options[] = {
     {"times", 0, ASN_OPT_FLAG, &opt_times, NULL, "add compile_ms, mask_us_mean and mask_us_max to each record (not deterministic)"},
     {"gbnf", 0, ASN_OPT_FLAG, &opt_gbnf, NULL, "add the constraint's GBNF text as \"gbnf\""},
     {"sample", 0, ASN_OPT_INT, &opt_sample, "N", "also write N random texts the constraint allows as \"samples\""},
-    {"seed", 0, ASN_OPT_INT, &opt_seed, "N", "seed of --sample (default 0)"},
+    {"seed", 's', ASN_OPT_INT, &opt_seed, "N", "seed of --sample (default 0)"},
     {"max-tokens", 0, ASN_OPT_INT, &opt_max_tokens, "N", "--sample: ends a text after N tokens, marked \"finish\": \"length\" (default 200)"},
     ASN_OPT_SKIP_BAD(&opt_skip_bad),
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show a progress line on stderr"},

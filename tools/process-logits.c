@@ -13,7 +13,7 @@ static const char *opt_heuristics, *opt_heuristic;
 
 static const asn_option options[] = {
     {"sample", 0, ASN_OPT_FLAG, &opt_sample, NULL, "also draw a token from the processed row (field \"token\")"},
-    {"heuristics", 0, ASN_OPT_STRING, &opt_heuristics, "FILE", "heuristics YAML; with --heuristic, overrides each record's processors"},
+    {"heuristics", 'H', ASN_OPT_STRING, &opt_heuristics, "FILE", "heuristics YAML; with --heuristic, overrides each record's processors"},
     {"heuristic", 0, ASN_OPT_STRING, &opt_heuristic, "NAME", "the pipeline of --heuristics to apply"},
     ASN_OPT_SKIP_BAD(&opt_skip_bad),
     {0},

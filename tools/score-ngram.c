@@ -106,7 +106,7 @@ static int opt_skip_bad, opt_progress;
 
 static const asn_option options[] = {
     {"index", 'i', ASN_OPT_STRING, &opt_index, "INDEX", "index made by score-ngram build (required)"},
-    {"max-n", 'n', ASN_OPT_INT, &opt_max_n, "N", "longest n-gram looked up"},
+    {"max-n|n", 0, ASN_OPT_INT, &opt_max_n, "N", "longest n-gram looked up"},
     ASN_OPT_SKIP_BAD(&opt_skip_bad),
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
     {"shard", 0, ASN_OPT_STRING, &opt_shard, "K/N", "only the records of the prompts of shard K of N (as gen-candidates --shard)"},

@@ -23,7 +23,7 @@ static const asn_option options[] = {
     {"heuristics", 'H', ASN_OPT_STRING, &opt_heuristics, "FILE", "every prompt must have as many distinct heuristics as FILE has pipelines"},
     {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "the generating model: check token ids, texts, the digest; needed for --replay"},
     {"replay", 0, ASN_OPT_INT, &opt_replay, "N", "regenerate N random candidates and require identical tokens"},
-    {"seed", 0, ASN_OPT_INT, &opt_seed, "N", "which candidates --replay picks"},
+    {"seed", 's', ASN_OPT_INT, &opt_seed, "N", "which candidates --replay picks"},
     {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads for --replay (0: all cores)"},
     {"report", 0, ASN_OPT_STRING, &opt_report, "FILE", "write a JSON report of the checks"},
     ASN_OPT_SKIP_BAD(&opt_skip_bad),
