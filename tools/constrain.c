@@ -295,9 +295,9 @@ int main(int argc, char **argv)
         double p50 = c.n_times ? c.times[c.n_times / 2] : 0;
         double p99 = c.n_times ? c.times[(size_t)((double)(c.n_times - 1) * 0.99)] : 0;
         fprintf(stderr,
-                "%s: %ld records: %ld compiled, %ld valid (%ld all tokens allowed, %ld complete); "
+                "%s: %ld record%s: %ld compiled, %ld valid (%ld all tokens allowed, %ld complete); "
                 "V = %d; compile %.2f ms mean; mask per token %.1f us mean, %.1f p50, %.1f p99 (%zu masks)\n",
-                asn_progname(), c.records, c.compiled, c.valid, c.allowed, c.complete, asn_vocab_n_tokens(v),
+                asn_progname(), c.records, ASN_PLURAL(c.records), c.compiled, c.valid, c.allowed, c.complete, asn_vocab_n_tokens(v),
                 c.compiled ? c.compile_sum / (double)c.compiled : 0, mean, p50, p99, c.n_times);
     }
     (void)bad;

@@ -271,6 +271,7 @@ typedef struct run {
     double w[4];   /* a (diversity), b (quality), c (verifiable), r (reward) of the ranking */
     int key;       /* grid index of the sort key, -1 with --weights */
     long written, groups, emptied, no_pair;
+    char first_emptied[600]; /* where the first group left out is, for the closing line */
 } run;
 
 static json_t *num_or_null(int has, double x) { return has && isfinite(x) ? json_real(x) : json_null(); }
@@ -317,9 +318,8 @@ static void do_group(run *R, json_t *recs, const size_t *members, const fields *
         char seed[40] = "";
         if (!strcmp(opt_group, "seed"))
             snprintf(seed, sizeof seed, " seed %lld", fs[members[0]].seed);
-        asn_warn("%s:%ld: every generation of prompt \"%.50s\"%s failed verification; group skipped", file, line,
-                 p, seed);
-        R->emptied++;
+        if (!R->emptied++)
+            snprintf(R->first_emptied, sizeof R->first_emptied, "prompt \"%.50s\"%s, %s:%ld", p, seed, file, line);
         free(it);
         return;
     }
@@ -532,8 +532,12 @@ int main(int argc, char **argv)
         asn_fatal("%s", e.msg);
     asn_group_close(gr);
     free(fs), free(members), free(sub_of), free(seeds);
-    if (R.emptied)
-        asn_warn("%ld group%s skipped: no generation passed verification", R.emptied, R.emptied == 1 ? "" : "s");
+    if (R.emptied) /* what the reference does, not a fault of the input: said once, not as a warning */
+        fprintf(stderr,
+                "%s: %ld of %ld group%s left out: none of %s generations was verified correct (verifiable reward 0; "
+                "the first: %s); --ignore-verifiable-filtering keeps them\n",
+                asn_progname(), R.emptied, R.groups, R.groups == 1 ? "" : "s", R.emptied == 1 ? "its" : "their",
+                R.first_emptied);
     if (opt_pairs && R.no_pair)
         fprintf(stderr, "%s: %ld group%s gave no pair (fewer than two records, or all scored alike)\n",
                 asn_progname(), R.no_pair, R.no_pair == 1 ? "" : "s");

@@ -522,8 +522,8 @@ static void remote_close(remote *rm)
     long sent, retried;
     asn_client_counts(rm->c, &sent, &retried);
     if (opt_progress)
-        fprintf(stderr, "gen-candidates: %ld requests (%ld retried), %ld tokens in %.2f s: %.0f requests/s, %.0f tokens/s\n",
-                sent - retried, retried, rm->tokens, dt, dt > 0 ? (sent - retried) / dt : 0, dt > 0 ? rm->tokens / dt : 0);
+        fprintf(stderr, "gen-candidates: %ld request%s (%ld retried), %ld token%s in %.2f s: %.0f requests/s, %.0f tokens/s\n",
+                sent - retried, ASN_PLURAL(sent - retried), retried, rm->tokens, ASN_PLURAL(rm->tokens), dt, dt > 0 ? (sent - retried) / dt : 0, dt > 0 ? rm->tokens / dt : 0);
     asn_client_free(rm->c);
     free(rm->model);
 }

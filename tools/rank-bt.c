@@ -231,8 +231,13 @@ static int read_cand(ranker *R, cand *c, const cand *prev, asn_err *e)
         size_t len;
         asn_err de;
         if (gen && !asn_detokenize(R->v, c->tok, n, 1, 0, &text, &len, &de)) {
+            /* as gen-candidates wrote it: a character cut by the token
+             * limit is U+FFFD in the generation, not a mismatch */
+            json_t *as_written = asn_json_text(text, len);
+            const char *w = json_string_value(as_written);
             size_t gl = strlen(gen);
-            R->misspelt += len < gl || memcmp(text, gen, gl);
+            R->misspelt += strlen(w) < gl || memcmp(w, gen, gl);
+            json_decref(as_written);
             free(text);
         }
     } else {
@@ -629,19 +634,22 @@ int main(int argc, char **argv)
 
     long skipped = asn_map_groups(nops ? argv + 1 : NULL, opt_skip_bad, opt_progress, rank_prompt, &R);
     if (R.misspelt)
-        asn_warn("%ld record%s: the tokens do not spell the generation with the judge model's tokenizer "
-                 "(another vocabulary?); --retokenize scores the generation text instead",
-                 R.misspelt, R.misspelt == 1 ? "" : "s");
+        asn_warn("%ld record%s: the judge model's tokenizer reads %s \"tokens\" as another text than %s "
+                 "\"generation\" (made with another vocabulary?); scored from the tokens; --retokenize scores "
+                 "the generation text instead",
+                 R.misspelt, R.misspelt == 1 ? "" : "s", R.misspelt == 1 ? "its" : "their",
+                 R.misspelt == 1 ? "its" : "their");
     if (R.undecided)
         asn_warn("%ld game%s left out: the judge's outputs were not finite", R.undecided,
                  R.undecided == 1 ? "" : "s");
     asn_warn_skipped(skipped);
     if (opt_verbose)
         fprintf(stderr,
-                "%s: %ld records, %ld groups (%ld of one record); judge: %ld %s in %.3f s; "
-                "pairing and ratings: %.3f s (%ld rematches reused)\n",
-                asn_progname(), R.records, R.groups, R.singles, R.judged,
-                R.judge == JUDGE_LL ? "answers scored" : "pairs judged", R.t_judge, R.t_bt, R.reused);
+                "%s: %ld record%s, %ld group%s (%ld of one record); judge: %ld %s%s %s in %.3f s; "
+                "pairing and ratings: %.3f s (%ld rematch%s reused)\n",
+                asn_progname(), R.records, ASN_PLURAL(R.records), R.groups, ASN_PLURAL(R.groups), R.singles, R.judged,
+                R.judge == JUDGE_LL ? "answer" : "pair", ASN_PLURAL(R.judged), R.judge == JUDGE_LL ? "scored" : "judged",
+                R.t_judge, R.t_bt, R.reused, R.reused == 1 ? "" : "es");
     asn_close_out(stdout, "-");
     asn_pairwise_free(R.pw);
     asn_llscorer_free(R.ll);
