@@ -635,6 +635,7 @@ int main(int argc, char **argv)
                            "stop", stops);
     if (!default_system)
         json_object_set_new(r.settings, "system", json_null());
+    json_object_set_new(r.settings, "generator", json_string("gen-candidates (asn) " ASN_VERSION));
 
     prompts ps = {0};
     if (opt_sources) {
