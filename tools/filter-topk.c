@@ -4,6 +4,7 @@
  * group; or chosen/rejected preference pairs. */
 #include "asn/json.h"
 #include "asn/records.h"
+#include "asn/scores.h"
 #include "asn/tool.h"
 #include "asn/yaml.h"
 
@@ -381,19 +382,25 @@ static void read_weights(run *R)
         asn_fatal("%s", e.msg);
     json_t *root = asn_yaml_root(y);
     char where[4200];
+    /* the weighed scores of asn/scores.h; R->w keeps them in this order */
+    static const char *slot[4] = {"diversity", "quality", "verifiable", "reward"};
+    char names[256] = "";
+    for (int i = 0; i < asn_n_score_fields; i++)
+        if (asn_score_fields[i].weighed)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? ", " : "",
+                     asn_score_fields[i].name);
     if (!json_is_object(root))
-        asn_fatal("%s: the weights must be a mapping {quality, diversity, verifiable, reward}",
-                  asn_yaml_where(y, root, where, sizeof where));
-    static const char *names[4] = {"diversity", "quality", "verifiable", "reward"};
+        asn_fatal("%s: the weights must be a mapping {%s}", asn_yaml_where(y, root, where, sizeof where), names);
     const char *k;
     json_t *v;
     json_object_foreach(root, k, v) {
+        const asn_score_field *sf = asn_score_field_named(k);
         int i = 0;
-        while (i < 4 && strcmp(k, names[i]))
+        while (sf && sf->weighed && i < 4 && strcmp(k, slot[i]))
             i++;
-        if (i == 4)
-            asn_fatal("%s: unknown key \"%s\" (the weights are quality, diversity, verifiable, reward)",
-                      asn_yaml_where(y, v, where, sizeof where), k);
+        if (!sf || !sf->weighed || i == 4)
+            asn_fatal("%s: unknown key \"%s\" (the weights are %s)", asn_yaml_where(y, v, where, sizeof where), k,
+                      names);
         double x;
         if (asn_json_number(v, &x) || !(x >= 0) || !isfinite(x))
             asn_fatal("%s: %s must be a number >= 0", asn_yaml_where(y, v, where, sizeof where), k);

@@ -6,6 +6,7 @@
  * with a sentence saying why. Every query has an ORDER BY, so the output
  * depends only on the stored records. */
 #include "asn/report.h"
+#include "asn/scores.h"
 #include "asn/store.h"
 #include "asn/json.h"
 
@@ -554,6 +555,7 @@ static int any_mean(const asn_report *r, size_t off)
 typedef struct measure {
     const char *head;  /* the page's header */
     const char *text;  /* the summary's header (short) */
+    const char *score; /* a score field of asn/scores.h, which gives unit and direction; NULL: those below */
     const char *unit;  /* shown under the header */
     int better;        /* 1: higher is better, -1: lower is, 0: neither */
     const char *title; /* hover text: what it is, which tool writes it */
@@ -565,30 +567,40 @@ typedef struct measure {
 #define WIN_RATE ((size_t)-1)
 #define NO_NEED ((size_t)-1)
 static const measure MEASURES[] = {
-    {"final score", "final", "z-blend", 1,
+    {"final score", "final", "final", NULL, 0,
      "mean score.final of the kept candidates (filter-topk: weighted sum of the z-scored quality, diversity and "
      "verifiable reward)", OFF(final_score), 3, 8, NO_NEED},
-    {"quality", "quality", "BT log-odds", 1,
+    {"quality", "quality", "quality", NULL, 0,
      "mean Bradley-Terry rating (rank-bt): sigmoid of the difference of two ratings is the chance one beats the "
      "other", OFF(quality), 3, 8, NO_NEED},
-    {"win rate", "win", "% of points", 1, "Swiss tournament points per game played (a bye adds 0.5 points)", WIN_RATE,
+    {"win rate", "win", NULL, "% of points", 1, "Swiss tournament points per game played (a bye adds 0.5 points)", WIN_RATE,
      1, 7, NO_NEED},
-    {"emb. entropy", "entropy", "log bits", 1,
+    {"emb. entropy", "entropy", "diversity", NULL, 0,
      "mean log entropy (bits) of the embedding similarity spectrum across a prompt's seeds (score-diversity): "
      "higher is more diverse", OFF(entropy), 3, 8, NO_NEED},
-    {"self-BLEU", "self-bleu", "log BLEU", -1,
+    {"self-BLEU", "self-bleu", "self_bleu", NULL, 0,
      "mean log self-BLEU across a prompt's seeds (score-diversity): lower is more diverse", OFF(self_bleu), 3, 9,
      NO_NEED},
-    {"mean tokens", "tokens", "tokens", 0, "mean length of the generations in tokens (n_tokens)", OFF(tokens), 1, 7,
+    {"mean tokens", "tokens", NULL, "tokens", 0, "mean length of the generations in tokens (n_tokens)", OFF(tokens), 1, 7,
      NO_NEED},
-    {"verifiable", "verif.", "share right", 1,
+    {"verifiable", "verif.", "verifiable", NULL, 0,
      "mean verifiable reward (score-verifiable): the share of checked answers that are right, 0 to 1",
      OFF(verifiable), 3, 7, offsetof(asn_report, with_verifiable)},
-    {"n-gram cov.", "ngram", "words", 0,
+    {"n-gram cov.", "ngram", "ngram", NULL, 0,
      "mean words of the generation covered by n-grams of the reference corpus (score-ngram): higher is closer to "
      "the corpus, not better", OFF(ngram), 1, 6, offsetof(asn_report, with_ngram)},
 };
 enum { N_MEASURES = sizeof MEASURES / sizeof *MEASURES };
+
+static const char *measure_unit(const measure *m)
+{
+    return m->score ? asn_score_field_named(m->score)->unit : m->unit;
+}
+
+static int measure_better(const measure *m)
+{
+    return m->score ? asn_score_field_named(m->score)->better : m->better;
+}
 
 static int measure_shown(const asn_report *r, const measure *m)
 {
@@ -621,7 +633,7 @@ static void html_leaderboard(FILE *f, const asn_report *r)
     for (int k = 0; k < N_MEASURES; k++)
         if (measure_shown(r, &MEASURES[k]))
             fprintf(f, "<th class=\"n\" title=\"%s\">%s<span class=\"unit\">%s%s</span></th>", MEASURES[k].title,
-                    MEASURES[k].head, MEASURES[k].unit, better_arrow(MEASURES[k].better));
+                    MEASURES[k].head, measure_unit(&MEASURES[k]), better_arrow(measure_better(&MEASURES[k])));
     fprintf(f, "</tr></thead>\n<tbody>\n");
     for (int i = 0; i < r->nh; i++) {
         const asn_report_heuristic *h = &r->h[i];
@@ -1197,7 +1209,9 @@ int asn_report_write_text(const asn_report *r, const char *title, FILE *f, asn_e
         for (int k = 0; k < N_MEASURES && n < (int)sizeof dir; k++)
             if (measure_shown(r, &MEASURES[k]))
                 n += snprintf(dir + n, sizeof dir - (size_t)n, " %*s", MEASURES[k].width,
-                              MEASURES[k].better > 0 ? "higher" : MEASURES[k].better < 0 ? "lower" : "");
+                              measure_better(&MEASURES[k]) > 0   ? "higher"
+                              : measure_better(&MEASURES[k]) < 0 ? "lower"
+                                                                 : "");
         n = n < (int)sizeof dir ? n : (int)sizeof dir - 1;
         while (n > 0 && dir[n - 1] == ' ')
             dir[--n] = 0;
@@ -1217,7 +1231,7 @@ int asn_report_write_text(const asn_report *r, const char *title, FILE *f, asn_e
         fprintf(f, "  (\"higher\"/\"lower\": the better direction; units:");
         for (int k = 0; k < N_MEASURES; k++)
             if (measure_shown(r, &MEASURES[k]))
-                fprintf(f, "%s %s %s", k ? "," : "", MEASURES[k].text, MEASURES[k].unit);
+                fprintf(f, "%s %s %s", k ? "," : "", MEASURES[k].text, measure_unit(&MEASURES[k]));
         fprintf(f, ")\n");
     }
     int lr = asn_report_learned_rank(r);

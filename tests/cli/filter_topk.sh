@@ -281,5 +281,7 @@ expect_stderr "filter-topk: ... says what a key looks like" 'not a combined scor
 expect_status "filter-topk: --sort-key and --weights together" 2 "$FT" --sort-key a0.1_b0.9_c0.9 --weights "$TMP/w.yaml" "$TMP/in.jsonl"
 printf 'quality: 0.8\nnovelty: 1\n' > "$TMP/badw.yaml"
 expect_status "filter-topk: an unknown weight is an error" 1 "$FT" --weights "$TMP/badw.yaml" "$TMP/in.jsonl"
-expect_stderr "filter-topk: ... naming file, line and key" 'badw.yaml:2:[0-9]+: unknown key "novelty"'
+expect_stderr "filter-topk: ... naming file, line and key, and the weights there are" 'badw.yaml:2:[0-9]+: unknown key "novelty" \(the weights are quality, diversity, verifiable, reward\)$'
+printf 'quality: 0.8\nself_bleu: 1\n' > "$TMP/badw2.yaml"
+expect_status "filter-topk: a score that is not weighed (self_bleu) is not a weight" 1 "$FT" --weights "$TMP/badw2.yaml" "$TMP/in.jsonl"
 expect_status "filter-topk: negative --top-k" 2 "$FT" -k -1 "$TMP/in.jsonl"
