@@ -63,7 +63,7 @@ BENCHES  := $(BENCH_SRC:bench/%.c=$(O)/build/bench/%)
 DEPS_OK  := build/.deps-ok
 
 .SECONDARY:
-.PHONY: FORCE all deps deps-cluster test test-faults test-unit test-san test-arm oracle-llama bench bench-client bench-serve bench-quant bench-kl fuzz install clean demo demo-models demo-check
+.PHONY: FORCE all deps deps-cluster deps-report test test-faults test-unit test-san test-arm oracle-llama bench bench-client bench-serve bench-quant bench-kl fuzz install clean demo demo-models demo-check
 all: $(TOOLS) $(TESTS) $(REPLAYS) $(BENCHES) $(LIBSO)
 
 # Missing Debian packages are installed (as root) or named with the exact
@@ -77,6 +77,10 @@ deps:
 # rsync, ssh, Slurm, munge); the cluster tests install it themselves
 deps-cluster:
 	@sh scripts/install-deps.sh cluster
+
+# optional: headless Chromium for the report's rendering checks
+deps-report:
+	@sh scripts/install-deps.sh report
 
 # Objects are rebuilt when the compiler flags change (the stamp holds them).
 FLAGS_STAMP := $(BUILD)/.cflags

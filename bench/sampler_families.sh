@@ -43,7 +43,7 @@ for f in min_p top_p top_k typical epsilon eta; do
         esac
         "$BIN/train-sampler" -m $M -q -a $a -c $C/$cfg -b 8 --gradient-accumulation-steps 1 --num-warmup-steps 20 \
             --loss-gamma 1 --learning-rate $lr --num-epochs $ep --save-steps 0 -t "$THREADS" -o "$T/s.gguf" "$T/train.jsonl"
-        "$BIN/analyze-sampler" -m $M -s "$T/s.gguf" --candidates "$T/held.jsonl" --json -t "$THREADS" > "$T/a.jsonl"
+        "$BIN/analyze-sampler" -m $M -S "$T/s.gguf" --candidates "$T/held.jsonl" --json -t "$THREADS" > "$T/a.jsonl"
         $PY -c "
 import json
 s = json.loads(open('$T/a.jsonl').read().splitlines()[-1])['summary']

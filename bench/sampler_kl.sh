@@ -38,7 +38,7 @@ train() { # train MODEL ARCH TRAIN OUT [OPTIONS]
 }
 
 measure() { # measure LABEL MODEL SAMPLER HELD
-    "$BIN/analyze-sampler" -m "$2" -s "$3" --candidates "$4" --json -t "$THREADS" > "$T/a.jsonl"
+    "$BIN/analyze-sampler" -m "$2" -S "$3" --candidates "$4" --json -t "$THREADS" > "$T/a.jsonl"
     $PY -c "
 import json
 s = json.loads(open('$T/a.jsonl').read().splitlines()[-1])['summary']

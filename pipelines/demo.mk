@@ -119,19 +119,24 @@ $(OUT)/index.db: $(OUT)/scored.jsonl $(OUT)/filtered.jsonl $(OUT)/pairs.jsonl
 	rm -f $@ $@-wal $@-shm
 	$(BIN)/index --db $@ $(OUT)/scored.jsonl $(OUT)/filtered.jsonl $(OUT)/pairs.jsonl
 
-# 12. the report
-$(OUT)/report/report.html: $(OUT)/index.db
-	$(BIN)/report --db $< -o $(OUT)/report
+# 12. the report, with the learned sampler's analysis (13) and its plots
+$(OUT)/report/report.html: $(OUT)/index.db $(OUT)/analysis/kl.jsonl $(OUT)/analysis/summary.txt
+	$(BIN)/report --db $< -o $(OUT)/report --analysis $(OUT)/analysis/kl.jsonl --plots $(OUT)/analysis
 
 # 13. the learned sampler against its targets, step by step: over the
 # candidates it was trained on (summary.txt: KL from each step's target to
 # the raw and to the learned distribution, truncated mass), and one fresh
-# generation with plots of its first steps (example.txt, record-1-step-*.svg)
+# generation with plots of its first steps (example.txt, record-1-step-*.svg);
+# the same over the candidates as JSON lines for the report (kl.jsonl)
+$(OUT)/analysis/kl.jsonl: $(OUT)/sampler.gguf $(OUT)/train-kept.jsonl
+	@mkdir -p $(OUT)/analysis
+	$(BIN)/analyze-sampler -m $(BASE) -S $(OUT)/sampler.gguf --candidates $(OUT)/train-kept.jsonl \
+	  -t $(THREADS) --json > $@.tmp && mv $@.tmp $@
 $(OUT)/analysis/summary.txt: $(OUT)/sampler.gguf $(OUT)/train-kept.jsonl
 	@mkdir -p $(OUT)/analysis
-	$(BIN)/analyze-sampler -m $(BASE) -s $(OUT)/sampler.gguf --candidates $(OUT)/train-kept.jsonl \
+	$(BIN)/analyze-sampler -m $(BASE) -S $(OUT)/sampler.gguf --candidates $(OUT)/train-kept.jsonl \
 	  -t $(THREADS) > $@
-	$(BIN)/analyze-sampler -m $(BASE) -s $(OUT)/sampler.gguf -H $(R1)/heuristics.yaml \
+	$(BIN)/analyze-sampler -m $(BASE) -S $(OUT)/sampler.gguf -H $(R1)/heuristics.yaml \
 	  --heuristic "min_p 0.05 temp 0.8" -n 16 --plot-dir $(OUT)/analysis --plot-steps 4 \
 	  -t $(THREADS) "And it came to pass, that" > $(OUT)/analysis/example.txt
 

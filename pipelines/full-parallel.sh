@@ -60,6 +60,35 @@ else
     exit 2
 fi
 
+# 0. what this needs here, and on each host, said by name (not "command not found", exit 127)
+need=
+for p in parallel make ssh; do command -v "$p" > /dev/null 2>&1 || need="$need $p"; done
+[ "${TRANSFER:-0}" != 1 ] || command -v rsync > /dev/null 2>&1 || need="$need rsync"
+if [ -n "$need" ]; then
+    echo "full-parallel.sh: not found on this host:$need (Debian packages: parallel, make, openssh-client, rsync)" >&2
+    exit 1
+fi
+# the programs of pipelines/full.mk (gen-heuristics only runs here, when there is no HEURISTICS)
+progs="filter-topk gen-candidates index rank-bt report score-diversity score-ngram score-verifiable verify"
+for b in $progs; do
+    [ -x "bin/$b" ] || { echo "full-parallel.sh: bin/$b is missing here: build asn first (make)" >&2; exit 1; }
+done
+# on each host: make (and rsync with TRANSFER=1); without TRANSFER, this
+# folder at the same path and its programs runnable there (built for its
+# CPUs, its shared libraries installed). Each host prints what it lacks.
+if [ "${TRANSFER:-0}" = 1 ]; then
+    check='for p in make rsync; do command -v $p > /dev/null 2>&1 || printf " %s" $p; done'
+else
+    check="cd '$PWD' 2> /dev/null || { printf ' the folder %s (a shared filesystem, or TRANSFER=1)' '$PWD'; exit 0; }
+        command -v make > /dev/null 2>&1 || printf ' make'
+        for b in $progs; do bin/\$b --version > /dev/null 2>&1 || printf ' a runnable bin/%s' \$b; done"
+fi
+lacking=$(parallel --nonall --filter-hosts "$hosts_opt" "$hosts_val" --tag "$check" < /dev/null) || true
+if [ -n "$lacking" ]; then
+    printf '%s\n' "$lacking" | awk -F'\t' '{ sub(/^ */, "", $2); print "full-parallel.sh: host " $1 " lacks: " $2 }' >&2
+    exit 1
+fi
+
 # 1. the shared inputs
 make -f pipelines/full.mk "$@" prepare
 mkdir -p "$out"

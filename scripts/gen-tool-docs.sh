@@ -22,6 +22,15 @@ SIGINT or SIGTERM stops a record-writing program after the record it is
 writing (exit 1, "stopped by SIGTERM after N records"); a second signal ends
 it at once. What each program says to each kind of bad input is in
 [bad-input.md](bad-input.md).
+
+One flag vocabulary (tests/cli/flags.sh checks every `--help`): wherever a
+program has the option, `-m` is the model it runs, `-H` the heuristics
+YAML, `-s` the seed (seeds for gen-candidates), `-o` the output file, `-t`
+the threads, `-n` the new tokens to generate, `--skip-bad` leaves malformed
+records out (counted in the summary) instead of stopping. Older spellings
+still work: `--skip-invalid`, analyze-sampler `-s` (now `-S`, the sampler),
+`-n` of train-lm `--steps`, train-bpe `--vocab-size` and score-ngram
+`--max-n`.
 HEAD
 for t in $(ls "$BIN" | sort); do
     [ -x "$BIN/$t" ] || continue

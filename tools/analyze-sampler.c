@@ -30,7 +30,7 @@ static int opt_json;
 
 static const asn_option options[] = {
     {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "the base model GGUF (required)"},
-    {"sampler", 's', ASN_OPT_STRING, &opt_sampler, "FILE", "a learned sampler GGUF (train-sampler output); without it, raw vs target only"},
+    {"sampler|s", 'S', ASN_OPT_STRING, &opt_sampler, "FILE", "a learned sampler GGUF (train-sampler output); without it, raw vs target only"},
     {"candidates", 0, ASN_OPT_STRING, &opt_candidates, "FILE", "analyze candidate records (gen-candidates, filter-topk; - for stdin) instead of a prompt"},
     {"id", 0, ASN_OPT_STRING, &opt_id, "ID", "with --candidates: only the record with this id (default: every record)"},
     {"file", 'f', ASN_OPT_STRING, &opt_file, "FILE", "read the prompt from FILE (- for stdin)"},
@@ -53,7 +53,7 @@ static const asn_option options[] = {
 };
 
 static const asn_tool tool = {
-    "analyze-sampler", "-m MODEL [-s SAMPLER] (--candidates FILE | -H FILE --heuristic NAME [PROMPT]) [OPTIONS]",
+    "analyze-sampler", "-m MODEL [-S SAMPLER] (--candidates FILE | -H FILE --heuristic NAME [PROMPT]) [OPTIONS]",
     "Compare, step by step, the raw, target and learned distributions of a generation.",
     "Prompt mode: the prompt (the PROMPT argument, else --file, else stdin) goes\n"
     "through the chat template (with --system) as in generate, and --heuristic\n"

@@ -14,7 +14,7 @@
 #include <string.h>
 
 static const char *opt_model;
-static int opt_times, opt_gbnf, opt_skip_invalid, opt_progress, opt_quiet;
+static int opt_times, opt_gbnf, opt_skip_bad, opt_progress, opt_quiet;
 static long opt_sample, opt_seed, opt_max_tokens = 200;
 
 static const asn_option options[] = {
@@ -22,9 +22,9 @@ static const asn_option options[] = {
     {"times", 0, ASN_OPT_FLAG, &opt_times, NULL, "add compile_ms, mask_us_mean and mask_us_max to each record (not deterministic)"},
     {"gbnf", 0, ASN_OPT_FLAG, &opt_gbnf, NULL, "add the constraint's GBNF text as \"gbnf\""},
     {"sample", 0, ASN_OPT_INT, &opt_sample, "N", "also write N random texts the constraint allows as \"samples\""},
-    {"seed", 0, ASN_OPT_INT, &opt_seed, "N", "seed of --sample (default 0)"},
+    {"seed", 's', ASN_OPT_INT, &opt_seed, "N", "seed of --sample (default 0)"},
     {"max-tokens", 0, ASN_OPT_INT, &opt_max_tokens, "N", "--sample: ends a text after N tokens, marked \"finish\": \"length\" (default 200)"},
-    {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about and drop malformed records instead of stopping"},
+    ASN_OPT_SKIP_BAD(&opt_skip_bad),
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show a progress line on stderr"},
     {"quiet", 'q', ASN_OPT_FLAG, &opt_quiet, NULL, "no summary on stderr"},
     {0},
@@ -283,7 +283,7 @@ int main(int argc, char **argv)
     c.v = v;
     asn_grammar *g0 = asn_gbnf_parse("root ::= \"\"", 11, &e);
     c.base = asn_constraint_new(g0, v);
-    long bad = asn_map_records(nops ? argv + 1 : NULL, opt_skip_invalid, opt_progress, check, &c);
+    long bad = asn_map_records(nops ? argv + 1 : NULL, opt_skip_bad, opt_progress, check, &c);
     asn_close_out(stdout, "-");
     if (!opt_quiet) {
         if (c.n_times)
@@ -295,9 +295,9 @@ int main(int argc, char **argv)
         double p50 = c.n_times ? c.times[c.n_times / 2] : 0;
         double p99 = c.n_times ? c.times[(size_t)((double)(c.n_times - 1) * 0.99)] : 0;
         fprintf(stderr,
-                "%s: %ld records: %ld compiled, %ld valid (%ld all tokens allowed, %ld complete); "
+                "%s: %ld record%s: %ld compiled, %ld valid (%ld all tokens allowed, %ld complete); "
                 "V = %d; compile %.2f ms mean; mask per token %.1f us mean, %.1f p50, %.1f p99 (%zu masks)\n",
-                asn_progname(), c.records, c.compiled, c.valid, c.allowed, c.complete, asn_vocab_n_tokens(v),
+                asn_progname(), c.records, ASN_PLURAL(c.records), c.compiled, c.valid, c.allowed, c.complete, asn_vocab_n_tokens(v),
                 c.compiled ? c.compile_sum / (double)c.compiled : 0, mean, p50, p99, c.n_times);
     }
     (void)bad;

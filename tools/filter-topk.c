@@ -4,6 +4,7 @@
  * group; or chosen/rejected preference pairs. */
 #include "asn/json.h"
 #include "asn/records.h"
+#include "asn/scores.h"
 #include "asn/tool.h"
 #include "asn/yaml.h"
 
@@ -16,7 +17,7 @@
 
 static const char *opt_group = "seed", *opt_sort_key, *opt_weights;
 static long opt_top_k = 5;
-static int opt_ignore_verifiable, opt_pairs, opt_skip_invalid, opt_progress;
+static int opt_ignore_verifiable, opt_pairs, opt_skip_bad, opt_progress;
 
 static const asn_option options[] = {
     {"top-k", 'k', ASN_OPT_INT, &opt_top_k, "K", "records kept per group (0: all)"},
@@ -25,7 +26,7 @@ static const asn_option options[] = {
     {"group", 0, ASN_OPT_STRING, &opt_group, "BY", "seed: groups are (prompt, seed); prompt: all seeds of a prompt"},
     {"ignore-verifiable-filtering", 0, ASN_OPT_FLAG, &opt_ignore_verifiable, NULL, "keep records whose verifiable reward is not 1"},
     {"pairs", 0, ASN_OPT_FLAG, &opt_pairs, NULL, "write chosen/rejected preference pairs (best vs worst of each group) instead"},
-    {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about bad records, leave them out and go on"},
+    ASN_OPT_SKIP_BAD(&opt_skip_bad),
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
     {0},
 };
@@ -271,6 +272,7 @@ typedef struct run {
     double w[4];   /* a (diversity), b (quality), c (verifiable), r (reward) of the ranking */
     int key;       /* grid index of the sort key, -1 with --weights */
     long written, groups, emptied, no_pair;
+    char first_emptied[600]; /* where the first group left out is, for the closing line */
 } run;
 
 static json_t *num_or_null(int has, double x) { return has && isfinite(x) ? json_real(x) : json_null(); }
@@ -317,9 +319,8 @@ static void do_group(run *R, json_t *recs, const size_t *members, const fields *
         char seed[40] = "";
         if (!strcmp(opt_group, "seed"))
             snprintf(seed, sizeof seed, " seed %lld", fs[members[0]].seed);
-        asn_warn("%s:%ld: every generation of prompt \"%.50s\"%s failed verification; group skipped", file, line,
-                 p, seed);
-        R->emptied++;
+        if (!R->emptied++)
+            snprintf(R->first_emptied, sizeof R->first_emptied, "prompt \"%.50s\"%s, %s:%ld", p, seed, file, line);
         free(it);
         return;
     }
@@ -381,19 +382,25 @@ static void read_weights(run *R)
         asn_fatal("%s", e.msg);
     json_t *root = asn_yaml_root(y);
     char where[4200];
+    /* the weighed scores of asn/scores.h; R->w keeps them in this order */
+    static const char *slot[4] = {"diversity", "quality", "verifiable", "reward"};
+    char names[256] = "";
+    for (int i = 0; i < asn_n_score_fields; i++)
+        if (asn_score_fields[i].weighed)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? ", " : "",
+                     asn_score_fields[i].name);
     if (!json_is_object(root))
-        asn_fatal("%s: the weights must be a mapping {quality, diversity, verifiable, reward}",
-                  asn_yaml_where(y, root, where, sizeof where));
-    static const char *names[4] = {"diversity", "quality", "verifiable", "reward"};
+        asn_fatal("%s: the weights must be a mapping {%s}", asn_yaml_where(y, root, where, sizeof where), names);
     const char *k;
     json_t *v;
     json_object_foreach(root, k, v) {
+        const asn_score_field *sf = asn_score_field_named(k);
         int i = 0;
-        while (i < 4 && strcmp(k, names[i]))
+        while (sf && sf->weighed && i < 4 && strcmp(k, slot[i]))
             i++;
-        if (i == 4)
-            asn_fatal("%s: unknown key \"%s\" (the weights are quality, diversity, verifiable, reward)",
-                      asn_yaml_where(y, v, where, sizeof where), k);
+        if (!sf || !sf->weighed || i == 4)
+            asn_fatal("%s: unknown key \"%s\" (the weights are %s)", asn_yaml_where(y, v, where, sizeof where), k,
+                      names);
         double x;
         if (asn_json_number(v, &x) || !(x >= 0) || !isfinite(x))
             asn_fatal("%s: %s must be a number >= 0", asn_yaml_where(y, v, where, sizeof where), k);
@@ -446,7 +453,7 @@ int main(int argc, char **argv)
         asn_fatal("%s", e.msg);
     json_t *recs;
     int r;
-    while ((r = asn_group_next(gr, opt_skip_invalid, &recs, &e)) > 0) {
+    while ((r = asn_group_next(gr, opt_skip_bad, &recs, &e)) > 0) {
         size_t i;
         json_t *rec;
         json_array_foreach(recs, i, rec) {
@@ -454,7 +461,7 @@ int main(int argc, char **argv)
             if (read_fields(rec, &f, &e)) {
                 long line;
                 const char *file = asn_group_where(gr, i, &line);
-                if (!opt_skip_invalid) {
+                if (!opt_skip_bad) {
                     json_decref(recs);
                     asn_fatal("%s:%ld: %s", file, line, e.msg);
                 }
@@ -493,7 +500,7 @@ int main(int argc, char **argv)
     fields *fs = NULL;
     size_t *members = NULL, *sub_of = NULL;
     long long *seeds = NULL;
-    while ((r = asn_group_next(gr, opt_skip_invalid, &recs, &e)) > 0) {
+    while ((r = asn_group_next(gr, opt_skip_bad, &recs, &e)) > 0) {
         size_t n = json_array_size(recs), i;
         if (n > cap) {
             cap = n;
@@ -532,8 +539,12 @@ int main(int argc, char **argv)
         asn_fatal("%s", e.msg);
     asn_group_close(gr);
     free(fs), free(members), free(sub_of), free(seeds);
-    if (R.emptied)
-        asn_warn("%ld group%s skipped: no generation passed verification", R.emptied, R.emptied == 1 ? "" : "s");
+    if (R.emptied) /* what the reference does, not a fault of the input: said once, not as a warning */
+        fprintf(stderr,
+                "%s: %ld of %ld group%s left out: none of %s generations was verified correct (verifiable reward 0; "
+                "the first: %s); --ignore-verifiable-filtering keeps them\n",
+                asn_progname(), R.emptied, R.groups, R.groups == 1 ? "" : "s", R.emptied == 1 ? "its" : "their",
+                R.first_emptied);
     if (opt_pairs && R.no_pair)
         fprintf(stderr, "%s: %ld group%s gave no pair (fewer than two records, or all scored alike)\n",
                 asn_progname(), R.no_pair, R.no_pair == 1 ? "" : "s");

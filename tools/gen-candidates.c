@@ -526,8 +526,8 @@ static void remote_close(remote *rm)
     long sent, retried;
     asn_client_counts(rm->c, &sent, &retried);
     if (opt_progress)
-        fprintf(stderr, "gen-candidates: %ld requests (%ld retried), %ld tokens in %.2f s: %.0f requests/s, %.0f tokens/s\n",
-                sent - retried, retried, rm->tokens, dt, dt > 0 ? (sent - retried) / dt : 0, dt > 0 ? rm->tokens / dt : 0);
+        fprintf(stderr, "gen-candidates: %ld request%s (%ld retried), %ld token%s in %.2f s: %.0f requests/s, %.0f tokens/s\n",
+                sent - retried, ASN_PLURAL(sent - retried), retried, rm->tokens, ASN_PLURAL(rm->tokens), dt, dt > 0 ? (sent - retried) / dt : 0, dt > 0 ? rm->tokens / dt : 0);
     asn_client_free(rm->c);
     free(rm->model);
 }
@@ -639,6 +639,7 @@ int main(int argc, char **argv)
                            "stop", stops);
     if (!default_system)
         json_object_set_new(r.settings, "system", json_null());
+    json_object_set_new(r.settings, "generator", json_string("gen-candidates (asn) " ASN_VERSION));
 
     prompts ps = {0};
     if (opt_sources) {

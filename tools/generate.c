@@ -25,7 +25,7 @@ static const asn_option options[] = {
     {"file", 'f', ASN_OPT_STRING, &opt_file, "FILE", "read the prompt from FILE (- for stdin)"},
     {"system", 0, ASN_OPT_STRING, &opt_system, "TEXT", "system message"},
     {"chat-template", 0, ASN_OPT_STRING, &opt_template, "NAME", "chat template (chatml, llama3, ..., none); default: the model's, none without one"},
-    {"heuristics", 0, ASN_OPT_STRING, &opt_heuristics, "FILE", "heuristics YAML (with --heuristic)"},
+    {"heuristics", 'H', ASN_OPT_STRING, &opt_heuristics, "FILE", "heuristics YAML (with --heuristic)"},
     {"heuristic", 0, ASN_OPT_STRING, &opt_heuristic, "NAME", "pipeline of --heuristics to sample with"},
     {"temperature", 0, ASN_OPT_DOUBLE, &opt_temp, "T", "inline heuristic: temperature (-1: off)"},
     {"top-k", 0, ASN_OPT_INT, &opt_top_k, "K", "inline heuristic: top_k (0: off)"},

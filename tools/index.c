@@ -7,12 +7,12 @@
 #include <stdlib.h>
 
 static const char *opt_db;
-static int opt_merge, opt_skip_invalid, opt_progress;
+static int opt_merge, opt_skip_bad, opt_progress;
 
 static const asn_option options[] = {
     {"db", 'd', ASN_OPT_STRING, &opt_db, "FILE", "SQLite database (created if missing; required)"},
     {"merge", 0, ASN_OPT_FLAG, &opt_merge, NULL, "the operands are asn databases to merge in, not JSONL"},
-    {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about bad records and go on"},
+    ASN_OPT_SKIP_BAD(&opt_skip_bad),
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
     {0},
 };
@@ -67,7 +67,7 @@ int main(int argc, char **argv)
                     asn_err_prefix(&e, "%s:%ld", asn_jsonl_path(in), asn_jsonl_lineno(in)), r = -1;
                 json_decref(rec);
                 if (r < 0) {
-                    if (!opt_skip_invalid || r == -2) {
+                    if (!opt_skip_bad || r == -2) {
                         asn_store_close(s); /* commits what was indexed before */
                         asn_fatal("%s", e.msg);
                     }

@@ -11,14 +11,14 @@
 
 static const char *opt_model, *opt_text;
 static long opt_threads, opt_ctx;
-static int opt_skip_invalid;
+static int opt_skip_bad;
 
 static const asn_option options[] = {
     {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF model (required)"},
     {"text", 0, ASN_OPT_STRING, &opt_text, "FILE", "score the whole of a plain-text FILE (- for stdin) instead of JSONL"},
     {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
     {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "context size (0: the model's)"},
-    {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about bad records and go on"},
+    ASN_OPT_SKIP_BAD(&opt_skip_bad),
     {0},
 };
 
@@ -151,7 +151,7 @@ int main(int argc, char **argv)
         json_decref(rec);
         free(text);
     } else {
-        asn_map_records(nops ? argv + 1 : NULL, opt_skip_invalid, 0, score_record, &s);
+        asn_map_records(nops ? argv + 1 : NULL, opt_skip_bad, 0, score_record, &s);
     }
     asn_close_out(stdout, "-");
     free(s.logits);

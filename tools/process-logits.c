@@ -8,14 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int opt_sample, opt_skip_invalid;
+static int opt_sample, opt_skip_bad;
 static const char *opt_heuristics, *opt_heuristic;
 
 static const asn_option options[] = {
     {"sample", 0, ASN_OPT_FLAG, &opt_sample, NULL, "also draw a token from the processed row (field \"token\")"},
-    {"heuristics", 0, ASN_OPT_STRING, &opt_heuristics, "FILE", "heuristics YAML; with --heuristic, overrides each record's processors"},
+    {"heuristics", 'H', ASN_OPT_STRING, &opt_heuristics, "FILE", "heuristics YAML; with --heuristic, overrides each record's processors"},
     {"heuristic", 0, ASN_OPT_STRING, &opt_heuristic, "NAME", "the pipeline of --heuristics to apply"},
-    {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about bad records and go on, instead of stopping"},
+    ASN_OPT_SKIP_BAD(&opt_skip_bad),
     {0},
 };
 
@@ -182,7 +182,7 @@ int main(int argc, char **argv)
         fixed = &hs->h[k];
     }
     state st = {fixed, asn_workspace_new(), NULL, 0, {0}, {0}};
-    asn_map_records(nops ? argv + 1 : NULL, opt_skip_invalid, 0, process, &st);
+    asn_map_records(nops ? argv + 1 : NULL, opt_skip_bad, 0, process, &st);
     asn_close_out(stdout, "-");
     free(st.row);
     free(st.ids.v);

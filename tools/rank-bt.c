@@ -26,7 +26,7 @@ static const char *opt_shard; /* --shard, --merge: asn_tool_shards */
 static asn_strlist opt_merge;
 static long opt_seed, opt_extra = 1, opt_threads, opt_batch = 16;
 static double opt_tau = 0.1, opt_prior = ASN_BT_PRIOR_GAMES;
-static int opt_retokenize, opt_skip_invalid, opt_progress, opt_verbose;
+static int opt_retokenize, opt_skip_bad, opt_progress, opt_verbose;
 
 static const asn_option options[] = {
     {"judge", 'j', ASN_OPT_STRING, &opt_judge, "KIND", "pairwise or reference-ll (required)"},
@@ -49,7 +49,7 @@ static const asn_option options[] = {
     {"bt-prior", 0, ASN_OPT_DOUBLE, &opt_prior, "GAMES", "mle: pseudo-games drawn against an average player, per player"},
     {"batch", 'b', ASN_OPT_INT, &opt_batch, "N", "sequences per judge forward pass"},
     {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
-    {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about bad records, leave them out and go on"},
+    ASN_OPT_SKIP_BAD(&opt_skip_bad),
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
     {"verbose", 'v', ASN_OPT_FLAG, &opt_verbose, NULL, "print counts and timings on stderr at the end"},
     {"shard", 0, ASN_OPT_STRING, &opt_shard, "K/N", "only the records of the prompts of shard K of N (as gen-candidates --shard)"},
@@ -231,8 +231,13 @@ static int read_cand(ranker *R, cand *c, const cand *prev, asn_err *e)
         size_t len;
         asn_err de;
         if (gen && !asn_detokenize(R->v, c->tok, n, 1, 0, &text, &len, &de)) {
+            /* as gen-candidates wrote it: a character cut by the token
+             * limit is U+FFFD in the generation, not a mismatch */
+            json_t *as_written = asn_json_text(text, len);
+            const char *w = json_string_value(as_written);
             size_t gl = strlen(gen);
-            R->misspelt += len < gl || memcmp(text, gen, gl);
+            R->misspelt += strlen(w) < gl || memcmp(w, gen, gl);
+            json_decref(as_written);
             free(text);
         }
     } else {
@@ -624,21 +629,24 @@ int main(int argc, char **argv)
         json_object_set_new(R.judge_json, "tau", json_real(opt_tau));
     }
 
-    long skipped = asn_map_groups(nops ? argv + 1 : NULL, opt_skip_invalid, opt_progress, rank_prompt, &R);
+    long skipped = asn_map_groups(nops ? argv + 1 : NULL, opt_skip_bad, opt_progress, rank_prompt, &R);
     if (R.misspelt)
-        asn_warn("%ld record%s: the tokens do not spell the generation with the judge model's tokenizer "
-                 "(another vocabulary?); --retokenize scores the generation text instead",
-                 R.misspelt, R.misspelt == 1 ? "" : "s");
+        asn_warn("%ld record%s: the judge model's tokenizer reads %s \"tokens\" as another text than %s "
+                 "\"generation\" (made with another vocabulary?); scored from the tokens; --retokenize scores "
+                 "the generation text instead",
+                 R.misspelt, R.misspelt == 1 ? "" : "s", R.misspelt == 1 ? "its" : "their",
+                 R.misspelt == 1 ? "its" : "their");
     if (R.undecided)
         asn_warn("%ld game%s left out: the judge's outputs were not finite", R.undecided,
                  R.undecided == 1 ? "" : "s");
     asn_warn_skipped(skipped);
     if (opt_verbose)
         fprintf(stderr,
-                "%s: %ld records, %ld groups (%ld of one record); judge: %ld %s in %.3f s; "
-                "pairing and ratings: %.3f s (%ld rematches reused)\n",
-                asn_progname(), R.records, R.groups, R.singles, R.judged,
-                R.judge == JUDGE_LL ? "answers scored" : "pairs judged", R.t_judge, R.t_bt, R.reused);
+                "%s: %ld record%s, %ld group%s (%ld of one record); judge: %ld %s%s %s in %.3f s; "
+                "pairing and ratings: %.3f s (%ld rematch%s reused)\n",
+                asn_progname(), R.records, ASN_PLURAL(R.records), R.groups, ASN_PLURAL(R.groups), R.singles, R.judged,
+                R.judge == JUDGE_LL ? "answer" : "pair", ASN_PLURAL(R.judged), R.judge == JUDGE_LL ? "scored" : "judged",
+                R.t_judge, R.t_bt, R.reused, R.reused == 1 ? "" : "es");
     asn_close_out(stdout, "-");
     asn_pairwise_free(R.pw);
     asn_llscorer_free(R.ll);

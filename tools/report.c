@@ -9,17 +9,19 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *opt_db, *opt_out, *opt_title;
+static const char *opt_db, *opt_out, *opt_title, *opt_analysis, *opt_plots;
 
 static const asn_option options[] = {
     {"db", 'd', ASN_OPT_STRING, &opt_db, "FILE", "SQLite index written by index (required)"},
     {"output", 'o', ASN_OPT_STRING, &opt_out, "DIR", "folder for report.html and summary.txt (created; required)"},
-    {"title", 0, ASN_OPT_STRING, &opt_title, "TEXT", "name of the run in the page (default: the database's file name)"},
+    {"analysis", 0, ASN_OPT_STRING, &opt_analysis, "FILE", "add the learned sampler's analysis: the output of analyze-sampler --json"},
+    {"plots", 0, ASN_OPT_STRING, &opt_plots, "DIR", "with --analysis: include the SVG plots of analyze-sampler --plot-dir DIR"},
+    {"title", 0, ASN_OPT_STRING, &opt_title, "TEXT", "name of the run in the page (default: the model and the counts, \"demo-base: 25 heuristics on 14 prompts\")"},
     {0},
 };
 
 static const asn_tool tool = {
-    "report", "--db FILE -o DIR",
+    "report", "--db FILE -o DIR [--analysis FILE [--plots DIR]]",
     "Write an HTML report and a text summary of an asn index: leaderboard, charts, statistics, provenance.",
     "Writes DIR/report.html (one file: inline CSS and SVG, no script, nothing\n"
     "fetched) and DIR/summary.txt, then prints their paths and a few lines.\n"
@@ -36,7 +38,11 @@ static const asn_tool tool = {
     "family. Values no record carries show as n/a; a chart that needs them is\n"
     "left out with a note. Also: prompts, candidates, kept, pairs, finish\n"
     "reasons, annotation coverage; models and judges with their SHA-256, chat\n"
-    "template, seeds, scoring weights. The same database gives the same bytes.\n",
+    "template, seeds, scoring weights, the program that generated them.\n"
+    "With --analysis: a section on the learned sampler against its targets\n"
+    "(mean KL from each step's target to the raw and the learned distribution,\n"
+    "truncated mass, the KL ratio, a chart of mean KL by step, and with --plots\n"
+    "the first 8 step plots). The same inputs give the same bytes.\n",
     options,
 };
 
@@ -52,11 +58,32 @@ int main(int argc, char **argv)
     asn_report *r = asn_report_load(opt_db, &e);
     if (!r)
         asn_fatal("%s", e.msg);
+    if (opt_plots && !opt_analysis)
+        asn_usage_error("--plots needs --analysis");
+    if (opt_analysis && !(r->analysis = asn_report_analysis_load(opt_analysis, opt_plots, &e)))
+        asn_fatal("%s", e.msg);
     if (mkdir(opt_out, 0777) && errno != EEXIST)
         asn_fatal("%s: %s", opt_out, strerror(errno));
+    /* default title: what the run is, from its records (not from where the
+     * database lies, so that the same records give the same page): "demo-base:
+     * 25 heuristics on 14 prompts"; the database's file name when no model
+     * is recorded */
+    char *made = NULL;
     const char *title = opt_title;
-    if (!title)
+    if (!title && !r->models.n)
         title = strrchr(opt_db, '/') ? strrchr(opt_db, '/') + 1 : opt_db;
+    if (!title) {
+        size_t len = 96;
+        for (int i = 0; i < r->models.n; i++)
+            len += strlen(r->models.v[i].value) + 2;
+        made = asn_xmalloc(len);
+        made[0] = 0;
+        for (int i = 0; i < r->models.n; i++)
+            strcat(strcat(made, i ? ", " : ""), r->models.v[i].value);
+        snprintf(made + strlen(made), 96, ": %d heuristic%s on %ld prompt%s", r->nh, ASN_PLURAL(r->nh), r->prompts,
+                 ASN_PLURAL(r->prompts));
+        title = made;
+    }
 
     size_t n = strlen(opt_out) + 32;
     char *html = asn_xmalloc(n), *text = asn_xmalloc(n);
@@ -82,6 +109,6 @@ int main(int argc, char **argv)
         asn_fatal("%s", e.msg);
     asn_close_out(stdout, "-");
     asn_report_free(r);
-    free(html), free(text);
+    free(html), free(text), free(made);
     return 0;
 }

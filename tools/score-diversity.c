@@ -16,14 +16,14 @@ static const char *opt_model;
 static const char *opt_shard; /* --shard, --merge: asn_tool_shards */
 static asn_strlist opt_merge;
 static long opt_threads, opt_ctx, opt_batch_tokens = 1024;
-static int opt_skip_invalid, opt_progress;
+static int opt_skip_bad, opt_progress;
 
 static const asn_option options[] = {
     {"embed-model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF model whose pooled hidden states embed the texts (required)"},
     {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "embed at most the first N tokens of a text (0: the model's context)"},
     {"batch-tokens", 0, ASN_OPT_INT, &opt_batch_tokens, "N", "tokens per embedding forward pass"},
     {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
-    {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about bad records, leave them out and go on"},
+    ASN_OPT_SKIP_BAD(&opt_skip_bad),
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
     {"shard", 0, ASN_OPT_STRING, &opt_shard, "K/N", "only the records of the prompts of shard K of N (as gen-candidates --shard)"},
     {"merge", 0, ASN_OPT_LIST, &opt_merge, "FILE", "label nothing: merge these shard outputs in the order of the input's prompts"},
@@ -201,7 +201,7 @@ int main(int argc, char **argv)
     if (!(L.en = asn_engine_new(L.m, L.max_tokens, pool, &e)))
         asn_fatal("%s", e.msg);
 
-    long skipped = asn_map_groups(nops ? argv + 1 : NULL, opt_skip_invalid, opt_progress, label_prompt, &L);
+    long skipped = asn_map_groups(nops ? argv + 1 : NULL, opt_skip_bad, opt_progress, label_prompt, &L);
     if (L.singles)
         fprintf(stderr, "%s: %ld group%s of one record: diversity null\n", asn_progname(), L.singles,
                 L.singles == 1 ? "" : "s");

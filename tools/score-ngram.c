@@ -102,12 +102,12 @@ static const char *opt_index;
 static const char *opt_shard; /* --shard, --merge: asn_tool_shards */
 static asn_strlist opt_merge;
 static long opt_max_n = ASN_NGRAM_MAX_N;
-static int opt_skip_invalid, opt_progress;
+static int opt_skip_bad, opt_progress;
 
 static const asn_option options[] = {
     {"index", 'i', ASN_OPT_STRING, &opt_index, "INDEX", "index made by score-ngram build (required)"},
-    {"max-n", 'n', ASN_OPT_INT, &opt_max_n, "N", "longest n-gram looked up"},
-    {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about bad records, leave them out and go on"},
+    {"max-n|n", 0, ASN_OPT_INT, &opt_max_n, "N", "longest n-gram looked up"},
+    ASN_OPT_SKIP_BAD(&opt_skip_bad),
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
     {"shard", 0, ASN_OPT_STRING, &opt_shard, "K/N", "only the records of the prompts of shard K of N (as gen-candidates --shard)"},
     {"merge", 0, ASN_OPT_LIST, &opt_merge, "FILE", "label nothing: merge these shard outputs in the order of the input's prompts"},
@@ -176,7 +176,7 @@ int main(int argc, char **argv)
     asn_ngram_index *ix = asn_ngram_open(opt_index, &e);
     if (!ix)
         asn_fatal("%s", e.msg);
-    asn_map_records(nops ? argv + 1 : NULL, opt_skip_invalid, opt_progress, label_record, ix);
+    asn_map_records(nops ? argv + 1 : NULL, opt_skip_bad, opt_progress, label_record, ix);
     asn_close_out(stdout, "-");
     asn_ngram_close(ix);
     return 0;

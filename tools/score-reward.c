@@ -19,7 +19,7 @@ static double opt_timeout = 600;
 static const char *opt_shard; /* --shard, --merge: asn_tool_shards */
 static asn_strlist opt_merge;
 static long opt_threads, opt_ctx, opt_batch_tokens = 2048;
-static int opt_skip_invalid, opt_progress;
+static int opt_skip_bad, opt_progress;
 
 static const asn_option options[] = {
     {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF reward model with a classification head (or --server)"},
@@ -35,7 +35,7 @@ static const asn_option options[] = {
     {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "score at most the last N tokens of a conversation (0: the model's context)"},
     {"batch-tokens", 0, ASN_OPT_INT, &opt_batch_tokens, "N", "tokens per forward pass"},
     {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
-    {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about bad records, leave them out and go on"},
+    ASN_OPT_SKIP_BAD(&opt_skip_bad),
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
     {"shard", 0, ASN_OPT_STRING, &opt_shard, "K/N", "only the records of the prompts of shard K of N (as gen-candidates --shard)"},
     {"merge", 0, ASN_OPT_LIST, &opt_merge, "FILE", "score nothing: merge these shard outputs in the order of the input's prompts"},
@@ -236,7 +236,7 @@ int main(int argc, char **argv)
         if (!(S.en = asn_engine_new(S.m, S.max_tokens, pool, &e)))
             asn_fatal("%s", e.msg);
     }
-    long skipped = asn_map_groups(nops ? argv + 1 : NULL, opt_skip_invalid, opt_progress, score_prompt, &S);
+    long skipped = asn_map_groups(nops ? argv + 1 : NULL, opt_skip_bad, opt_progress, score_prompt, &S);
     asn_warn_skipped(skipped);
     asn_close_out(stdout, "-");
     asn_engine_free(S.en);

@@ -12,7 +12,7 @@
 static const char *opt_dataset;
 static const char *opt_shard; /* --shard, --merge: asn_tool_shards */
 static asn_strlist opt_merge;
-static int opt_skip_invalid, opt_quiet, opt_progress, opt_no_detail, opt_strings_only;
+static int opt_skip_bad, opt_quiet, opt_progress, opt_no_detail, opt_strings_only;
 static long opt_max_warnings = 20;
 
 static const asn_option options[] = {
@@ -22,7 +22,7 @@ static const asn_option options[] = {
      "MATH: compare normalized strings only, without the numeric stand-in for sympy"},
     {"no-detail", 0, ASN_OPT_FLAG, &opt_no_detail, NULL, "write verifiable_reward only, not the verifiable object"},
     {"max-warnings", 0, ASN_OPT_INT, &opt_max_warnings, "N", "per-record warnings shown before the rest are only counted"},
-    {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about malformed records, drop them and go on"},
+    ASN_OPT_SKIP_BAD(&opt_skip_bad),
     {"quiet", 'q', ASN_OPT_FLAG, &opt_quiet, NULL, "no warnings about unscored records and no summary"},
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show the progress bar even when stderr is not a terminal"},
     {"shard", 0, ASN_OPT_STRING, &opt_shard, "K/N", "only the records of the prompts of shard K of N (as gen-candidates --shard)"},
@@ -57,7 +57,7 @@ static const asn_tool tool = {
     "Records whose check lacks a field get a warning naming file, line and field,\n"
     "and are counted in the summary on stderr. A malformed line, or a record of a\n"
     "verifiable dataset without a string \"generation\", is an error (exit 1) unless\n"
-    "--skip-invalid.\n" ASN_SHARD_HELP,
+    "--skip-bad.\n" ASN_SHARD_HELP,
     options,
 };
 
@@ -265,7 +265,7 @@ int main(int argc, char **argv)
     if (opt_max_warnings < 0)
         asn_usage_error("--max-warnings must be >= 0");
     counts c = {0};
-    long bad = asn_map_records(nops ? argv + 1 : NULL, opt_skip_invalid, opt_progress, label, &c);
+    long bad = asn_map_records(nops ? argv + 1 : NULL, opt_skip_bad, opt_progress, label, &c);
     asn_close_out(stdout, "-");
     if (!opt_quiet) {
         if (c.warned > opt_max_warnings)

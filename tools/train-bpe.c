@@ -16,7 +16,7 @@ static int opt_check, opt_verbose, opt_progress;
 
 static const asn_option options[] = {
     {"output", 'o', ASN_OPT_STRING, &opt_output, "FILE", "vocab GGUF to write (required)"},
-    {"vocab-size", 'n', ASN_OPT_INT, &opt_vocab, "N", "tokens in all: the 256 bytes, the learned ones and the special ones"},
+    {"vocab-size|n", 0, ASN_OPT_INT, &opt_vocab, "N", "tokens in all: the 256 bytes, the learned ones and the special ones"},
     {"pre", 0, ASN_OPT_STRING, &opt_pre, "NAME", "pre-tokenizer (tokenizer.ggml.pre): smollm (the GPT-2 regex, digits one by one, text restored exactly), or gpt-2 (whose detokenizer drops the space before , . ! ? 's ...)"},
     {"bos", 0, ASN_OPT_STRING, &opt_bos, "TEXT", "BOS token, added before every text (\"\": none)"},
     {"eos", 0, ASN_OPT_STRING, &opt_eos, "TEXT", "EOS token, the end of generation (\"\": none)"},

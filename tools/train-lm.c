@@ -41,7 +41,7 @@ static const asn_option options[] = {
     {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "context length: tokens per training window"},
     {"rope-base", 0, ASN_OPT_DOUBLE, &opt_rope_base, "B", "rotary embedding base"},
     {"rms-eps", 0, ASN_OPT_DOUBLE, &opt_rms_eps, "E", "RMSNorm epsilon"},
-    {"steps", 'n', ASN_OPT_INT, &opt_steps, "N", "optimizer steps"},
+    {"steps|n", 0, ASN_OPT_INT, &opt_steps, "N", "optimizer steps"},
     {"batch", 'b', ASN_OPT_INT, &opt_batch, "N", "windows per micro-batch"},
     {"accum", 0, ASN_OPT_INT, &opt_accum, "N", "micro-batches per optimizer step (gradient accumulation)"},
     {"lr", 0, ASN_OPT_DOUBLE, &opt_lr, "RATE", "peak learning rate"},

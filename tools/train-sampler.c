@@ -197,8 +197,10 @@ static void parse_record(data *d, long line, const char *text, asn_model *m, con
     asn_err e;
     json_error_t je;
     json_t *rec = json_loads(text, JSON_DECODE_ANY, &je);
-    if (!rec || !json_is_object(rec))
-        asn_fatal("%s:%ld: %s", d->path, line, rec ? "not a JSON object" : je.text);
+    if (!rec)
+        asn_fatal("%s:%ld: invalid JSON at column %d: %s", d->path, line, je.column, je.text);
+    if (!json_is_object(rec))
+        asn_fatal("%s:%ld: record must be a JSON object", d->path, line);
     const json_t *ms = json_object_get(json_object_get(rec, "model"), "sha256");
     if (!json_is_string(ms))
         asn_fatal("%s:%ld: field \"model.sha256\": missing (the records must say which model made them)", d->path,

@@ -16,15 +16,17 @@
 
 static const char *opt_heuristics, *opt_model, *opt_report;
 static long opt_expected_seeds = -1, opt_replay, opt_seed, opt_threads;
+static int opt_skip_bad;
 
 static const asn_option options[] = {
     {"expected-seeds", 0, ASN_OPT_INT, &opt_expected_seeds, "N", "every prompt must have N distinct seeds (-1: any)"},
     {"heuristics", 'H', ASN_OPT_STRING, &opt_heuristics, "FILE", "every prompt must have as many distinct heuristics as FILE has pipelines"},
     {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "the generating model: check token ids, texts, the digest; needed for --replay"},
     {"replay", 0, ASN_OPT_INT, &opt_replay, "N", "regenerate N random candidates and require identical tokens"},
-    {"seed", 0, ASN_OPT_INT, &opt_seed, "N", "which candidates --replay picks"},
+    {"seed", 's', ASN_OPT_INT, &opt_seed, "N", "which candidates --replay picks"},
     {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads for --replay (0: all cores)"},
     {"report", 0, ASN_OPT_STRING, &opt_report, "FILE", "write a JSON report of the checks"},
+    ASN_OPT_SKIP_BAD(&opt_skip_bad),
     {0},
 };
 
@@ -40,8 +42,11 @@ static const asn_tool tool = {
     "of --heuristics, was made by another model than the first record's, or,\n"
     "with --model, has a token id out of range or a generation that differs from\n"
     "its detokenized tokens (special tokens removed, cut at a stop string).\n"
-    "Lines that are not JSON objects are skipped with a warning. --replay runs\n"
-    "after the records are written: a mismatch makes the exit status 1.\n",
+    "A line that is not a JSON object is an error naming FILE:LINE and the\n"
+    "column (exit status 1), or with --skip-bad is left out and counted in the\n"
+    "summary.\n"
+    "A discarded prompt is not an error (exit status 0). --replay runs after the\n"
+    "records are written: a mismatch makes the exit status 1.\n",
     options,
 };
 
@@ -279,7 +284,7 @@ int main(int argc, char **argv)
     asn_rng_key key = asn_rng_key_make((uint64_t)opt_seed, "verify", "replay");
     int r;
     asn_catch_stop();
-    while ((r = asn_group_next(gr, 1, &group, &e)) > 0) {
+    while ((r = asn_group_next(gr, opt_skip_bad, &group, &e)) > 0) {
         asn_stop_point(written, "records");
         prompts++;
         reasons rs = {json_array()};
@@ -296,7 +301,11 @@ int main(int argc, char **argv)
         check_group(group, &rs, n_heuristics);
         const char *pid = asn_rec_prompt_key(json_array_get(group, 0));
         if (json_array_size(rs.list)) {
-            json_array_append_new(discarded, json_pack("{s:s,s:o}", "prompt_id", pid, "reasons", rs.list));
+            long line;
+            const char *file = asn_group_where(gr, 0, &line);
+            char where[4200];
+            snprintf(where, sizeof where, "%s:%ld", file ? file : "<stdin>", line);
+            json_array_append_new(discarded, json_pack("{s:s,s:s,s:o}", "prompt_id", pid, "where", where, "reasons", rs.list));
             json_decref(group);
             continue;
         }
@@ -341,16 +350,17 @@ int main(int argc, char **argv)
         asn_pool_free(pool);
     }
     /* summary: stderr, and the report */
-    fprintf(stderr, "verify: %ld prompts read, %zu discarded, %ld written (%ld records)", prompts,
-            json_array_size(discarded), kept, written);
+    fprintf(stderr, "verify: %ld prompt%s read, %zu discarded, %ld written (%ld record%s)", prompts,
+            prompts == 1 ? "" : "s", json_array_size(discarded), kept, written, written == 1 ? "" : "s");
     if (malformed)
-        fprintf(stderr, "; %ld malformed lines skipped", malformed);
+        fprintf(stderr, "; %ld malformed line%s skipped", malformed, malformed == 1 ? "" : "s");
     if (opt_replay)
         fprintf(stderr, "; replayed %zu, %zu differ", json_array_size(picked), json_array_size(mism));
     fputc('\n', stderr);
     for (size_t i = 0; i < json_array_size(discarded) && i < 10; i++) {
         json_t *d = json_array_get(discarded, i), *rl = json_object_get(d, "reasons");
-        fprintf(stderr, "verify: discarded prompt %s:", json_string_value(json_object_get(d, "prompt_id")));
+        fprintf(stderr, "verify: %s: discarded prompt %s:", json_string_value(json_object_get(d, "where")),
+                json_string_value(json_object_get(d, "prompt_id")));
         for (size_t k = 0; k < json_array_size(rl) && k < 3; k++)
             fprintf(stderr, "%s %s", k ? ";" : "", json_string_value(json_array_get(rl, k)));
         fputc('\n', stderr);

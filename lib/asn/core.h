@@ -8,6 +8,9 @@
 
 #define ASN_VERSION "0.1.0"
 
+/* "s" after a count other than 1: "%ld prompt%s", n, ASN_PLURAL(n). */
+#define ASN_PLURAL(n) ((n) == 1 ? "" : "s")
+
 /* ---------------------------------------------------------------- errors */
 
 /* Library functions return 0 on success and -1 on failure, after writing a

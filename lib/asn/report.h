@@ -63,9 +63,10 @@ typedef struct asn_report {
     long min_per_prompt, max_per_prompt;
     asn_report_mean tokens, margin;
     /* provenance */
-    asn_report_counts models, judges, templates, max_new_tokens, weights;
+    asn_report_counts models, judges, templates, max_new_tokens, weights, generators;
     long *seeds; /* distinct seeds, ascending */
     int nseeds;
+    struct asn_report_analysis *analysis; /* a learned sampler's analysis, or NULL (asn_report_free frees it) */
 } asn_report;
 
 /* Reads every candidate, pair and prompt record of an asn index (the SQLite
@@ -74,6 +75,18 @@ typedef struct asn_report {
  * an error: the report then says there is nothing to show. */
 asn_report *asn_report_load(const char *db_path, asn_err *e);
 void asn_report_free(asn_report *r);
+
+/* A learned sampler against its targets: what `analyze-sampler --json`
+ * wrote (its steps and summary), and optionally the SVG plots of its
+ * --plot-dir (the first 8 by name), for the report's section on it. NULL
+ * with e set ("FILE:LINE: ...") when the file is not that output. */
+typedef struct asn_report_analysis asn_report_analysis;
+asn_report_analysis *asn_report_analysis_load(const char *jsonl, const char *plot_dir, asn_err *e);
+void asn_report_analysis_free(asn_report_analysis *a);
+/* The section: summary table, mean KL per step (a chart), the plots; and
+ * its lines in the text summary. */
+void asn_report_analysis_html(FILE *f, const asn_report_analysis *a);
+void asn_report_analysis_text(FILE *f, const asn_report_analysis *a);
 
 /* The position (1-based) of the first learned heuristic in the leaderboard,
  * 0 if there is none. */

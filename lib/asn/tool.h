@@ -30,14 +30,31 @@ typedef struct asn_strlist {
     int n;
 } asn_strlist;
 
+/* An option's name may carry older spellings, still accepted but not shown
+ * in --help, after '|': "skip-bad|skip-invalid" (--skip-invalid), and a
+ * single letter there is an older short name ("steps|n": -n). */
 typedef struct asn_option {
-    const char *name;  /* long name without "--" */
+    const char *name;  /* long name without "--" (then "|old-name"s) */
     char shortname;    /* 0 if none */
     asn_opt_type type;
     void *ptr;         /* where the value goes; its initial value is the default */
     const char *arg;   /* argument name shown in --help ("N", "FILE") */
     const char *help;  /* one line */
 } asn_option;
+
+/* The options every tool that has the concept spells the same way (the
+ * flag vocabulary; tests/cli/flags.sh checks every --help against it):
+ *   -m, --model FILE      the model that generates (or is scored)
+ *   -H, --heuristics FILE the heuristics (sampling pipelines) YAML
+ *   -s, --seed(s) N       the seed (or seeds, "0-7")
+ *   -o, --output FILE     where the main output goes
+ *   -t, --threads N       threads (0: all cores)
+ *   -n, --max-tokens N    tokens (or records) to make
+ *   --skip-bad            warn about malformed input lines, leave them out and
+ *                         count them in the summary, instead of stopping */
+#define ASN_OPT_SKIP_BAD(ptr)                                                                  \
+    {"skip-bad|skip-invalid", 0, ASN_OPT_FLAG, (ptr), NULL,                                                 \
+     "warn about malformed records, leave them out (counted in the summary) and go on"}
 
 typedef struct asn_tool {
     const char *name;     /* program name, used as the message prefix */
@@ -46,6 +63,12 @@ typedef struct asn_tool {
     const char *details;  /* optional paragraphs after the options (fields read and written) */
     const asn_option *options; /* terminated by an entry with name == NULL */
 } asn_tool;
+
+/* The sentence closing every --help (a tool whose status says more, as
+ * verify's, says so in its details). */
+#define ASN_EXIT_HELP                                                                    \
+    "Exit status: 0 success; 1 bad input (the message names FILE:LINE and the\n"          \
+    "field or column) or a runtime error; 2 a bad command line.\n"
 
 /* Parses argv against t->options (GNU style: --name=value, --name value,
  * -x value, flags, "--" ends options; options and operands may mix). Handles

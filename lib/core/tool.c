@@ -87,11 +87,12 @@ void asn_tool_help(const asn_tool *t, FILE *f)
     fprintf(f, "Usage: %s %s\n%s\n\nOptions:\n", t->name, t->synopsis, t->summary);
     for (const asn_option *o = t->options; o && o->name; o++) {
         char left[96], def[256];
-        int n = snprintf(left, sizeof left, "  %s%c%s--%s%s%s", o->shortname ? "-" : "",
-                         o->shortname ? o->shortname : ' ', o->shortname ? ", " : "  ", o->name,
+        int nl = (int)strcspn(o->name, "|"); /* older spellings are not shown */
+        int n = snprintf(left, sizeof left, "  %s%c%s--%.*s%s%s", o->shortname ? "-" : "",
+                         o->shortname ? o->shortname : ' ', o->shortname ? ", " : "  ", nl, o->name,
                          o->type == ASN_OPT_FLAG ? "" : " ", o->type == ASN_OPT_FLAG ? "" : o->arg);
         if (!o->shortname) /* keep columns aligned: drop the blank short slot */
-            n = snprintf(left, sizeof left, "      --%s%s%s", o->name,
+            n = snprintf(left, sizeof left, "      --%.*s%s%s", nl, o->name,
                          o->type == ASN_OPT_FLAG ? "" : " ", o->type == ASN_OPT_FLAG ? "" : o->arg);
         default_text(o, def, sizeof def);
         fprintf(f, "%s%*s%s", left, n < 30 ? 30 - n : 1, "", o->help);
@@ -105,7 +106,27 @@ void asn_tool_help(const asn_tool *t, FILE *f)
                "      --version               show the version and exit\n");
     if (t->details)
         fprintf(f, "\n%s", t->details);
+    fprintf(f, "\n%s", ASN_EXIT_HELP);
 }
+
+/* Whether the option named names ("long|older|x") is spelled name (len
+ * bytes, a long name) or, with len 1 and is_short, the letter name[0]. */
+static int spelled(const asn_option *o, const char *name, size_t len, int is_short)
+{
+    if (is_short && o->shortname == name[0])
+        return 1;
+    for (const char *p = o->name; *p;) {
+        size_t n = strcspn(p, "|");
+        int first = p == o->name;
+        if (is_short ? !first && n == 1 && p[0] == name[0] : (first || n > 1) && n == len && !strncmp(p, name, len))
+            return 1;
+        p += n + (p[n] == '|');
+    }
+    return 0;
+}
+
+/* The option's current long name ("--skip-bad" of "skip-bad|skip-invalid"). */
+static int long_len(const asn_option *o) { return (int)strcspn(o->name, "|"); }
 
 /* --------------------------------------------------------------- parsing */
 
@@ -190,18 +211,18 @@ int asn_tool_parse(const asn_tool *t, int argc, char **argv)
             const char *name = a + 2, *eq = strchr(name, '=');
             size_t len = eq ? (size_t)(eq - name) : strlen(name);
             for (const asn_option *p = t->options; p && p->name; p++)
-                if (strlen(p->name) == len && !strncmp(p->name, name, len))
+                if (spelled(p, name, len, 0))
                     o = p;
             if (!o)
                 asn_usage_error("unknown option '%.*s'", (int)len + 2, a);
             if (eq) {
                 if (o->type == ASN_OPT_FLAG)
-                    asn_usage_error("option '--%s' takes no value", o->name);
+                    asn_usage_error("option '--%.*s' takes no value", long_len(o), o->name);
                 val = eq + 1;
             }
         } else {
             for (const asn_option *p = t->options; p && p->name; p++)
-                if (p->shortname && p->shortname == a[1])
+                if (spelled(p, a + 1, 1, 1))
                     o = p;
             if (!o)
                 asn_usage_error("unknown option '-%c'", a[1]);

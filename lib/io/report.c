@@ -6,6 +6,7 @@
  * with a sentence saying why. Every query has an ORDER BY, so the output
  * depends only on the stored records. */
 #include "asn/report.h"
+#include "asn/scores.h"
 #include "asn/store.h"
 #include "asn/json.h"
 
@@ -14,6 +15,8 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ================================================================ loading */
@@ -257,8 +260,16 @@ static void rank_heuristics(asn_report *r)
 
 asn_report *asn_report_load(const char *db_path, asn_err *e)
 {
-    if (access(db_path, R_OK)) {
-        asn_err_set(e, "%s: cannot read the database", db_path);
+    struct stat st;
+    if (stat(db_path, &st) || access(db_path, R_OK)) {
+        if (errno == ENOENT)
+            asn_err_set(e, "%s: no such database: make it with index --db %s CANDIDATES.jsonl...", db_path, db_path);
+        else
+            asn_err_set(e, "%s: cannot read the database: %s", db_path, strerror(errno));
+        return NULL;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        asn_err_set(e, "%s: is a folder, not a database (the file index --db wrote)", db_path);
         return NULL;
     }
     /* Opened for writing where allowed, but only ever read (query_only): as
@@ -329,9 +340,11 @@ asn_report *asn_report_load(const char *db_path, asn_err *e)
         " json_extract(json, '$.score.weights.diversity'), json_extract(json, '$.score.weights.verifiable')),"
         " NULL, count(*) FROM records WHERE kind = 'candidate' AND json_extract(json, '$.score.weights') IS NOT NULL"
         " GROUP BY 1 ORDER BY 1",
+        "SELECT json_extract(json, '$.settings.generator'), NULL, count(*) FROM records"
+        " WHERE kind = 'candidate' AND json_extract(json, '$.settings.generator') IS NOT NULL GROUP BY 1 ORDER BY 1",
     };
     asn_report_counts *count_out[] = {&r->finish, &r->models, &r->judges, &r->templates, &r->max_new_tokens,
-                                      &r->weights};
+                                      &r->weights, &r->generators};
     for (size_t i = 0; !rc && i < sizeof count_sql / sizeof *count_sql; i++)
         rc = load_counts(db, count_sql[i], count_out[i], e);
     if (!rc)
@@ -361,10 +374,11 @@ void asn_report_free(asn_report *r)
         free(r->h[i].key), free(r->h[i].name), free(r->h[i].family);
     free(r->h);
     asn_report_counts *lists[] = {&r->finish, &r->models, &r->judges, &r->templates, &r->max_new_tokens,
-                                  &r->weights};
+                                  &r->weights, &r->generators};
     for (size_t i = 0; i < sizeof lists / sizeof *lists; i++)
         free_counts(lists[i]);
     free(r->seeds);
+    asn_report_analysis_free(r->analysis);
     free(r);
 }
 
@@ -487,7 +501,7 @@ static void write_learned_sentence(FILE *f, const asn_report *r, int i)
 
 static const char *CSS =
     "body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;color:#222;background:#f6f6f4;margin:0}\n"
-    "main{max-width:1120px;margin:0 auto;padding:24px 28px 40px;background:#fff}\n"
+    "main{max-width:1240px;margin:0 auto;padding:24px 28px 40px;background:#fff;box-sizing:border-box}\n"
     "h1{font-size:26px;margin:4px 0 2px}h2{font-size:19px;margin:30px 0 8px;border-bottom:2px solid #ddd;"
     "padding-bottom:4px}\n"
     ".sub{color:#666;margin:0 0 16px}\n"
@@ -498,7 +512,9 @@ static const char *CSS =
     "th,td{padding:4px 8px;border-bottom:1px solid #e6e6e6;text-align:left;vertical-align:top}\n"
     "th{background:#f0f0ee;font-weight:600}\n"
     "td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}\n"
-    "td.name{white-space:nowrap}\n"
+    "td.name{min-width:9em}td.family{white-space:nowrap}\n"
+    ".wide{max-width:100%;overflow-x:auto}\n"
+    "th .unit{display:block;font-weight:400;color:#666;font-size:11px;white-space:nowrap}\n"
     "tr.learned td{background:#fff1b8;font-weight:600}\n"
     ".na{color:#999}\n"
     ".note{color:#555;font-size:13px;margin:4px 0 10px}\n"
@@ -508,7 +524,8 @@ static const char *CSS =
     "code{font-size:12px;word-break:break-all}\n"
     "dl.prov{display:grid;grid-template-columns:190px 1fr;gap:4px 12px;font-size:14px}\n"
     "dl.prov dt{color:#555}dl.prov dd{margin:0}\n"
-    "svg.chart{display:block;margin:8px 0}\n"
+    "svg.chart{display:block;margin:8px 0;max-width:100%;height:auto}\n"
+    ".plots{display:flex;flex-wrap:wrap;gap:8px}.plots svg{max-width:100%;height:auto}\n"
     "svg text.learned{font-weight:700}\n"
     "footer{color:#888;font-size:12px;margin-top:30px}\n";
 
@@ -533,30 +550,90 @@ static int any_mean(const asn_report *r, size_t off)
     return 0;
 }
 
+/* The leaderboard's measures: what each column is, its unit, which way is
+ * better, and where it comes from (one table for the page and the summary). */
+typedef struct measure {
+    const char *head;  /* the page's header */
+    const char *text;  /* the summary's header (short) */
+    const char *score; /* a score field of asn/scores.h, which gives unit and direction; NULL: those below */
+    const char *unit;  /* shown under the header */
+    int better;        /* 1: higher is better, -1: lower is, 0: neither */
+    const char *title; /* hover text: what it is, which tool writes it */
+    size_t off;        /* the asn_report_mean in asn_report_heuristic; WIN_RATE: points / games */
+    int decimals, width;
+    size_t need;       /* shown only when this count of asn_report is > 0; NO_NEED: always */
+} measure;
+
+#define WIN_RATE ((size_t)-1)
+#define NO_NEED ((size_t)-1)
+static const measure MEASURES[] = {
+    {"final score", "final", "final", NULL, 0,
+     "mean score.final of the kept candidates (filter-topk: weighted sum of the z-scored quality, diversity and "
+     "verifiable reward)", OFF(final_score), 3, 8, NO_NEED},
+    {"quality", "quality", "quality", NULL, 0,
+     "mean Bradley-Terry rating (rank-bt): sigmoid of the difference of two ratings is the chance one beats the "
+     "other", OFF(quality), 3, 8, NO_NEED},
+    {"win rate", "win", NULL, "% of points", 1, "Swiss tournament points per game played (a bye adds 0.5 points)", WIN_RATE,
+     1, 7, NO_NEED},
+    {"emb. entropy", "entropy", "diversity", NULL, 0,
+     "mean log entropy (bits) of the embedding similarity spectrum across a prompt's seeds (score-diversity): "
+     "higher is more diverse", OFF(entropy), 3, 8, NO_NEED},
+    {"self-BLEU", "self-bleu", "self_bleu", NULL, 0,
+     "mean log self-BLEU across a prompt's seeds (score-diversity): lower is more diverse", OFF(self_bleu), 3, 9,
+     NO_NEED},
+    {"mean tokens", "tokens", NULL, "tokens", 0, "mean length of the generations in tokens (n_tokens)", OFF(tokens), 1, 7,
+     NO_NEED},
+    {"verifiable", "verif.", "verifiable", NULL, 0,
+     "mean verifiable reward (score-verifiable): the share of checked answers that are right, 0 to 1",
+     OFF(verifiable), 3, 7, offsetof(asn_report, with_verifiable)},
+    {"n-gram cov.", "ngram", "ngram", NULL, 0,
+     "mean words of the generation covered by n-grams of the reference corpus (score-ngram): higher is closer to "
+     "the corpus, not better", OFF(ngram), 1, 6, offsetof(asn_report, with_ngram)},
+};
+enum { N_MEASURES = sizeof MEASURES / sizeof *MEASURES };
+
+static const char *measure_unit(const measure *m)
+{
+    return m->score ? asn_score_field_named(m->score)->unit : m->unit;
+}
+
+static int measure_better(const measure *m)
+{
+    return m->score ? asn_score_field_named(m->score)->better : m->better;
+}
+
+static int measure_shown(const asn_report *r, const measure *m)
+{
+    return m->need == NO_NEED || *(const long *)((const char *)r + m->need) > 0;
+}
+
+static const char *measure_fmt(char *buf, const asn_report_heuristic *h, const measure *m)
+{
+    if (m->off == WIN_RATE)
+        return fmt_win(buf, h);
+    return fmt_mean(buf, (const asn_report_mean *)((const char *)h + m->off), m->decimals);
+}
+
+static const char *better_arrow(int better) { return better > 0 ? " \xe2\x86\x91" : better < 0 ? " \xe2\x86\x93" : ""; }
+
 static void html_leaderboard(FILE *f, const asn_report *r)
 {
     char b[NUM];
-    int with_ver = r->with_verifiable > 0, with_ng = r->with_ngram > 0;
     fprintf(f, "<h2 id=\"leaderboard\">Heuristic leaderboard</h2>\n");
     if (!r->nh) {
         fprintf(f, "<p class=\"skip\">No candidate records in this index.</p>\n");
         return;
     }
     fprintf(f, "<p class=\"note\">Ordered by %s. Means over each heuristic's candidates that carry the "
-               "value; <span class=\"na\">n/a</span>: no candidate does.</p>\n", r->rank_by);
-    fprintf(f, "<table id=\"leaderboard-table\">\n<thead><tr><th class=\"n\">#</th><th>heuristic</th><th>family</th>"
-               "<th class=\"n\">temp</th><th class=\"n\">candidates</th><th class=\"n\">kept</th>"
-               "<th class=\"n\" title=\"mean score.final of the kept candidates (filter-topk)\">final score</th>"
-               "<th class=\"n\" title=\"mean Bradley-Terry rating (rank-bt)\">quality</th>"
-               "<th class=\"n\" title=\"Swiss points per game played (a bye adds 0.5 points)\">win rate</th>"
-               "<th class=\"n\" title=\"mean log embedding entropy across seeds (higher: more diverse)\">"
-               "emb. entropy</th>"
-               "<th class=\"n\" title=\"mean log self-BLEU across seeds (lower: more diverse)\">self-BLEU</th>"
-               "<th class=\"n\">mean tokens</th>");
-    if (with_ver)
-        fprintf(f, "<th class=\"n\" title=\"share of verifiable answers that are right\">verifiable</th>");
-    if (with_ng)
-        fprintf(f, "<th class=\"n\" title=\"mean words covered by reference-corpus n-grams\">n-gram cov.</th>");
+               "value; <span class=\"na\">n/a</span>: no candidate does. \xe2\x86\x91 higher is better, "
+               "\xe2\x86\x93 lower is better; hover a header for its definition.</p>\n", r->rank_by);
+    fprintf(f, "<div class=\"wide\">\n<table id=\"leaderboard-table\">\n<thead><tr><th class=\"n\">#</th>"
+               "<th>heuristic</th><th>family</th><th class=\"n\">temp</th><th class=\"n\">candidates</th>"
+               "<th class=\"n\" title=\"candidates filter-topk kept\">kept</th>");
+    for (int k = 0; k < N_MEASURES; k++)
+        if (measure_shown(r, &MEASURES[k]))
+            fprintf(f, "<th class=\"n\" title=\"%s\">%s<span class=\"unit\">%s%s</span></th>", MEASURES[k].title,
+                    MEASURES[k].head, measure_unit(&MEASURES[k]), better_arrow(measure_better(&MEASURES[k])));
     fprintf(f, "</tr></thead>\n<tbody>\n");
     for (int i = 0; i < r->nh; i++) {
         const asn_report_heuristic *h = &r->h[i];
@@ -564,24 +641,17 @@ static void html_leaderboard(FILE *f, const asn_report *r)
         h_text(f, h->name);
         fprintf(f, "\"><td class=\"n\">%d</td><td class=\"name\">", i + 1);
         h_text(f, h->name);
-        fprintf(f, "</td><td class=\"name\">");
+        fprintf(f, "</td><td class=\"family\">");
         h_text(f, h->family);
         fprintf(f, "</td>");
         h_num(f, fmt_temp(b, h));
         fprintf(f, "<td class=\"n\">%ld</td><td class=\"n\">%ld</td>", h->candidates, h->kept);
-        h_num(f, fmt_mean(b, &h->final_score, 3));
-        h_num(f, fmt_mean(b, &h->quality, 3));
-        h_num(f, fmt_win(b, h));
-        h_num(f, fmt_mean(b, &h->entropy, 3));
-        h_num(f, fmt_mean(b, &h->self_bleu, 3));
-        h_num(f, fmt_mean(b, &h->tokens, 1));
-        if (with_ver)
-            h_num(f, fmt_mean(b, &h->verifiable, 3));
-        if (with_ng)
-            h_num(f, fmt_mean(b, &h->ngram, 1));
+        for (int k = 0; k < N_MEASURES; k++)
+            if (measure_shown(r, &MEASURES[k]))
+                h_num(f, measure_fmt(b, h, &MEASURES[k]));
         fprintf(f, "</tr>\n");
     }
-    fprintf(f, "</tbody>\n</table>\n");
+    fprintf(f, "</tbody>\n</table>\n</div>\n");
 }
 
 /* Marker shape of each family: the learned sampler a star, the others in
@@ -900,7 +970,8 @@ static void html_curves(FILE *f, const asn_report *r, const family *fs, int nf)
         double v;
         if (r->h[i].learned && !r->h[i].has_temperature && asn_report_mean_get(&r->h[i].quality, &v)) {
             char lab[300];
-            snprintf(lab, sizeof lab, "learned: %s", r->h[i].name);
+            /* "learned: NAME", unless the name says so already */
+            snprintf(lab, sizeof lab, "%s%s", strstr(r->h[i].name, "learned") ? "" : "learned: ", r->h[i].name);
             asn_plot_hline(&p, v, "#111111", "6 4", lab);
         }
     }
@@ -1006,8 +1077,18 @@ static void html_provenance(FILE *f, const asn_report *r)
     write_seeds(f, r);
     fprintf(f, "</dd>\n");
     h_counts(f, "scoring weights", &r->weights, r->with_score);
-    fprintf(f, "<dt>tool versions</dt><dd><span class=\"na\">not recorded in the records</span>; this page: "
-               "report (asn) %s</dd>\n</dl>\n", ASN_VERSION);
+    fprintf(f, "<dt>generated by</dt><dd>");
+    if (!r->generators.n)
+        fprintf(f, "<span class=\"na\">not recorded (candidates of a gen-candidates older than asn 0.1.0, or of "
+                   "another program)</span>");
+    for (int i = 0; i < r->generators.n; i++) {
+        fprintf(f, "%s", i ? "<br/>" : "");
+        h_text(f, r->generators.v[i].value);
+        if (r->generators.n > 1 || r->generators.v[i].n != r->candidates)
+            fprintf(f, " <span class=\"na\">(%ld candidate%s)</span>", r->generators.v[i].n,
+                    ASN_PLURAL(r->generators.v[i].n));
+    }
+    fprintf(f, "</dd>\n<dt>this page</dt><dd>report (asn) %s</dd>\n</dl>\n", ASN_VERSION);
 }
 
 int asn_report_write_html(const asn_report *r, const char *title, FILE *f, asn_err *e)
@@ -1048,6 +1129,8 @@ int asn_report_write_html(const asn_report *r, const char *title, FILE *f, asn_e
         html_scatter(f, r, fs, nf);
         html_curves(f, r, fs, nf);
     }
+    if (r->analysis)
+        asn_report_analysis_html(f, r->analysis);
     html_dataset(f, r);
     html_provenance(f, r);
     fprintf(f, "<footer>Written by report (asn) %s from the records of the index; the same index gives the same "
@@ -1115,16 +1198,41 @@ int asn_report_write_text(const asn_report *r, const char *title, FILE *f, asn_e
     for (int i = 0; i < r->nh; i++)
         if ((int)strlen(r->h[i].family) > fw)
             fw = (int)strlen(r->h[i].family);
-    if (r->nh)
-        fprintf(f, "  %3s  %-*s  %-*s %5s %5s %5s %8s %8s %7s %8s %9s %7s\n", "#", w, "heuristic", fw, "family",
-                "temp", "cand", "kept", "final", "quality", "win", "entropy", "self-bleu", "tokens");
+    if (r->nh) {
+        fprintf(f, "  %3s  %-*s  %-*s %5s %5s %5s", "#", w, "heuristic", fw, "family", "temp", "cand", "kept");
+        for (int k = 0; k < N_MEASURES; k++)
+            if (measure_shown(r, &MEASURES[k]))
+                fprintf(f, " %*s", MEASURES[k].width, MEASURES[k].text);
+        /* the second header line: which way is better (no trailing blanks) */
+        char dir[512];
+        int n = snprintf(dir, sizeof dir, "  %3s  %-*s  %-*s %5s %5s %5s", "", w, "", fw, "", "", "", "");
+        for (int k = 0; k < N_MEASURES && n < (int)sizeof dir; k++)
+            if (measure_shown(r, &MEASURES[k]))
+                n += snprintf(dir + n, sizeof dir - (size_t)n, " %*s", MEASURES[k].width,
+                              measure_better(&MEASURES[k]) > 0   ? "higher"
+                              : measure_better(&MEASURES[k]) < 0 ? "lower"
+                                                                 : "");
+        n = n < (int)sizeof dir ? n : (int)sizeof dir - 1;
+        while (n > 0 && dir[n - 1] == ' ')
+            dir[--n] = 0;
+        fprintf(f, "\n%s\n", dir);
+    }
     for (int i = 0; i < r->nh; i++) {
         const asn_report_heuristic *h = &r->h[i];
-        char t[NUM], fi[NUM], q[NUM], wr[NUM], en[NUM], sb[NUM], tk[NUM];
-        fprintf(f, "%c %3d  %-*.*s  %-*s %5s %5ld %5ld %8s %8s %7s %8s %9s %7s\n", h->learned ? '*' : ' ', i + 1, w,
-                w, h->name, fw, h->family, fmt_temp(t, h), h->candidates, h->kept, fmt_mean(fi, &h->final_score, 3),
-                fmt_mean(q, &h->quality, 3), fmt_win(wr, h), fmt_mean(en, &h->entropy, 3),
-                fmt_mean(sb, &h->self_bleu, 3), fmt_mean(tk, &h->tokens, 1));
+        char t[NUM], v[NUM];
+        fprintf(f, "%c %3d  %-*.*s  %-*s %5s %5ld %5ld", h->learned ? '*' : ' ', i + 1, w, w, h->name, fw, h->family,
+                fmt_temp(t, h), h->candidates, h->kept);
+        for (int k = 0; k < N_MEASURES; k++)
+            if (measure_shown(r, &MEASURES[k]))
+                fprintf(f, " %*s", MEASURES[k].width, measure_fmt(v, h, &MEASURES[k]));
+        fprintf(f, "\n");
+    }
+    if (r->nh) {
+        fprintf(f, "  (\"higher\"/\"lower\": the better direction; units:");
+        for (int k = 0; k < N_MEASURES; k++)
+            if (measure_shown(r, &MEASURES[k]))
+                fprintf(f, "%s %s %s", k ? "," : "", MEASURES[k].text, measure_unit(&MEASURES[k]));
+        fprintf(f, ")\n");
     }
     int lr = asn_report_learned_rank(r);
     fprintf(f, "\nLearned sampler\n  ");
@@ -1135,6 +1243,9 @@ int asn_report_write_text(const asn_report *r, const char *title, FILE *f, asn_e
     } else {
         fprintf(f, "none among the heuristics\n");
     }
+
+    if (r->analysis)
+        asn_report_analysis_text(f, r->analysis);
 
     fprintf(f, "\nCharts (in the HTML page)\n");
     int q = any_mean(r, OFF(quality)), d = any_mean(r, OFF(entropy));
@@ -1152,7 +1263,13 @@ int asn_report_write_text(const asn_report *r, const char *title, FILE *f, asn_e
     t_counts(f, "chat template", &r->templates);
     t_counts(f, "max new tokens", &r->max_new_tokens);
     t_counts(f, "scoring weights", &r->weights);
-    fprintf(f, "  %-18snot recorded in the records (report (asn) %s)\n", "tool versions", ASN_VERSION);
+    fprintf(f, "  %-18s", "generated by");
+    if (!r->generators.n)
+        fprintf(f, "not recorded (candidates of a gen-candidates older than asn 0.1.0, or of another program)");
+    for (int i = 0; i < r->generators.n; i++)
+        fprintf(f, "%s%s (%ld candidate%s)", i ? "\n                    " : "", r->generators.v[i].value,
+                r->generators.v[i].n, ASN_PLURAL(r->generators.v[i].n));
+    fprintf(f, "\n  %-18sreport (asn) %s\n", "this summary", ASN_VERSION);
     if (ferror(f))
         return asn_err_set(e, "writing the text summary failed");
     return 0;

@@ -56,9 +56,10 @@ static int shard_next(shard_in *s, asn_err *e)
         json_error_t je;
         json_t *rec = json_loads(s->line, JSON_DECODE_ANY, &je);
         const char *key = rec ? asn_rec_prompt_key(rec) : NULL;
-        if (!rec || !key || !*key) {
-            asn_err_set(e, "%s:%ld: %s", s->path, s->lineno,
-                        !rec ? je.text : "field \"prompt_id\": missing or not a prompt id");
+        if (!rec)
+            return asn_err_set(e, "%s:%ld: invalid JSON at column %d: %s", s->path, s->lineno, je.column, je.text);
+        if (!key || !*key) {
+            asn_err_set(e, "%s:%ld: %s", s->path, s->lineno, "field \"prompt_id\": missing or not a prompt id");
             json_decref(rec);
             return -1;
         }

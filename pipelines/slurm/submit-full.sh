@@ -26,6 +26,13 @@ done
 case $shards in
     '' | 0* | *[!0-9]*) echo "submit-full.sh: SHARDS must be a positive integer" >&2; exit 2 ;;
 esac
+need=
+for p in sbatch ${WAIT:+squeue scontrol}; do command -v "$p" > /dev/null 2>&1 || need="$need $p"; done
+if [ -n "$need" ]; then
+    echo "submit-full.sh: not found:$need (Slurm's client commands: run this on a Slurm login node; without Slurm, pipelines/full-parallel.sh or make -f pipelines/full.mk)" >&2
+    exit 1
+fi
+[ -x bin/gen-candidates ] || { echo "submit-full.sh: bin/gen-candidates is missing: run this from the top directory of asn, built (make)" >&2; exit 1; }
 dir=pipelines/slurm
 array=1-$shards${ARRAY_LIMIT:+%$ARRAY_LIMIT}
 

@@ -167,7 +167,8 @@ expect_status "filter-topk runs" 0 "$FT" "$TMP/in.jsonl"
 cp "$TMP/out" "$TMP/got.jsonl"
 ref "$TMP/in.jsonl" > "$TMP/exp.jsonl"
 check "filter-topk equals the reference's computation (default: top 5, a0.1_b0.9_c0.9)" $PY "$TMP/cmp.py" "$TMP/got.jsonl" "$TMP/exp.jsonl"
-expect_stderr "filter-topk warns about a group whose generations all failed verification" 'prompt "p4" seed 1 failed verification; group skipped'
+expect_stderr "filter-topk says once, with a count, that groups without a verified generation are left out" '^filter-topk: 1 of [0-9]+ groups left out: none of its generations was verified correct \(verifiable reward 0; the first: prompt "p4" seed 1, [^ ]*in\.jsonl:[0-9]+\); --ignore-verifiable-filtering keeps them$'
+check "... not as a warning, on one line" test "$(grep -c . "$TMP/err")" = 1
 check "filter-topk: keys a{a}_b{b}_c{c} print as Python prints the floats" $PY -c "
 import json; r = json.loads(open('$TMP/got.jsonl').readline()); k = list(r['score']['combined_scores'])
 assert len(k) == 125 and k[0] == 'a0.1_b0.5_c0.1' and k[-1] == 'a0.9_b0.9_c0.9' and 'a0.1_b0.9_c0.9' in k, k[:3]"
@@ -208,7 +209,7 @@ assert a == b and len(a) > 10"
 "$FT" --ignore-verifiable-filtering "$TMP/in.jsonl" > "$TMP/got4.jsonl" 2>"$TMP/err4"
 ref "$TMP/in.jsonl" ignore=1 > "$TMP/exp4.jsonl"
 check "filter-topk --ignore-verifiable-filtering" $PY "$TMP/cmp.py" "$TMP/got4.jsonl" "$TMP/exp4.jsonl"
-check "filter-topk --ignore-verifiable-filtering skips no group" sh -c "! grep -q 'failed verification' '$TMP/err4'"
+check "filter-topk --ignore-verifiable-filtering skips no group" sh -c "! grep -q 'left out' '$TMP/err4'"
 
 "$FT" --pairs "$TMP/in.jsonl" > "$TMP/pairs.jsonl" 2>"$TMP/perr"
 ref "$TMP/in.jsonl" pairs=1 > "$TMP/pexp.jsonl"
@@ -280,5 +281,7 @@ expect_stderr "filter-topk: ... says what a key looks like" 'not a combined scor
 expect_status "filter-topk: --sort-key and --weights together" 2 "$FT" --sort-key a0.1_b0.9_c0.9 --weights "$TMP/w.yaml" "$TMP/in.jsonl"
 printf 'quality: 0.8\nnovelty: 1\n' > "$TMP/badw.yaml"
 expect_status "filter-topk: an unknown weight is an error" 1 "$FT" --weights "$TMP/badw.yaml" "$TMP/in.jsonl"
-expect_stderr "filter-topk: ... naming file, line and key" 'badw.yaml:2:[0-9]+: unknown key "novelty"'
+expect_stderr "filter-topk: ... naming file, line and key, and the weights there are" 'badw.yaml:2:[0-9]+: unknown key "novelty" \(the weights are quality, diversity, verifiable, reward\)$'
+printf 'quality: 0.8\nself_bleu: 1\n' > "$TMP/badw2.yaml"
+expect_status "filter-topk: a score that is not weighed (self_bleu) is not a weight" 1 "$FT" --weights "$TMP/badw2.yaml" "$TMP/in.jsonl"
 expect_status "filter-topk: negative --top-k" 2 "$FT" -k -1 "$TMP/in.jsonl"

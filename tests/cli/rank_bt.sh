@@ -148,7 +148,15 @@ check "rank-bt reference-ll: tokens that spell their generation raise no warning
 $PY -c "
 import json; r = json.loads(open('$TMP/ll.jsonl').readline()); r['generation'] = 'something else'; print(json.dumps(r))" > "$TMP/misspelt.jsonl"
 expect_status "rank-bt reference-ll: tokens that do not spell the generation" 0 "$RB" -j reference-ll -m "$TINY" "$TMP/misspelt.jsonl"
-expect_stderr "rank-bt reference-ll: ... are scored, with a warning" '1 record: the tokens do not spell the generation'
+expect_stderr "rank-bt reference-ll: ... are scored, with one warning in plain words" '^rank-bt: warning: 1 record: the judge model.s tokenizer reads its "tokens" as another text than its "generation"'
+# a generation cut inside a character by the token limit: gen-candidates
+# wrote the cut bytes as U+FFFD (Python's decode "replace"); not a mismatch
+$PY -c "
+import json; r = json.loads(open('$TMP/ll.jsonl').readline())
+r['tokens'] = $("$BIN/tokenize" -m "$TINY" --no-bos "a 𝄞")[:-1]; r['generation'] = 'a \\ufffd'; r['n_tokens'] = len(r['tokens']); r['finish'] = 'length'
+print(json.dumps(r))" > "$TMP/cut.jsonl"
+expect_status "rank-bt reference-ll: a generation cut inside a character" 0 "$RB" -j reference-ll -m "$TINY" "$TMP/cut.jsonl"
+check "... raises no warning (its tokens spell it as written)" test ! -s "$TMP/err"
 check "rank-bt reference-ll: an empty answer (no likelihood) loses every game" $PY -c "
 import json
 rs = [json.loads(l)['quality'] for l in open('$TMP/ll.out')]

@@ -31,7 +31,9 @@ for k in p:
     for r in by[k]: out.write(json.dumps(r, ensure_ascii=False) + "\n")
 out.write("this is not json\n")
 PYEOF
-expect_status "verify discards damaged prompts" 0 "$BIN/verify" --expected-seeds 2 -H "$H" -m "$M" --report "$TMP/rep2.json" "$TMP/bad.jsonl"
+expect_status "a line that is not JSON is an error" 1 "$BIN/verify" --expected-seeds 2 -H "$H" -m "$M" "$TMP/bad.jsonl"
+expect_stderr "the error names file, line and column" "^verify: [^ ]*/bad\.jsonl:$(wc -l < "$TMP/bad.jsonl"): invalid JSON at column [0-9]+: "
+expect_status "verify --skip-bad discards damaged prompts" 0 "$BIN/verify" --expected-seeds 2 -H "$H" -m "$M" --skip-bad --report "$TMP/rep2.json" "$TMP/bad.jsonl"
 check "exactly the undamaged prompt survives, with its records" $PY -c "
 import json
 out = [json.loads(l) for l in open('$TMP/out')]
@@ -41,7 +43,8 @@ assert r['prompts_discarded'] == 5 and r['malformed_lines'] == 1, r
 for needle in ['pairs are missing', 'appears twice', 'generation differs', 'out of the vocabulary', 'another model']:
     assert needle in reasons, (needle, reasons)"
 expect_stderr "the summary names the discarded prompts" "discarded prompt"
-expect_stderr "malformed lines are counted" "1 malformed lines skipped"
+expect_stderr "malformed lines are counted" "; 1 malformed line skipped"
+expect_status "--skip-invalid (the older spelling) is --skip-bad" 0 "$BIN/verify" --skip-invalid "$TMP/bad.jsonl"
 
 $PY - "$TMP/c.jsonl" "$TMP/swap.jsonl" <<'PYEOF'
 import json, sys
