@@ -96,27 +96,6 @@ QG_FN QG(vi) QG(pairs)(int sgn, QG(vi) w, QG(vi) x)
     return QG_MADDUBS(w, x);
 }
 
-#if !QG_VNNI
-/* pr[v][i] = the pairs of quads k0 .. k0 + n - 1 added as int16 (n within
- * the type's nsum, so that no sum leaves int16). */
-QG_FN void QG(presum)(const int32_t *wq, const int8_t *const *qt, int k0, int n, int sgn,
-                      QG(vi) pr[QG_NR][QG_NT])
-{
-    for (int k4 = k0; k4 < k0 + n; k4++) {
-        QG(vi) w[QG_NR];
-        for (int v = 0; v < QG_NR; v++)
-            w[v] = QG_LOAD(wq + (size_t)k4 * QG_R + v * QG_L);
-        for (int i = 0; i < QG_NT; i++) {
-            QG(vi) x = QG_SET1(qg_ld32(qt[i] + 4 * k4));
-            for (int v = 0; v < QG_NR; v++) {
-                QG(vi) t = QG(pairs)(sgn, w[v], x);
-                pr[v][i] = k4 == k0 ? t : _mm256_add_epi16(pr[v][i], t);
-            }
-        }
-    }
-}
-#endif
-
 /* One tile: the QG_NR vectors of rows of the panel against tokens tk[]. */
 QG_FN void QG(tile)(const qjob *j, const qpanel *p, const int *tk, uint32_t t, QG(vf) out[QG_NR][QG_NT])
 {
@@ -138,12 +117,7 @@ QG_FN void QG(tile)(const qjob *j, const qpanel *p, const int *tk, uint32_t t, Q
                 acc[v][i] = a0;
         }
         const int32_t *wq = (const int32_t *)p->wq + (size_t)b * (S / 4) * QG_R;
-        const int8_t *qb[QG_NT]; /* the tokens' quants of this super-block */
-        for (int i = 0; i < QG_NT; i++)
-            qb[i] = qt[i] + (size_t)b * S;
-        (void)qb;
         if (unit) {
-#if QG_VNNI
 #pragma GCC unroll 8
             for (int k4 = 0; k4 < S / 4; k4++) {
                 QG(vi) w[QG_NR];
@@ -151,20 +125,16 @@ QG_FN void QG(tile)(const qjob *j, const qpanel *p, const int *tk, uint32_t t, Q
                     w[v] = QG_LOAD(wq + (size_t)k4 * QG_R + v * QG_L);
                 for (int i = 0; i < QG_NT; i++) {
                     QG(vi) x = QG_SET1(qg_ld32(qt[i] + (size_t)b * S + 4 * k4));
-                    for (int v = 0; v < QG_NR; v++)
+                    for (int v = 0; v < QG_NR; v++) {
+#if QG_VNNI
                         acc[v][i] = QG_DPBUSD(acc[v][i], w[v], x);
+#else
+                        acc[v][i] = QG(madd)(acc[v][i], QG(pairs)(f.sgn, w[v], x),
+                                             _mm256_set1_epi16(1));
+#endif
+                    }
                 }
             }
-#else
-            /* the pairs of nsum quads added as int16, then widened once */
-            for (int k0 = 0; k0 < S / 4; k0 += f.nsum) {
-                QG(vi) pr[QG_NR][QG_NT];
-                QG(presum)(wq, qb, k0, f.nsum, f.sgn, pr);
-                for (int v = 0; v < QG_NR; v++)
-                    for (int i = 0; i < QG_NT; i++)
-                        acc[v][i] = QG(madd)(acc[v][i], pr[v][i], _mm256_set1_epi16(1));
-            }
-#endif
         } else {
             const int32_t *scv = p->scv + (size_t)b * (S / 16) * QG_R;
             /* with VNNI: exact sums over each run of weights that share a
@@ -198,7 +168,6 @@ QG_FN void QG(tile)(const qjob *j, const qpanel *p, const int *tk, uint32_t t, Q
                     continue;
                 }
 #endif
-#if QG_VNNI
                 for (int k4 = 4 * h; k4 < 4 * h + 4; k4++) {
                     QG(vi) w[QG_NR];
                     for (int v = 0; v < QG_NR; v++)
@@ -209,17 +178,6 @@ QG_FN void QG(tile)(const qjob *j, const qpanel *p, const int *tk, uint32_t t, Q
                             acc[v][i] = QG(madd)(acc[v][i], QG(pairs)(f.sgn, w[v], x), s[v]);
                     }
                 }
-#else
-                /* runs of nsum quads (at most the 4 of this scale) as int16 */
-                const int n = f.nsum < 4 ? f.nsum : 4;
-                for (int k0 = 4 * h; k0 < 4 * h + 4; k0 += n) {
-                    QG(vi) pr[QG_NR][QG_NT];
-                    QG(presum)(wq, qb, k0, n, f.sgn, pr);
-                    for (int v = 0; v < QG_NR; v++)
-                        for (int i = 0; i < QG_NT; i++)
-                            acc[v][i] = QG(madd)(acc[v][i], pr[v][i], s[v]);
-                }
-#endif
             }
         }
         /* the offset's share or the mins (super-blocks of 256), then the

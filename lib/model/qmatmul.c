@@ -659,12 +659,12 @@ QK_INLINE void block_t(const qjob *j, int r0, qrows *u, uint32_t t, int NT, int 
  * super-block of 256 whose offset share is taken off with the stored
  * -off * sc[h]. */
 typedef struct qg_form {
-    int off, adj, sgn, mullo, g32, cv, nsum;
+    int off, adj, sgn, mullo, g32, cv;
 } qg_form;
 
 QK_INLINE qg_form qg_form_of(uint32_t t, int vnni)
 {
-    qg_form f = {0, 0, 0, 0, 0, 0, 1};
+    qg_form f = {0, 0, 0, 0, 0, 0};
     f.mullo = vnni && !k_unit(t);
     f.g32 = t == ASN_T_Q4_K || t == ASN_T_Q5_K || t == ASN_T_IQ4_XS;
     switch (t) {
@@ -685,12 +685,6 @@ QK_INLINE qg_form qg_form_of(uint32_t t, int vnni)
             f.sgn = 1;
         break;
     default: break; /* Q4_1, Q5_1, Q2_K, Q4_K, Q5_K: unsigned quants, mins */
-    }
-    if (!vnni && !f.sgn) {
-        int umax = t == ASN_T_Q2_K ? 3 : t == ASN_T_Q3_K ? 7 : t == ASN_T_Q6_K ? 63
-                 : t == ASN_T_Q5_0 || t == ASN_T_Q5_1 || t == ASN_T_Q5_K ? 31 : 15;
-        f.nsum = 32767 / (2 * 127 * umax);
-        f.nsum = f.nsum >= 8 ? 8 : f.nsum >= 4 ? 4 : f.nsum >= 2 ? 2 : 1;
     }
     return f;
 }
