@@ -122,43 +122,51 @@ typedef struct attn_task {
  * positions at a time: exp of asn/vexp.h, the sum over 16 lane-wise partial
  * sums added in a fixed tree. Inlined into attn_run's clones; every clone
  * gives the same bits. */
+static inline __attribute__((always_inline)) v16f sm_scale(v16f v, v16f sc, float cap)
+{
+    v *= sc;
+    if (cap > 0)
+        for (int l = 0; l < 16; l++)
+            v[l] = cap * tanhf(v[l] / cap);
+    return v;
+}
+
+/* Each pass over x: whole chunks of 16 with constant-size copies (a
+ * variable size sends GCC's 64-byte vectors through memory), then the
+ * rest padded with -inf. */
+#define SM_PASS(BODY)                                                                             \
+    do {                                                                                          \
+        int j = 0;                                                                                \
+        for (; j + 16 <= n; j += 16) {                                                            \
+            memcpy(&v, x + j, 64);                                                                \
+            BODY;                                                                                 \
+            memcpy(x + j, &v, 64);                                                                \
+        }                                                                                         \
+        if (j < n) {                                                                              \
+            size_t k = (size_t)(n - j) * sizeof(float);                                           \
+            v = splat16(-INFINITY);                                                               \
+            memcpy(&v, x + j, k);                                                                 \
+            BODY;                                                                                 \
+            memcpy(x + j, &v, k);                                                                 \
+        }                                                                                         \
+    } while (0)
+
 static inline __attribute__((always_inline)) void softmax(float *x, int n, float scale, float cap)
 {
     v16f mx = splat16(-INFINITY), sc = splat16(scale), v;
-    for (int j = 0; j < n; j += 16) {
-        size_t k = (size_t)(n - j < 16 ? n - j : 16) * sizeof(float);
-        v = splat16(-INFINITY);
-        memcpy(&v, x + j, k);
-        v *= sc;
-        if (cap > 0)
-            for (int l = 0; l < 16; l++)
-                v[l] = cap * tanhf(v[l] / cap);
-        memcpy(x + j, &v, k);
-        mx = sel16(v > mx, v, mx);
-    }
+    SM_PASS(v = sm_scale(v, sc, cap); mx = sel16(v > mx, v, mx));
     for (int w = 8; w >= 1; w /= 2)
         for (int l = 0; l < w; l++)
             mx[l] = mx[l + w] > mx[l] ? mx[l + w] : mx[l];
     v16f acc = {0}, m = splat16(mx[0]);
-    for (int j = 0; j < n; j += 16) {
-        size_t k = (size_t)(n - j < 16 ? n - j : 16) * sizeof(float);
-        v = splat16(-INFINITY);
-        memcpy(&v, x + j, k);
-        v = exp16(v - m); /* -inf (the padding) gives 0 */
-        memcpy(x + j, &v, k);
-        acc += v;
-    }
+    SM_PASS(v = exp16(v - m); acc += v); /* -inf (the padding) gives 0 */
     for (int w = 8; w >= 1; w /= 2)
         for (int l = 0; l < w; l++)
             acc[l] += acc[l + w];
     v16f sum = splat16(acc[0]);
-    for (int j = 0; j < n; j += 16) {
-        size_t k = (size_t)(n - j < 16 ? n - j : 16) * sizeof(float);
-        memcpy(&v, x + j, k);
-        v /= sum;
-        memcpy(x + j, &v, k);
-    }
+    SM_PASS(v /= sum);
 }
+#undef SM_PASS
 
 /* pv_span_W: out[i * qd + d] = sum over j = j_lo..j_hi in order of
  * w[i][j] * v_j[d] for d < dn (<= 2 * W) and the ATT_GROUP tokens i (those
