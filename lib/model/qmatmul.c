@@ -829,7 +829,9 @@ static const qkernel k_generic = {"base", block_generic, NULL, 0};
 #if defined(__x86_64__)
 static const qkernel k_avx2 = {"avx2", block_avx2, panel_avx2, 16};
 static const qkernel k_avxvnni = {"avxvnni", block_avxvnni, panel_avxvnni, 16};
-static const qkernel k_avx512 = {"avx512", block_avx512, NULL, 0};
+/* AVX-512 without VNNI batches through the AVX2 panels: faster than its
+ * own 4 x 4 tiles (1241 vs 917 tokens/s prefill, 125M Q8_0, 2 threads) */
+static const qkernel k_avx512 = {"avx512", block_avx512, panel_avx2, 16};
 static const qkernel k_avx512vnni = {"avx512vnni", block_avx512vnni, panel_avx512vnni, 32};
 #endif
 #if defined(__aarch64__)
