@@ -96,6 +96,33 @@ QG_FN QG(vi) QG(pairs)(int sgn, QG(vi) w, QG(vi) x)
     return QG_MADDUBS(w, x);
 }
 
+/* acc[v][i] += the products of quads k_lo .. k_hi - 1 of the super-block
+ * (wq, its repacked weights; qb[i], token i's quants): with VNNI and no
+ * scales one vpdpbusd each, else the pairs widened against the scales s
+ * (or ones). */
+QG_FN void QG(quads)(const int32_t *wq, const int8_t *const *qb, int k_lo, int k_hi, int sgn, const QG(vi) *s,
+                     QG(vi) acc[QG_NR][QG_NT])
+{
+#pragma GCC unroll 8
+    for (int k4 = k_lo; k4 < k_hi; k4++) {
+        QG(vi) w[QG_NR];
+        for (int v = 0; v < QG_NR; v++)
+            w[v] = QG_LOAD(wq + (size_t)k4 * QG_R + v * QG_L);
+        for (int i = 0; i < QG_NT; i++) {
+            QG(vi) x = QG_SET1(qg_ld32(qb[i] + 4 * k4));
+            for (int v = 0; v < QG_NR; v++) {
+#if QG_VNNI
+                if (!s) {
+                    acc[v][i] = QG_DPBUSD(acc[v][i], w[v], x);
+                    continue;
+                }
+#endif
+                acc[v][i] = QG(madd)(acc[v][i], QG(pairs)(sgn, w[v], x), s ? s[v] : QG_SET1(0x10001));
+            }
+        }
+    }
+}
+
 /* One tile: the QG_NR vectors of rows of the panel against tokens tk[]. */
 QG_FN void QG(tile)(const qjob *j, const qpanel *p, const int *tk, uint32_t t, QG(vf) out[QG_NR][QG_NT])
 {
@@ -117,24 +144,11 @@ QG_FN void QG(tile)(const qjob *j, const qpanel *p, const int *tk, uint32_t t, Q
                 acc[v][i] = a0;
         }
         const int32_t *wq = (const int32_t *)p->wq + (size_t)b * (S / 4) * QG_R;
+        const int8_t *qb[QG_NT]; /* the tokens' quants of this super-block */
+        for (int i = 0; i < QG_NT; i++)
+            qb[i] = qt[i] + (size_t)b * S;
         if (unit) {
-#pragma GCC unroll 8
-            for (int k4 = 0; k4 < S / 4; k4++) {
-                QG(vi) w[QG_NR];
-                for (int v = 0; v < QG_NR; v++)
-                    w[v] = QG_LOAD(wq + (size_t)k4 * QG_R + v * QG_L);
-                for (int i = 0; i < QG_NT; i++) {
-                    QG(vi) x = QG_SET1(qg_ld32(qt[i] + (size_t)b * S + 4 * k4));
-                    for (int v = 0; v < QG_NR; v++) {
-#if QG_VNNI
-                        acc[v][i] = QG_DPBUSD(acc[v][i], w[v], x);
-#else
-                        acc[v][i] = QG(madd)(acc[v][i], QG(pairs)(f.sgn, w[v], x),
-                                             _mm256_set1_epi16(1));
-#endif
-                    }
-                }
-            }
+            QG(quads)(wq, qb, 0, S / 4, f.sgn, NULL, acc);
         } else {
             const int32_t *scv = p->scv + (size_t)b * (S / 16) * QG_R;
             /* with VNNI: exact sums over each run of weights that share a
@@ -151,33 +165,14 @@ QG_FN void QG(tile)(const qjob *j, const qpanel *p, const int *tk, uint32_t t, Q
                     for (int v = 0; v < QG_NR; v++)
                         for (int i = 0; i < QG_NT; i++)
                             tmp[v][i] = QG_ZERO();
-#pragma GCC unroll 8
-                    for (int k4 = 4 * h; k4 < 4 * (h + G); k4++) {
-                        QG(vi) w[QG_NR];
-                        for (int v = 0; v < QG_NR; v++)
-                            w[v] = QG_LOAD(wq + (size_t)k4 * QG_R + v * QG_L);
-                        for (int i = 0; i < QG_NT; i++) {
-                            QG(vi) x = QG_SET1(qg_ld32(qt[i] + (size_t)b * S + 4 * k4));
-                            for (int v = 0; v < QG_NR; v++)
-                                tmp[v][i] = QG_DPBUSD(tmp[v][i], w[v], x);
-                        }
-                    }
+                    QG(quads)(wq, qb, 4 * h, 4 * (h + G), 0, NULL, tmp);
                     for (int v = 0; v < QG_NR; v++)
                         for (int i = 0; i < QG_NT; i++)
                             acc[v][i] = QG_ADD(acc[v][i], QG_MULLO(tmp[v][i], s[v]));
                     continue;
                 }
 #endif
-                for (int k4 = 4 * h; k4 < 4 * h + 4; k4++) {
-                    QG(vi) w[QG_NR];
-                    for (int v = 0; v < QG_NR; v++)
-                        w[v] = QG_LOAD(wq + (size_t)k4 * QG_R + v * QG_L);
-                    for (int i = 0; i < QG_NT; i++) {
-                        QG(vi) x = QG_SET1(qg_ld32(qt[i] + (size_t)b * S + 4 * k4));
-                        for (int v = 0; v < QG_NR; v++)
-                            acc[v][i] = QG(madd)(acc[v][i], QG(pairs)(f.sgn, w[v], x), s[v]);
-                    }
-                }
+                QG(quads)(wq, qb, 4 * h, 4 * h + 4, f.sgn, s, acc);
             }
         }
         /* the offset's share or the mins (super-blocks of 256), then the
