@@ -41,6 +41,8 @@ struct asn__equi_state {
     float *dlp, *dr, *dc, *dd; /* backward */
     float *buf;                /* compact outputs / gradients */
     int32_t *order;            /* tokens above the cut, most probable first */
+    int32_t *order2;           /* radix sort's second buffer */
+    uint32_t *key, *key2;      /* and its keys */
     double *acc;
     int n, n_head, amax;
     float H, s, gb;
@@ -56,6 +58,7 @@ void asn__equi_free(asn__equi_state *st)
     free(st->lp), free(st->r), free(st->c), free(st->d);
     free(st->dlp), free(st->dr), free(st->dc), free(st->dd);
     free(st->buf), free(st->order), free(st->acc);
+    free(st->order2), free(st->key), free(st->key2);
     free(st->bias_g), free(st->bias_u);
     free(st);
 }
@@ -69,8 +72,11 @@ static void reserve(asn__equi_state *st, int n, int NI)
             free(*f[i]);
             *f[i] = asn_xmalloc(v * sizeof(float));
         }
-        free(st->order);
+        free(st->order), free(st->order2), free(st->key), free(st->key2);
         st->order = asn_xmalloc(v * sizeof(int32_t));
+        st->order2 = asn_xmalloc(v * sizeof(int32_t));
+        st->key = asn_xmalloc(v * sizeof(uint32_t));
+        st->key2 = asn_xmalloc(v * sizeof(uint32_t));
         st->cap = n;
     }
     if (NI > st->cap_i) {
@@ -84,14 +90,47 @@ static void reserve(asn__equi_state *st, int n, int NI)
 
 float asn__equi_step_feature(int step) { return step <= 0 ? 0.0f : (float)((double)step / (step + 32.0)); }
 
-/* qsort_r's comparison: by logit, descending, then by index (x is the
- * context argument: no shared state, since threads sort at once). */
-static int by_logit(const void *a, const void *b, void *ctx)
+/* A key whose ascending order is x's descending order: the IEEE bits
+ * made monotone (negatives flipped, positives given the top bit), then
+ * inverted; -0 counts as +0, as x's comparison does. */
+static uint32_t desc_key(float x)
 {
-    const float *x = ctx;
-    int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
-    float xi = x[i], xj = x[j];
-    return xi > xj ? -1 : xi < xj ? 1 : (i > j) - (i < j);
+    uint32_t u;
+    if (x == 0.0f)
+        x = 0.0f;
+    memcpy(&u, &x, sizeof u);
+    u = (u & 0x80000000u) ? ~u : u | 0x80000000u;
+    return ~u;
+}
+
+/* st->order[0..k), tokens in increasing index, sorted by logit descending,
+ * ties in increasing index: a stable LSD radix sort on desc_key, a byte a
+ * pass (a pass where every key has the same byte is skipped). */
+static void sort_by_logit(asn__equi_state *st, const float *x, int k)
+{
+    int32_t *o = st->order, *o2 = st->order2;
+    uint32_t *key = st->key, *key2 = st->key2;
+    for (int i = 0; i < k; i++)
+        key[i] = desc_key(x[o[i]]);
+    for (int shift = 0; shift < 32; shift += 8) {
+        size_t count[257] = {0};
+        for (int i = 0; i < k; i++)
+            count[(key[i] >> shift & 255) + 1]++;
+        if (count[(key[0] >> shift & 255) + 1] == (size_t)k)
+            continue;
+        for (int b = 0; b < 256; b++)
+            count[b + 1] += count[b];
+        for (int i = 0; i < k; i++) {
+            size_t at = count[key[i] >> shift & 255]++;
+            key2[at] = key[i], o2[at] = o[i];
+        }
+        uint32_t *tk = key;
+        key = key2, key2 = tk;
+        int32_t *to = o;
+        o = o2, o2 = to;
+    }
+    if (o != st->order)
+        memcpy(st->order, o, (size_t)k * sizeof *o);
 }
 
 /* c for every token (see the top of the file). */
@@ -118,7 +157,8 @@ static void cum_mass(asn__equi_state *st, const float *x, int n)
     for (int i = 0; i < n; i++)
         if (!D || -st->r[i] < (float)D)
             st->order[k++] = i;
-    qsort_r(st->order, (size_t)k, sizeof *st->order, by_logit, (void *)x);
+    if (k > 0)
+        sort_by_logit(st, x, k);
     double S = 0;
     for (int a = 0; a < k;) {
         int b = a;
