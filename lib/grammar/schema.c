@@ -47,7 +47,7 @@ static const char *const ANNOTATIONS[] = {"title", "description", "$schema", "$i
 static const char *const KNOWN[] = {"type", "properties", "required", "additionalProperties", "items",
                                     "prefixItems", "minItems", "maxItems", "enum", "const", "minLength",
                                     "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum",
-                                    "exclusiveMaximum", "$ref", "anyOf", "oneOf", "nullable", NULL};
+                                    "exclusiveMaximum", "$ref", "anyOf", "oneOf", "nullable", "format", NULL};
 
 static int in_list(const char *const *l, const char *k)
 {
@@ -356,8 +356,53 @@ static int number_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
 
 /* ----------------------------------------------------------- strings */
 
+/* String formats as regexes of the contents (JSON Schema's, after RFC 3339,
+ * RFC 4122, RFC 1034 and a common form of RFC 5321 addresses). */
+#define DATE_RE "\\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])"
+#define TIME_RE "([01]\\d|2[0-3]):[0-5]\\d:([0-5]\\d|60)(\\.\\d+)?([Zz]|[+-]([01]\\d|2[0-3]):[0-5]\\d)"
+#define LABEL_RE "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+#define OCTET_RE "(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)"
+#define HEX4 "[0-9a-fA-F]{4}"
+static const struct {
+    const char *name, *re;
+} FORMATS[] = {
+    {"date", DATE_RE},
+    {"time", TIME_RE},
+    {"date-time", DATE_RE "[Tt]" TIME_RE},
+    {"email", "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@" LABEL_RE "(\\." LABEL_RE ")+"},
+    {"uuid", HEX4 HEX4 "-" HEX4 "-" HEX4 "-" HEX4 "-" HEX4 HEX4 HEX4},
+    {"ipv4", "(" OCTET_RE "\\.){3}" OCTET_RE},
+    {"hostname", LABEL_RE "(\\." LABEL_RE ")*"},
+};
+
 static int string_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
 {
+    const json_t *fmt = json_object_get(s, "format");
+    if (fmt) {
+        char p[1024];
+        ptr_child(p, sizeof p, ptr, "format");
+        if (!json_is_string(fmt))
+            return serr(c, p, "%s", "format must be a string");
+        const char *re = NULL;
+        for (size_t i = 0; i < sizeof FORMATS / sizeof FORMATS[0]; i++)
+            if (!strcmp(FORMATS[i].name, json_string_value(fmt)))
+                re = FORMATS[i].re;
+        if (!re)
+            return serr(c, p, "unsupported format \"%s\"", json_string_value(fmt));
+        if (json_object_get(s, "pattern") || json_object_get(s, "minLength") || json_object_get(s, "maxLength"))
+            return serr(c, p, "%s", "format together with pattern/minLength/maxLength is not supported");
+        sbuf x = {0};
+        asn_err e2;
+        if (asn_regex_expr(re, 1, &x, NULL, &e2)) {
+            free(x.s);
+            return serr(c, p, "%s", e2.msg);
+        }
+        sb_puts(b, "\"\\\"\" ");
+        sb_put(b, x.s, x.n);
+        sb_puts(b, " \"\\\"\"");
+        free(x.s);
+        return 0;
+    }
     const json_t *pat = json_object_get(s, "pattern");
     const json_t *mn = json_object_get(s, "minLength"), *mx = json_object_get(s, "maxLength");
     char p[1024];
@@ -854,7 +899,7 @@ static int resolve_ref(conv *c, const char *ref, const char *ptr, const json_t *
     return 0;
 }
 
-static int conv_schema(conv *c, const json_t *s, const char *ptr, char *name_out)
+static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
 {
     if (json_is_true(s) || (json_is_object(s) && !json_object_size(s))) {
         c->used |= U_VALUE;
@@ -868,13 +913,6 @@ static int conv_schema(conv *c, const json_t *s, const char *ptr, char *name_out
     const char *key;
     const json_t *v;
     char p[1024];
-    json_object_foreach((json_t *)s, key, v)
-    {
-        if (!in_list(KNOWN, key) && !in_list(ANNOTATIONS, key)) {
-            ptr_child(p, sizeof p, ptr, key);
-            return serr(c, p, "unsupported keyword \"%s\"", key);
-        }
-    }
     const json_t *ref = json_object_get(s, "$ref");
     if (ref) {
         ptr_child(p, sizeof p, ptr, "$ref");
@@ -985,7 +1023,7 @@ static int conv_schema(conv *c, const json_t *s, const char *ptr, char *name_out
         } else {
             static const char *const OBJ[] = {"properties", "required", "additionalProperties", NULL};
             static const char *const ARR[] = {"items", "prefixItems", "minItems", "maxItems", NULL};
-            static const char *const STR[] = {"minLength", "maxLength", "pattern", NULL};
+            static const char *const STR[] = {"minLength", "maxLength", "pattern", "format", NULL};
             static const char *const NUM[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL};
             json_object_foreach((json_t *)s, key, v)
             {
@@ -1032,6 +1070,379 @@ bad_any:
 fail:
     free(b.s);
     return -1;
+}
+
+/* ------------------------------------------------------- normalization */
+
+/* Keywords of JSON Schema (drafts 4 to 2020-12) that validate and that the
+ * grammar cannot express (beyond the special cases normalize() rewrites):
+ * refused with their pointer. A keyword in neither this list nor the
+ * understood or annotation ones is not JSON Schema: ignored, as JSON
+ * Schema says of unknown keywords. */
+static const char *const REFUSED[] = {"not", "if", "then", "else", "dependentSchemas", "dependencies",
+                                      "dependentRequired", "contains", "minContains", "maxContains",
+                                      "patternProperties", "propertyNames", "unevaluatedItems",
+                                      "unevaluatedProperties", "uniqueItems", "multipleOf", "minProperties",
+                                      "maxProperties", "additionalItems", "$dynamicRef", "$recursiveRef", NULL};
+static const char *const MORE_ANNOTATIONS[] = {"$dynamicAnchor", "$recursiveAnchor", "$vocabulary",
+                                               "contentEncoding", "contentMediaType", "contentSchema", NULL};
+
+enum { MAX_MERGE_DEPTH = 16 };
+
+static json_t *normalize(conv *c, const json_t *s, const char *ptr, int depth);
+
+/* The types a "type" value names, as a list (new); NULL when absent. */
+static json_t *type_list(const json_t *t)
+{
+    if (!t)
+        return NULL;
+    if (json_is_array(t))
+        return json_copy((json_t *)t);
+    return json_pack("[O]", t);
+}
+
+static int type_has(const json_t *l, const char *t)
+{
+    size_t i;
+    const json_t *x;
+    json_array_foreach(l, i, x) if (json_is_string(x) && !strcmp(json_string_value(x), t)) return 1;
+    return 0;
+}
+
+/* Intersection of two "type" values (integer within number). */
+static json_t *type_meet(const json_t *a, const json_t *b)
+{
+    json_t *la = type_list(a), *lb = type_list(b), *out = json_array();
+    size_t i;
+    const json_t *x;
+    json_array_foreach(la, i, x)
+    {
+        const char *t = json_string_value(x);
+        if (!t)
+            continue;
+        if (type_has(lb, t) || (!strcmp(t, "integer") && type_has(lb, "number")))
+            json_array_append_new(out, json_string(t));
+        else if (!strcmp(t, "number") && type_has(lb, "integer") && !type_has(out, "integer"))
+            json_array_append_new(out, json_string("integer"));
+    }
+    json_decref(la), json_decref(lb);
+    if (json_array_size(out) == 1) {
+        json_t *one = json_incref(json_array_get(out, 0));
+        json_decref(out);
+        return one;
+    }
+    return out;
+}
+
+static int is_lower(const char *k)
+{
+    return !strcmp(k, "minimum") || !strcmp(k, "exclusiveMinimum") || !strcmp(k, "minLength") ||
+           !strcmp(k, "minItems") || !strcmp(k, "minProperties");
+}
+
+static int is_upper(const char *k)
+{
+    return !strcmp(k, "maximum") || !strcmp(k, "exclusiveMaximum") || !strcmp(k, "maxLength") ||
+           !strcmp(k, "maxItems") || !strcmp(k, "maxProperties");
+}
+
+/* Every property of b's "properties" is one of a's. */
+static int props_within(const json_t *b, const json_t *a)
+{
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)json_object_get(b, "properties"), k, v)
+    {
+        (void)v;
+        if (!json_object_get(json_object_get(a, "properties"), k))
+            return 0;
+    }
+    return 1;
+}
+
+/* Merges b (normalized, no allOf/$ref/anyOf) into acc: what both demand. */
+static int merge_into(conv *c, json_t *acc, const json_t *b, const char *ptr)
+{
+    char p[1024];
+    const json_t *aa = json_object_get(acc, "additionalProperties"), *ab = json_object_get(b, "additionalProperties");
+    int ra = aa && !json_is_true(aa), rb = ab && !json_is_true(ab);
+    if ((ra && !props_within(b, acc)) || (rb && !props_within(acc, b)) || (ra && rb && !json_equal(aa, ab))) {
+        ptr_child(p, sizeof p, ptr, "allOf");
+        return serr(c, p, "%s", "subschemas with additionalProperties and different properties cannot be merged");
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)b, k, v)
+    {
+        json_t *cur = json_object_get(acc, k);
+        if (!cur || json_equal(cur, v)) {
+            json_object_set(acc, k, v);
+            continue;
+        }
+        if (in_list(ANNOTATIONS, k) || in_list(MORE_ANNOTATIONS, k))
+            continue;
+        if (!strcmp(k, "properties") && json_is_object(cur) && json_is_object(v)) {
+            json_t *m = json_copy(cur);
+            const char *pk;
+            json_t *pv;
+            json_object_foreach(v, pk, pv)
+            {
+                json_t *old = json_object_get(m, pk);
+                if (!old || json_equal(old, pv))
+                    json_object_set(m, pk, pv);
+                else
+                    json_object_set_new(m, pk, json_pack("{s:[O,O]}", "allOf", old, pv));
+            }
+            json_object_set_new(acc, k, m);
+        } else if (!strcmp(k, "required") && json_is_array(cur) && json_is_array(v)) {
+            json_t *m = json_copy(cur);
+            size_t i;
+            json_t *x;
+            json_array_foreach(v, i, x)
+            {
+                int seen = 0;
+                for (size_t j = 0; j < json_array_size(m); j++)
+                    seen |= json_equal(json_array_get(m, j), x);
+                if (!seen)
+                    json_array_append(m, x);
+            }
+            json_object_set_new(acc, k, m);
+        } else if (!strcmp(k, "type")) {
+            json_t *t = type_meet(cur, v);
+            if (json_is_array(t) && !json_array_size(t)) {
+                json_decref(t);
+                ptr_child(p, sizeof p, ptr, "allOf");
+                return serr(c, p, "%s", "the subschemas' types do not intersect");
+            }
+            json_object_set_new(acc, k, t);
+        } else if ((is_lower(k) || is_upper(k)) && json_is_number(cur) && json_is_number(v)) {
+            double x = json_number_value(cur), y = json_number_value(v);
+            if (is_lower(k) ? y > x : y < x)
+                json_object_set(acc, k, v);
+        } else if (!strcmp(k, "enum") && json_is_array(cur) && json_is_array(v)) {
+            json_t *m = json_array();
+            size_t i;
+            json_t *x;
+            json_array_foreach(cur, i, x) for (size_t j = 0; j < json_array_size(v); j++) if (json_equal(x, json_array_get(v, j)))
+            {
+                json_array_append(m, x);
+                break;
+            }
+            json_object_set_new(acc, k, m);
+        } else if (!strcmp(k, "items") || !strcmp(k, "additionalProperties")) {
+            json_object_set_new(acc, k, json_pack("{s:[O,O]}", "allOf", cur, v));
+        } else {
+            ptr_child(p, sizeof p, ptr, "allOf");
+            char msg[600];
+            snprintf(msg, sizeof msg, "keyword \"%s\" differs between subschemas: they cannot be merged", k);
+            return serr(c, p, "%s", msg);
+        }
+    }
+    return 0;
+}
+
+/* A subschema of allOf, normalized, its $ref resolved. */
+static json_t *merge_part(conv *c, const json_t *s, const char *ptr, int depth)
+{
+    if (depth > MAX_MERGE_DEPTH)
+        return serr(c, ptr, "%s", "allOf and $ref nest too deep to merge"), NULL;
+    if (json_is_true(s))
+        return json_object();
+    json_t *n = normalize(c, s, ptr, depth + 1);
+    if (!n)
+        return NULL;
+    const json_t *ref = json_object_get(n, "$ref");
+    if (json_is_string(ref)) {
+        const json_t *t;
+        char p[1024];
+        snprintf(p, sizeof p, "%s", json_string_value(ref) + 1);
+        if (resolve_ref(c, json_string_value(ref), ptr, &t)) {
+            json_decref(n);
+            return NULL;
+        }
+        json_t *r = merge_part(c, t, p, depth + 1);
+        if (r) /* the annotations beside $ref are dropped */
+            json_object_del(r, "$ref");
+        json_decref(n);
+        return r;
+    }
+    if (json_object_get(n, "anyOf") || json_object_get(n, "oneOf")) {
+        json_decref(n);
+        return serr(c, ptr, "%s", "anyOf/oneOf inside allOf is not supported"), NULL;
+    }
+    return n;
+}
+
+static int has_validator(const json_t *s, const char *except)
+{
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)s, k, v)
+    {
+        (void)v;
+        if (strcmp(k, except) && strcmp(k, "nullable") && !in_list(ANNOTATIONS, k) && !in_list(MORE_ANNOTATIONS, k))
+            return 1;
+    }
+    return 0;
+}
+
+/* The schema s rewritten into the keywords conv_norm understands (new
+ * reference), or NULL with the error: unknown keywords dropped; draft 4's
+ * boolean exclusive bounds and item lists in today's form; allOf (and $ref
+ * beside other keywords) merged; keywords beside anyOf/oneOf moved into
+ * each branch; keywords that hold whatever the grammar does (uniqueItems
+ * false, multipleOf 1 on integers, min/maxProperties the properties
+ * already imply) dropped; the rest of REFUSED refused. */
+static json_t *normalize(conv *c, const json_t *s, const char *ptr, int depth)
+{
+    char p[1024];
+    if (!json_is_object(s))
+        return json_incref((json_t *)s);
+    json_t *r = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)s, k, v) if (in_list(KNOWN, k) || in_list(ANNOTATIONS, k) || in_list(REFUSED, k) ||
+                                               !strcmp(k, "allOf") || !strcmp(k, "format"))
+        json_object_set(r, k, v);
+    /* draft 4: exclusiveMinimum: true beside minimum */
+    static const char *const EX[2][2] = {{"exclusiveMinimum", "minimum"}, {"exclusiveMaximum", "maximum"}};
+    for (int i = 0; i < 2; i++) {
+        json_t *x = json_object_get(r, EX[i][0]);
+        if (json_is_boolean(x)) {
+            json_t *b = json_object_get(r, EX[i][1]);
+            if (json_is_true(x) && b) {
+                json_object_set(r, EX[i][0], b);
+                json_object_del(r, EX[i][1]);
+            } else {
+                json_object_del(r, EX[i][0]);
+            }
+        }
+    }
+    /* draft 4 tuples: items as a list, additionalItems for the rest */
+    json_t *items = json_object_get(r, "items");
+    if (json_is_array(items) && !json_object_get(r, "prefixItems")) {
+        json_object_set(r, "prefixItems", items);
+        json_t *more = json_object_get(r, "additionalItems");
+        if (more)
+            json_object_set(r, "items", more);
+        else
+            json_object_del(r, "items");
+        json_object_del(r, "additionalItems");
+    } else if (json_object_get(r, "additionalItems") && !json_is_array(items)) {
+        json_object_del(r, "additionalItems"); /* ignored without an item list */
+    }
+    /* $ref beside validating keywords: both hold */
+    json_t *ref = json_object_get(r, "$ref");
+    if (ref && has_validator(r, "$ref")) {
+        json_t *all = json_object_get(r, "allOf");
+        all = all ? json_copy(all) : json_array();
+        json_array_append_new(all, json_pack("{s:O}", "$ref", ref));
+        json_object_del(r, "$ref");
+        json_object_set_new(r, "allOf", all);
+    }
+    /* allOf: merged into one schema */
+    json_t *all = json_object_get(r, "allOf");
+    if (all) {
+        ptr_child(p, sizeof p, ptr, "allOf");
+        if (!json_is_array(all) || !json_array_size(all)) {
+            serr(c, p, "%s", "allOf must be a non-empty list of schemas");
+            goto fail;
+        }
+        json_incref(all);
+        json_object_del(r, "allOf");
+        json_t *acc = NULL;
+        if (json_object_get(r, "anyOf") || json_object_get(r, "oneOf")) {
+            /* keep anyOf aside: the merged rest goes into each branch below */
+            acc = json_object();
+        }
+        json_t *base = acc ? NULL : merge_part(c, r, ptr, depth);
+        if (!acc && !base) {
+            json_decref(all);
+            goto fail;
+        }
+        if (!acc)
+            acc = base;
+        for (size_t i = 0; i < json_array_size(all); i++) {
+            char pi[1024];
+            ptr_index(pi, sizeof pi, p, i);
+            json_t *part = merge_part(c, json_array_get(all, i), pi, depth);
+            if (!part || merge_into(c, acc, part, ptr)) {
+                json_decref(part);
+                json_decref(acc);
+                json_decref(all);
+                goto fail;
+            }
+            json_decref(part);
+        }
+        json_decref(all);
+        if (json_object_get(r, "anyOf") || json_object_get(r, "oneOf")) {
+            json_object_foreach(acc, k, v) if (!json_object_get(r, k)) json_object_set(r, k, v);
+            json_decref(acc);
+        } else {
+            json_decref(r);
+            r = acc;
+            if (!json_object_size(r))
+                return r;
+        }
+    }
+    /* anyOf/oneOf beside validating keywords: each branch gets them */
+    const char *anykey = json_object_get(r, "anyOf") ? "anyOf" : json_object_get(r, "oneOf") ? "oneOf" : NULL;
+    if (anykey && has_validator(r, anykey) && json_is_array(json_object_get(r, anykey))) {
+        json_t *rest = json_object(), *branches = json_array(), *any = json_object_get(r, anykey);
+        json_object_foreach(r, k, v) if (strcmp(k, anykey) && strcmp(k, "nullable") && !in_list(ANNOTATIONS, k))
+            json_object_set(rest, k, v);
+        size_t i;
+        json_t *x;
+        json_array_foreach(any, i, x) json_array_append_new(branches, json_pack("{s:[O,O]}", "allOf", x, rest));
+        json_t *out = json_pack("{s:o}", anykey, branches);
+        if (json_object_get(r, "nullable"))
+            json_object_set(out, "nullable", json_object_get(r, "nullable"));
+        json_decref(rest);
+        json_decref(r);
+        r = out;
+    }
+    /* keywords that hold whatever the grammar does */
+    json_t *t = json_object_get(r, "type");
+    if (json_is_false(json_object_get(r, "uniqueItems")))
+        json_object_del(r, "uniqueItems");
+    json_t *mi = json_object_get(r, "maxItems");
+    if (json_object_get(r, "uniqueItems") && json_is_integer(mi) && json_integer_value(mi) <= 1)
+        json_object_del(r, "uniqueItems");
+    json_t *mo = json_object_get(r, "multipleOf");
+    if (json_is_number(mo) && json_number_value(mo) == 1 && json_is_string(t) &&
+        (!strcmp(json_string_value(t), "integer") || !strcmp(json_string_value(t), "number"))) {
+        json_object_set_new(r, "type", json_string("integer"));
+        json_object_del(r, "multipleOf");
+    }
+    json_t *minp = json_object_get(r, "minProperties"), *maxp = json_object_get(r, "maxProperties");
+    json_t *req = json_object_get(r, "required"), *props = json_object_get(r, "properties");
+    if (json_is_integer(minp) && json_integer_value(minp) <= (json_int_t)json_array_size(req))
+        json_object_del(r, "minProperties"); /* required names are distinct */
+    if (json_is_integer(maxp) && json_is_false(json_object_get(r, "additionalProperties")) &&
+        json_integer_value(maxp) >= (json_int_t)json_object_size(props))
+        json_object_del(r, "maxProperties");
+    json_object_foreach(r, k, v) if (in_list(REFUSED, k))
+    {
+        ptr_child(p, sizeof p, ptr, k);
+        serr(c, p, "unsupported keyword \"%s\"", k);
+        goto fail;
+    }
+    return r;
+fail:
+    json_decref(r);
+    return NULL;
+}
+
+static int conv_schema(conv *c, const json_t *s, const char *ptr, char *name_out)
+{
+    if (!json_is_object(s))
+        return conv_norm(c, s, ptr, name_out);
+    json_t *n = normalize(c, s, ptr, 0);
+    if (!n)
+        return -1;
+    int rc = conv_norm(c, n, ptr, name_out);
+    json_decref(n);
+    return rc;
 }
 
 char *asn_schema_to_gbnf(const json_t *schema, asn_ws_rule ws, asn_err *e)

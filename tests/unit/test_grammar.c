@@ -330,9 +330,11 @@ static void test_schema(void)
     static const struct {
         const char *s, *msg;
     } errs[] = {
-        {"{\"properties\":{\"d\":{\"type\":\"string\",\"format\":\"date\"}}}",
-         "/properties/d/format: unsupported keyword \"format\""},
-        {"{\"allOf\":[{}]}", "/allOf: unsupported keyword \"allOf\""},
+        {"{\"properties\":{\"d\":{\"type\":\"string\",\"format\":\"uri\"}}}",
+         "/properties/d/format: unsupported format \"uri\""},
+        {"{\"not\":{}}", "/not: unsupported keyword \"not\""},
+        {"{\"allOf\":[{\"type\":\"string\"},{\"type\":[\"integer\",\"null\"]}]}",
+         "/allOf: the subschemas' types do not intersect"},
         {"{\"$ref\":\"#/$defs/missing\"}", "/$ref: reference \"#/$defs/missing\" does not resolve"},
         {"{\"type\":\"strin\"}",
          "/type: type must be one of string, number, integer, boolean, null, object, array (or a list of them)"},
