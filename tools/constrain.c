@@ -10,6 +10,7 @@
 #include "asn/tool.h"
 #include "asn/vocab.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,7 +20,7 @@ static long opt_sample, opt_seed, opt_max_tokens = 200;
 
 static const asn_option options[] = {
     {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF file whose tokenizer to use (a model or a vocab-only file; required)"},
-    {"times", 0, ASN_OPT_FLAG, &opt_times, NULL, "add compile_ms, mask_us_mean and mask_us_max to each record (not deterministic)"},
+    {"times", 0, ASN_OPT_FLAG, &opt_times, NULL, "add compile_ms, mask_us_mean, mask_us_max and mask_us (each token's) to each record (not deterministic)"},
     {"gbnf", 0, ASN_OPT_FLAG, &opt_gbnf, NULL, "add the constraint's GBNF text as \"gbnf\""},
     {"sample", 0, ASN_OPT_INT, &opt_sample, "N", "also write N random texts the constraint allows as \"samples\""},
     {"seed", 0, ASN_OPT_INT, &opt_seed, "N", "seed of --sample (default 0)"},
@@ -224,11 +225,14 @@ static int check(json_t *rec, void *vctx, const char *path, long line, asn_err *
     asn_gstate_start(asn_constraint_grammar(k), &s);
     long refused = -1;
     double sum = 0, mx = 0;
+    json_t *each = opt_times ? json_array() : NULL;
     for (size_t i = 0; i < n; i++) {
         double t = asn_now();
         asn_constraint_mask(k, &s, bits);
         double us = (asn_now() - t) * 1e6;
         add_time(c, us);
+        if (each)
+            json_array_append_new(each, json_real(round(us * 10) / 10));
         sum += us, mx = us > mx ? us : mx;
         int ok = (bits[ids[i] >> 6] >> (ids[i] & 63)) & 1;
         if (!ok || asn_constraint_accept(k, &s, ids[i])) {
@@ -250,6 +254,7 @@ static int check(json_t *rec, void *vctx, const char *path, long line, asn_err *
         json_object_set_new(rec, "compile_ms", json_real(compile_ms));
         json_object_set_new(rec, "mask_us_mean", steps ? json_real(sum / (double)steps) : json_null());
         json_object_set_new(rec, "mask_us_max", steps ? json_real(mx) : json_null());
+        json_object_set_new(rec, "mask_us", each);
     }
     asn_gstate_clear(&s);
     free(bits);

@@ -36,6 +36,7 @@ typedef struct conv {
     named *refs, *bodies;
     int n_refs, n_bodies;
     unsigned used; /* primitive rules emitted */
+    int depth;     /* subschemas being converted (nesting) */
     asn_err *e;
 } conv;
 
@@ -780,7 +781,7 @@ static int array_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
     }
     const char *w = W(c);
     /* tail[i]: i items written; loop from L = max(k, lo) when unbounded */
-    long L = hi >= 0 ? hi : (k > lo ? k : lo);
+    long L = hi >= 0 ? hi : (k > lo ? k : lo > 1 ? lo : 1);
     char (*tail)[24] = asn_xcalloc((size_t)L + 2, sizeof *tail);
     for (long i = L; i >= 1; i--) {
         sbuf x = {0};
@@ -1340,8 +1341,16 @@ static json_t *normalize(conv *c, const json_t *s, const char *ptr, int depth)
         json_object_del(r, "$ref");
         json_object_set_new(r, "allOf", all);
     }
-    /* allOf: merged into one schema */
+    /* allOf: merged into one schema; a lone $ref stays a reference */
     json_t *all = json_object_get(r, "allOf");
+    if (json_is_array(all) && json_array_size(all) == 1 && !has_validator(r, "allOf")) {
+        json_t *one = json_array_get(all, 0);
+        if (json_is_object(one) && json_is_string(json_object_get(one, "$ref")) && !has_validator(one, "$ref")) {
+            json_object_set(r, "$ref", json_object_get(one, "$ref"));
+            json_object_del(r, "allOf");
+            all = NULL;
+        }
+    }
     if (all) {
         ptr_child(p, sizeof p, ptr, "allOf");
         if (!json_is_array(all) || !json_array_size(all)) {
@@ -1433,14 +1442,23 @@ fail:
     return NULL;
 }
 
+/* Nesting of subschemas past which a schema is refused: recursion that
+ * merging unrolls (allOf of a $ref whose target holds the same allOf) has
+ * no end. */
+enum { MAX_NESTING = 200 };
+
 static int conv_schema(conv *c, const json_t *s, const char *ptr, char *name_out)
 {
     if (!json_is_object(s))
         return conv_norm(c, s, ptr, name_out);
+    if (c->depth >= MAX_NESTING)
+        return serr(c, ptr, "%s", "subschemas nest too deep (recursion through allOf or $ref beside other keywords)");
     json_t *n = normalize(c, s, ptr, 0);
     if (!n)
         return -1;
+    c->depth++;
     int rc = conv_norm(c, n, ptr, name_out);
+    c->depth--;
     json_decref(n);
     return rc;
 }
