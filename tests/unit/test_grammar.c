@@ -327,6 +327,12 @@ static void test_schema(void)
          "%s", g ? "wrong" : e.msg);
     asn_grammar_free(g);
 
+    g = schema("{\"type\":\"array\",\"items\":{\"type\":\"string\"}}", ASN_WS_COMPACT, &e);
+    T_OK("unbounded array: any number of items", g && accepts(g, "[]", 2) && accepts(g, "[\"a\"]", 5) &&
+                                                     accepts(g, "[\"a\",\"b\",\"c\"]", 13) && !accepts(g, "[1]", 3),
+         "%s", g ? "wrong" : e.msg);
+    asn_grammar_free(g);
+
     static const struct {
         const char *s, *msg;
     } errs[] = {
