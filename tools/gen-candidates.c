@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,7 +24,7 @@ static const char *opt_model, *opt_heuristics, *opt_seeds = "0", *opt_system, *o
 static long opt_min_new = 50, opt_max_new = 250, opt_threads, opt_batch = 64, opt_ctx, opt_inflight = 64,
             opt_retries = 8;
 static double opt_timeout = 600;
-static int opt_resume, opt_progress, opt_no_system;
+static int opt_resume, opt_progress, opt_no_system, opt_nucleus;
 static asn_strlist opt_stop, opt_only, opt_merge, opt_server;
 
 static const asn_option options[] = {
@@ -53,6 +54,7 @@ static const asn_option options[] = {
     {"resume", 0, ASN_OPT_FLAG, &opt_resume, NULL, "with -o: keep the complete prompts already in FILE.part (or FILE), redo the rest"},
     {"skip-from", 0, ASN_OPT_STRING, &opt_skip_from, "DB", "skip the prompts whose candidates are all in this index"},
     {"merge", 0, ASN_OPT_LIST, &opt_merge, "FILE", "generate nothing: merge these shard outputs into the unsharded order of the prompts"},
+    {"nucleus", 0, ASN_OPT_FLAG, &opt_nucleus, NULL, "record \"nucleus\": the tokens the heuristic kept (not -inf), mean per step"},
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
     {0},
 };
@@ -300,6 +302,8 @@ static json_t *candidate(const run *r, const prompt *p, const asn_heuristic *h, 
                           r->model_json, "settings", r->settings);
     if (!p->system)
         json_object_set_new(c, "system", json_null());
+    if (opt_nucleus)
+        json_object_set_new(c, "nucleus", json_real(round(j->kept_mean * 100) / 100));
     if (p->constraint) { /* valid: a complete sentence of the constraint, never when cut */
         json_t *pc = json_deep_copy(p->constraint_json);
         int valid = j->finish != ASN_FINISH_LENGTH &&
@@ -600,6 +604,8 @@ int main(int argc, char **argv)
         asn_usage_error("--max-inflight must be >= 1, --retries >= 0, --timeout > 0");
     if (opt_max_new < 1 || opt_min_new < 0 || opt_batch < 1)
         asn_usage_error("--max-new-tokens and --batch must be >= 1, --min-new-tokens >= 0");
+    if (opt_nucleus && opt_server.n)
+        asn_usage_error("--nucleus needs the rows: not with --server");
     if (opt_resume && !opt_out)
         asn_usage_error("--resume needs -o FILE");
     if (opt_sources && nops)

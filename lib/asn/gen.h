@@ -62,6 +62,7 @@ typedef struct asn_gen_job {
                                      * (log-softmax of the logits, before the heuristic) */
     int32_t *top_ids;               /* with top_logprobs: n_tokens x top_logprobs most likely ids, */
     float *top_lps;                 /* most likely first (ties: lower id), and their log-probabilities */
+    double kept_mean;               /* the nucleus: tokens the heuristic left possible (not -inf), mean per step */
     char *error;                    /* a job that failed in a stream: why (asn_generate fails instead) */
     void *user;                     /* the caller's */
 } asn_gen_job;

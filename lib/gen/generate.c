@@ -97,6 +97,7 @@ typedef struct slot {
     float *raw;       /* with top_logprobs: the row before the heuristic */
     asn_seq_state st;
     asn_rng_key key;
+    double kept;      /* tokens left finite by the heuristic, summed over the steps */
     asn_err err;
 } slot;
 
@@ -264,6 +265,10 @@ static int sample_slot(asn_generator *g, slot *sl, asn_workspace *ws, asn_err *e
                        sl->key, (uint64_t)sl->n_gen, g->v};
     if (asn_gen_process_row(job->heuristic, job->constraint, s->min_new_tokens, row, g->V, &ctx, &sl->st, ws, e))
         return -1;
+    int kept = 0;
+    for (int i = 0; i < g->V; i++)
+        kept += row[i] != -INFINITY;
+    sl->kept += kept;
     int tok = asn_sample_row(row, g->V, asn_rng_uniform(sl->key, (uint64_t)sl->n_gen, ASN_STREAM_DRAW));
     if (tok < 0)
         return asn_err_set(e, "heuristic \"%s\", step %d: every token was removed", job->heuristic->name,
@@ -284,6 +289,7 @@ static int sample_slot(asn_generator *g, slot *sl, asn_workspace *ws, asn_err *e
         return 0;
     }
     job->finish = fin;
+    job->kept_mean = sl->kept / sl->n_gen;
     job->generation = text;
     job->generation_len = len;
     job->n_tokens = sl->n_gen;
@@ -487,6 +493,7 @@ int asn_gen_stream_step(asn_gen_stream *s, asn_err *e)
         if (j->top_logprobs > 0 && !sl->raw)
             sl->raw = asn_xmalloc((size_t)g->V * sizeof *sl->raw);
         asn_seq_state_init(&sl->st);
+        sl->kept = 0;
         sl->key = asn_rng_key_make(j->seed, j->prompt_id, j->heuristic->id);
         s->live++;
     }

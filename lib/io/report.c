@@ -119,11 +119,12 @@ static const char *CANDIDATE_SQL =
     " coalesce(json_extract(json, '$.ngram.coverage'), json_extract(json, '$.infinigram_scores.infinigram_total_coverage')),"
     " json_extract(json, '$.verifiable_reward'),"
     " json_extract(json, '$.score.final'),"
-    " json_extract(json, '$.rank')"
+    " json_extract(json, '$.rank'),"
+    " json_extract(json, '$.nucleus')"
     " FROM records WHERE kind = 'candidate' ORDER BY hkey, id";
 
 enum { C_KEY, C_NAME, C_PROCS, C_TOKENS, C_QUALITY, C_POINTS, C_GAMES, C_SELF_BLEU, C_ENTROPY, C_NGRAM,
-       C_VERIFIABLE, C_FINAL, C_RANK };
+       C_VERIFIABLE, C_FINAL, C_RANK, C_NUCLEUS };
 
 static int load_heuristics(sqlite3 *db, asn_report *r, asn_err *e)
 {
@@ -153,6 +154,8 @@ static int load_heuristics(sqlite3 *db, asn_report *r, asn_err *e)
         mean_add(&h->ngram, q, C_NGRAM);
         mean_add(&h->verifiable, q, C_VERIFIABLE);
         mean_add(&h->final_score, q, C_FINAL);
+        mean_add(&h->nucleus, q, C_NUCLEUS);
+        r->with_nucleus += sqlite3_column_type(q, C_NUCLEUS) != SQLITE_NULL;
         if (sqlite3_column_type(q, C_POINTS) != SQLITE_NULL && sqlite3_column_type(q, C_GAMES) != SQLITE_NULL) {
             h->points += sqlite3_column_double(q, C_POINTS);
             h->games += sqlite3_column_double(q, C_GAMES);
@@ -557,6 +560,8 @@ static void html_leaderboard(FILE *f, const asn_report *r)
         fprintf(f, "<th class=\"n\" title=\"share of verifiable answers that are right\">verifiable</th>");
     if (with_ng)
         fprintf(f, "<th class=\"n\" title=\"mean words covered by reference-corpus n-grams\">n-gram cov.</th>");
+    if (r->with_nucleus)
+        fprintf(f, "<th class=\"n\" title=\"tokens the heuristic kept per step (gen-candidates --nucleus)\">nucleus</th>");
     fprintf(f, "</tr></thead>\n<tbody>\n");
     for (int i = 0; i < r->nh; i++) {
         const asn_report_heuristic *h = &r->h[i];
@@ -579,6 +584,8 @@ static void html_leaderboard(FILE *f, const asn_report *r)
             h_num(f, fmt_mean(b, &h->verifiable, 3));
         if (with_ng)
             h_num(f, fmt_mean(b, &h->ngram, 1));
+        if (r->with_nucleus)
+            h_num(f, fmt_mean(b, &h->nucleus, 1));
         fprintf(f, "</tr>\n");
     }
     fprintf(f, "</tbody>\n</table>\n");
@@ -1116,15 +1123,19 @@ int asn_report_write_text(const asn_report *r, const char *title, FILE *f, asn_e
         if ((int)strlen(r->h[i].family) > fw)
             fw = (int)strlen(r->h[i].family);
     if (r->nh)
-        fprintf(f, "  %3s  %-*s  %-*s %5s %5s %5s %8s %8s %7s %8s %9s %7s\n", "#", w, "heuristic", fw, "family",
-                "temp", "cand", "kept", "final", "quality", "win", "entropy", "self-bleu", "tokens");
+        fprintf(f, "  %3s  %-*s  %-*s %5s %5s %5s %8s %8s %7s %8s %9s %7s%s\n", "#", w, "heuristic", fw, "family",
+                "temp", "cand", "kept", "final", "quality", "win", "entropy", "self-bleu", "tokens",
+                r->with_nucleus ? "  nucleus" : "");
     for (int i = 0; i < r->nh; i++) {
         const asn_report_heuristic *h = &r->h[i];
-        char t[NUM], fi[NUM], q[NUM], wr[NUM], en[NUM], sb[NUM], tk[NUM];
-        fprintf(f, "%c %3d  %-*.*s  %-*s %5s %5ld %5ld %8s %8s %7s %8s %9s %7s\n", h->learned ? '*' : ' ', i + 1, w,
+        char t[NUM], fi[NUM], q[NUM], wr[NUM], en[NUM], sb[NUM], tk[NUM], nu[NUM];
+        fprintf(f, "%c %3d  %-*.*s  %-*s %5s %5ld %5ld %8s %8s %7s %8s %9s %7s", h->learned ? '*' : ' ', i + 1, w,
                 w, h->name, fw, h->family, fmt_temp(t, h), h->candidates, h->kept, fmt_mean(fi, &h->final_score, 3),
                 fmt_mean(q, &h->quality, 3), fmt_win(wr, h), fmt_mean(en, &h->entropy, 3),
                 fmt_mean(sb, &h->self_bleu, 3), fmt_mean(tk, &h->tokens, 1));
+        if (r->with_nucleus)
+            fprintf(f, " %8s", fmt_mean(nu, &h->nucleus, 1));
+        fprintf(f, "\n");
     }
     int lr = asn_report_learned_rank(r);
     fprintf(f, "\nLearned sampler\n  ");
