@@ -1341,6 +1341,35 @@ static json_t *normalize(conv *c, const json_t *s, const char *ptr, int depth)
         json_object_del(r, "$ref");
         json_object_set_new(r, "allOf", all);
     }
+    /* allOf with a subschema that is an anyOf/oneOf: one branch each (A and
+     * (B or C) = (A and B) or (A and C)) */
+    json_t *all0 = json_object_get(r, "allOf");
+    for (size_t i = 0; json_is_array(all0) && i < json_array_size(all0) && depth < MAX_MERGE_DEPTH; i++) {
+        const json_t *part = json_array_get(all0, i), *t = part;
+        const json_t *pref = json_object_get(part, "$ref");
+        if (json_is_string(pref) && !has_validator(part, "$ref")) {
+            ptr_child(p, sizeof p, ptr, "allOf");
+            char pi[1024];
+            ptr_index(pi, sizeof pi, p, i);
+            if (resolve_ref(c, json_string_value(pref), pi, &t))
+                goto fail;
+        }
+        const char *ak = json_object_get(t, "anyOf") ? "anyOf" : json_object_get(t, "oneOf") ? "oneOf" : NULL;
+        const json_t *br = ak ? json_object_get(t, ak) : NULL;
+        if (!json_is_array(br) || !json_array_size(br) || has_validator(t, ak) || json_object_get(r, "anyOf") ||
+            json_object_get(r, "oneOf"))
+            continue;
+        json_t *branches = json_array();
+        for (size_t b = 0; b < json_array_size(br); b++) {
+            json_t *one = json_copy(r), *list = json_copy(all0);
+            json_array_set(list, i, json_array_get(br, b));
+            json_object_set_new(one, "allOf", list);
+            json_array_append_new(branches, one);
+        }
+        json_t *out = json_pack("{s:o}", ak, branches);
+        json_decref(r);
+        return out;
+    }
     /* allOf: merged into one schema; a lone $ref stays a reference */
     json_t *all = json_object_get(r, "allOf");
     if (json_is_array(all) && json_array_size(all) == 1 && !has_validator(r, "allOf")) {
@@ -1402,7 +1431,7 @@ static json_t *normalize(conv *c, const json_t *s, const char *ptr, int depth)
             json_object_set(rest, k, v);
         size_t i;
         json_t *x;
-        json_array_foreach(any, i, x) json_array_append_new(branches, json_pack("{s:[O,O]}", "allOf", x, rest));
+        json_array_foreach(any, i, x) json_array_append_new(branches, json_pack("{s:[O,O]}", "allOf", rest, x));
         json_t *out = json_pack("{s:o}", anykey, branches);
         if (json_object_get(r, "nullable"))
             json_object_set(out, "nullable", json_object_get(r, "nullable"));
@@ -1430,6 +1459,23 @@ static json_t *normalize(conv *c, const json_t *s, const char *ptr, int depth)
     if (json_is_integer(maxp) && json_is_false(json_object_get(r, "additionalProperties")) &&
         json_integer_value(maxp) >= (json_int_t)json_object_size(props))
         json_object_del(r, "maxProperties");
+    /* a required property not declared: declared with the schema of
+     * additionalProperties (any value when absent or true) */
+    json_t *add = json_object_get(r, "additionalProperties");
+    if (!depth && json_is_array(req) && (!add || json_is_true(add) || json_is_object(add)) &&
+        (!props || json_is_object(props))) { /* not in a part being merged: its siblings may declare it */
+        json_t *np = props ? json_copy(props) : json_object();
+        size_t i, added = 0;
+        json_t *x;
+        json_array_foreach(req, i, x) if (json_is_string(x) && !json_object_get(np, json_string_value(x)))
+        {
+            json_object_set_new(np, json_string_value(x), add && json_is_object(add) ? json_incref(add) : json_object());
+            added++;
+        }
+        if (added)
+            json_object_set(r, "properties", np);
+        json_decref(np);
+    }
     json_object_foreach(r, k, v) if (in_list(REFUSED, k))
     {
         ptr_child(p, sizeof p, ptr, k);
