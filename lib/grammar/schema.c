@@ -835,8 +835,30 @@ static int type_matches(const json_t *v, const char *t)
     return 0;
 }
 
+/* A value as the texts that equal it. A number is equal to itself written
+ * with trailing zeros after a point (JSON Schema compares numbers by
+ * value: 2, 2.0 and 2.00 are one value); the digits are the shortest that
+ * read back as the value. Exponent forms are not generated. */
 static void literal(sbuf *b, const json_t *v)
 {
+    if (json_is_number(v)) {
+        double d = json_number_value(v);
+        char num[64];
+        if (json_is_integer(v) || (d == floor(d) && fabs(d) < 1e15)) {
+            snprintf(num, sizeof num, "%lld", json_is_integer(v) ? (long long)json_integer_value(v) : (long long)d);
+            sb_printf(b, "(\"%s\" (\".\" \"0\"+)?)", num);
+            return;
+        }
+        for (int prec = 1; prec <= 17; prec++) {
+            snprintf(num, sizeof num, "%.*g", prec, d);
+            if (strtod(num, NULL) == d)
+                break;
+        }
+        if (!strchr(num, 'e') && strchr(num, '.')) {
+            sb_printf(b, "(\"%s\" \"0\"*)", num);
+            return;
+        }
+    }
     char *enc = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
     sb_gliteral(b, enc, strlen(enc));
     free(enc);
@@ -898,6 +920,129 @@ static int resolve_ref(conv *c, const char *ref, const char *ptr, const json_t *
         return serr(c, p, "reference \"%s\" is not a JSON pointer", ref);
     *out = cur;
     return 0;
+}
+
+/* ------------------------------------------------------------- oneOf */
+
+static json_t *normalize(conv *c, const json_t *s, const char *ptr, int depth);
+
+/* The JSON types a value of schema s may have, as bits (1 object, 2
+ * array, 4 string, 8 number, 16 boolean, 32 null; integer is number);
+ * all bits when it is not evident. */
+enum { T_ALL = 63 };
+
+static unsigned value_types(const json_t *v)
+{
+    return json_is_object(v) ? 1 : json_is_array(v) ? 2 : json_is_string(v) ? 4 : json_is_number(v) ? 8
+           : json_is_boolean(v) ? 16 : 32;
+}
+
+static unsigned schema_types(const json_t *s)
+{
+    if (!json_is_object(s))
+        return T_ALL;
+    const json_t *t = json_object_get(s, "type"), *en = json_object_get(s, "enum"), *cn = json_object_get(s, "const");
+    unsigned m = 0;
+    if (cn)
+        return value_types(cn);
+    if (json_is_array(en)) {
+        size_t i;
+        const json_t *x;
+        json_array_foreach(en, i, x) m |= value_types(x);
+        return m;
+    }
+    if (!t || json_object_get(s, "anyOf") || json_object_get(s, "oneOf") || json_object_get(s, "allOf") ||
+        json_object_get(s, "$ref"))
+        return T_ALL;
+    size_t n = json_is_array(t) ? json_array_size(t) : 1;
+    for (size_t i = 0; i < n; i++) {
+        const char *x = json_string_value(json_is_array(t) ? json_array_get(t, i) : t);
+        if (!x)
+            return T_ALL;
+        m |= !strcmp(x, "object") ? 1 : !strcmp(x, "array") ? 2 : !strcmp(x, "string") ? 4
+             : !strcmp(x, "boolean") ? 16 : !strcmp(x, "null") ? 32 : 8;
+    }
+    if (json_is_true(json_object_get(s, "nullable")))
+        m |= 32;
+    return m;
+}
+
+/* The values schema s allows for property `name` when it requires it and
+ * fixes it with const or enum (a discriminator); NULL otherwise. */
+static const json_t *fixed_values(const json_t *s, const char *name, json_t **tmp)
+{
+    const json_t *req = json_object_get(s, "required");
+    int required = 0;
+    size_t i;
+    const json_t *x;
+    json_array_foreach(req, i, x) required |= json_is_string(x) && !strcmp(json_string_value(x), name);
+    const json_t *p = json_object_get(json_object_get(s, "properties"), name);
+    if (!required || !json_is_object(p))
+        return NULL;
+    const json_t *all = json_object_get(p, "allOf"); /* merged: each part's values hold a superset */
+    for (i = 0; json_is_array(all) && i < json_array_size(all); i++) {
+        x = json_array_get(all, i);
+        if (json_object_get(x, "const") || json_is_array(json_object_get(x, "enum")))
+            p = x;
+    }
+    if (json_object_get(p, "const"))
+        return *tmp = json_pack("[O]", json_object_get(p, "const"));
+    return json_is_array(json_object_get(p, "enum")) ? json_object_get(p, "enum") : NULL;
+}
+
+/* 1 when no value can satisfy two branches of oneOf (so that anyOf's
+ * grammar is exact): their types differ, or every branch is an object
+ * whose required discriminator property takes values no other branch
+ * allows. $refs of the branches are followed one level. */
+static int oneof_disjoint(conv *c, const json_t *arr)
+{
+    size_t n = json_array_size(arr);
+    const json_t **b = asn_xcalloc(n ? n : 1, sizeof *b);
+    json_t **own = asn_xcalloc(n ? n : 1, sizeof *own);
+    asn_err e2, *keep = c->e;
+    c->e = &e2;
+    for (size_t i = 0; i < n; i++) { /* each branch merged (allOf, keywords beside it) */
+        b[i] = json_array_get(arr, i);
+        const json_t *r = json_object_get(b[i], "$ref");
+        if (json_is_string(r) && resolve_ref(c, json_string_value(r), "", &b[i]))
+            b[i] = NULL;
+        if (b[i] && json_is_object(b[i]))
+            b[i] = own[i] = normalize(c, b[i], "", 0);
+    }
+    c->e = keep;
+    int ok = 1;
+    for (size_t i = 0; ok && i < n; i++)
+        for (size_t j = i + 1; ok && j < n; j++)
+            ok = b[i] && b[j] && !(schema_types(b[i]) & schema_types(b[j]));
+    if (!ok && n && b[0] && json_is_object(json_object_get(b[0], "properties"))) {
+        const char *name;
+        const json_t *pv;
+        json_object_foreach((json_t *)json_object_get(b[0], "properties"), name, pv)
+        {
+            (void)pv;
+            int disc = 1;
+            for (size_t i = 0; disc && i < n; i++)
+                for (size_t j = i + 1; disc && j < n; j++) {
+                    json_t *t1 = NULL, *t2 = NULL;
+                    const json_t *v1 = b[i] ? fixed_values(b[i], name, &t1) : NULL;
+                    const json_t *v2 = b[j] ? fixed_values(b[j], name, &t2) : NULL;
+                    disc = v1 && v2;
+                    for (size_t x = 0; disc && x < json_array_size(v1); x++)
+                        for (size_t y = 0; disc && y < json_array_size(v2); y++)
+                            disc = !json_equal(json_array_get(v1, x), json_array_get(v2, y));
+                    json_decref(t1), json_decref(t2);
+                }
+            if (disc) {
+                ok = 1;
+                break;
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        json_decref(own[i]);
+    free(own);
+    free(b);
+    return ok;
 }
 
 static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
@@ -966,6 +1111,10 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
             serr(c, p, "keyword \"%s\" beside anyOf/oneOf is not supported", key);
             goto fail;
         }
+        if (!strcmp(anykey, "oneOf") && json_array_size(any) > 1 && !oneof_disjoint(c, any)) {
+            serr(c, p, "%s", "oneOf whose branches may overlap is not supported (only one may match): use anyOf");
+            goto fail;
+        }
         sb_puts(&b, "(");
         for (size_t i = 0; i < json_array_size(any); i++) {
             char pi[1024], sub[24];
@@ -1026,16 +1175,14 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
             static const char *const ARR[] = {"items", "prefixItems", "minItems", "maxItems", NULL};
             static const char *const STR[] = {"minLength", "maxLength", "pattern", "format", NULL};
             static const char *const NUM[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL};
+            /* keywords of one type constrain that type only: any other
+             * type is valid as it is (JSON Schema's rule) */
+            int typed = 0;
             json_object_foreach((json_t *)s, key, v)
-            {
-                const char *t = in_list(OBJ, key) ? "object" : in_list(ARR, key) ? "array"
-                                : in_list(STR, key) ? "string" : in_list(NUM, key) ? "number" : NULL;
-                int seen = 0;
-                for (int i = 0; i < nt; i++)
-                    seen |= t && !strcmp(types[i], t);
-                if (t && !seen)
-                    types[nt++] = t;
-            }
+            typed |= in_list(OBJ, key) || in_list(ARR, key) || in_list(STR, key) || in_list(NUM, key);
+            static const char *const ALL[] = {"object", "array", "string", "number", "boolean", "null"};
+            for (int i = 0; typed && i < 6; i++)
+                types[nt++] = ALL[i];
         }
         if (!nt) {
             c->used |= U_VALUE;
