@@ -549,6 +549,14 @@ typedef struct prop {
     int required;
 } prop;
 
+static int count_required(const prop *pr, int n)
+{
+    int k = 0;
+    for (int j = 0; j < n; j++)
+        k += pr[j].required;
+    return k;
+}
+
 static int object_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
 {
     const json_t *props = json_object_get(s, "properties"), *req = json_object_get(s, "required");
@@ -686,6 +694,46 @@ static int object_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
             sb_printf(b, "%s%s %s", alt ? " | " : "", extra, more[0]);
         sb_puts(b, ")");
         free(more);
+    } else if (count_required(pr, n) <= MAX_ANY_ORDER) {
+        /* any order, tracking the required properties written (set S of
+         * their indices among the required); an optional one may repeat */
+        int nr = 0, *ri = asn_xcalloc((size_t)n + 1, sizeof *ri); /* property -> required index or -1 */
+        for (int j = 0; j < n; j++)
+            ri[j] = pr[j].required ? nr++ : -1;
+        int ns = 1 << nr;
+        char(*more)[24] = asn_xcalloc((size_t)ns, sizeof *more);
+        for (int S = 0; S < ns; S++) /* names first: the rules refer to each other */
+            snprintf(more[S], sizeof more[S], "r%d", c->n_rules++);
+        for (int S = ns - 1; S >= 0; S--) {
+            sbuf x = {0};
+            int alt = 0;
+            if (S == ns - 1)
+                sb_printf(&x, "%s\"}\"", w + 1), alt = 1;
+            for (int j = 0; j < n; j++) {
+                if (ri[j] >= 0 && (S >> ri[j] & 1))
+                    continue;
+                sb_printf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, pr[j].kv,
+                          more[ri[j] >= 0 ? S | 1 << ri[j] : S]);
+                alt = 1;
+            }
+            if (extra[0])
+                sb_printf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, extra, more[S]);
+            sb_printf(&c->rules, "%s ::= %s\n", more[S], x.s);
+            free(x.s);
+        }
+        sb_printf(b, "\"{\"%s(", w);
+        int alt = 0;
+        if (!nr)
+            sb_puts(b, "\"}\""), alt = 1;
+        for (int j = 0; j < n; j++) {
+            sb_printf(b, "%s%s %s", alt ? " | " : "", pr[j].kv, more[ri[j] >= 0 ? 1 << ri[j] : 0]);
+            alt = 1;
+        }
+        if (extra[0])
+            sb_printf(b, "%s%s %s", alt ? " | " : "", extra, more[0]);
+        sb_puts(b, ")");
+        free(more);
+        free(ri);
     } else {
         /* schema order: state i = the last member written was property i-1 */
         char(*after)[24] = asn_xcalloc((size_t)n + 1, sizeof *after);
