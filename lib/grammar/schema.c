@@ -1038,10 +1038,50 @@ static const json_t *fixed_values(const json_t *s, const char *name, json_t **tm
     return json_is_array(json_object_get(p, "enum")) ? json_object_get(p, "enum") : NULL;
 }
 
+/* 1 when a requires a property that b does not allow (b's
+ * additionalProperties is false and it does not declare it). */
+static int requires_excluded(const json_t *a, const json_t *b)
+{
+    if (!json_is_false(json_object_get(b, "additionalProperties")) || !(schema_types(b) == 1))
+        return 0;
+    size_t i;
+    const json_t *x;
+    json_array_foreach(json_object_get(a, "required"), i, x) if (json_is_string(x) &&
+                                                                !json_object_get(json_object_get(b, "properties"),
+                                                                                 json_string_value(x))) return 1;
+    return 0;
+}
+
+/* 1 when no value satisfies both a and b (normalized branches): their
+ * types differ, both require a property whose const/enum values differ, or
+ * one requires a property the other does not allow. */
+static int pair_disjoint(const json_t *a, const json_t *b)
+{
+    if (!(schema_types(a) & schema_types(b)) || requires_excluded(a, b) || requires_excluded(b, a))
+        return 1;
+    if (schema_types(a) != 1 && schema_types(b) != 1) /* a non-object may satisfy both */
+        return 0;
+    const char *name;
+    const json_t *pv;
+    json_object_foreach((json_t *)json_object_get(a, "properties"), name, pv)
+    {
+        (void)pv;
+        json_t *t1 = NULL, *t2 = NULL;
+        const json_t *v1 = fixed_values(a, name, &t1), *v2 = fixed_values(b, name, &t2);
+        int disc = v1 && v2;
+        for (size_t x = 0; disc && x < json_array_size(v1); x++)
+            for (size_t y = 0; disc && y < json_array_size(v2); y++)
+                disc = !json_equal(json_array_get(v1, x), json_array_get(v2, y));
+        json_decref(t1), json_decref(t2);
+        if (disc)
+            return 1;
+    }
+    return 0;
+}
+
 /* 1 when no value can satisfy two branches of oneOf (so that anyOf's
- * grammar is exact): their types differ, or every branch is an object
- * whose required discriminator property takes values no other branch
- * allows. $refs of the branches are followed one level. */
+ * grammar is exact): every pair of branches is disjoint (pair_disjoint).
+ * $refs of the branches are followed one level. */
 static int oneof_disjoint(conv *c, const json_t *arr)
 {
     size_t n = json_array_size(arr);
@@ -1061,31 +1101,7 @@ static int oneof_disjoint(conv *c, const json_t *arr)
     int ok = 1;
     for (size_t i = 0; ok && i < n; i++)
         for (size_t j = i + 1; ok && j < n; j++)
-            ok = b[i] && b[j] && !(schema_types(b[i]) & schema_types(b[j]));
-    if (!ok && n && b[0] && json_is_object(json_object_get(b[0], "properties"))) {
-        const char *name;
-        const json_t *pv;
-        json_object_foreach((json_t *)json_object_get(b[0], "properties"), name, pv)
-        {
-            (void)pv;
-            int disc = 1;
-            for (size_t i = 0; disc && i < n; i++)
-                for (size_t j = i + 1; disc && j < n; j++) {
-                    json_t *t1 = NULL, *t2 = NULL;
-                    const json_t *v1 = b[i] ? fixed_values(b[i], name, &t1) : NULL;
-                    const json_t *v2 = b[j] ? fixed_values(b[j], name, &t2) : NULL;
-                    disc = v1 && v2;
-                    for (size_t x = 0; disc && x < json_array_size(v1); x++)
-                        for (size_t y = 0; disc && y < json_array_size(v2); y++)
-                            disc = !json_equal(json_array_get(v1, x), json_array_get(v2, y));
-                    json_decref(t1), json_decref(t2);
-                }
-            if (disc) {
-                ok = 1;
-                break;
-            }
-        }
-    }
+            ok = b[i] && b[j] && pair_disjoint(b[i], b[j]);
     for (size_t i = 0; i < n; i++)
         json_decref(own[i]);
     free(own);
