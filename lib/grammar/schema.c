@@ -359,7 +359,10 @@ static int number_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
 
 /* String formats as regexes of the contents (JSON Schema's, after RFC 3339,
  * RFC 4122, RFC 1034 and a common form of RFC 5321 addresses). */
-#define DATE_RE "\\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])"
+/* a calendar date: 31, 30 or 28 days, the 29th of February in leap years */
+#define DATE_RE                                                                                              \
+    "(\\d{4}-((0[13578]|1[02])-(0[1-9]|[12]\\d|3[01])|(0[469]|11)-(0[1-9]|[12]\\d|30)|02-(0[1-9]|1\\d|2[0-8]))" \
+    "|(\\d\\d(0[48]|[2468][048]|[13579][26])|([02468][048]|[13579][26])00)-02-29)"
 #define TIME_RE "([01]\\d|2[0-3]):[0-5]\\d:([0-5]\\d|60)(\\.\\d+)?([Zz]|[+-]([01]\\d|2[0-3]):[0-5]\\d)"
 #define LABEL_RE "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 #define OCTET_RE "(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)"

@@ -37,7 +37,7 @@ for line in open(sys.argv[1]):
     ok = V(s, format_checker=fc).is_valid(json.loads(r["text"]))
     assert r["valid"] == ok, (ok, r)
     n += 1; valid += ok
-assert n == 107 and 30 < valid < 70, (n, valid)
+assert n == 117 and 30 < valid < 70, (n, valid)
 PYEOF
 
 cat > "$TMP/bad.jsonl" <<'EOF'
