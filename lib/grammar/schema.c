@@ -37,6 +37,7 @@ typedef struct conv {
     int n_refs, n_bodies;
     unsigned used; /* primitive rules emitted */
     int depth;     /* subschemas being converted (nesting) */
+    int old_ref;   /* $schema is draft 3 to 7: keywords beside $ref are ignored */
     asn_err *e;
 } conv;
 
@@ -1546,8 +1547,13 @@ static json_t *normalize(conv *c, const json_t *s, const char *ptr, int depth)
     } else if (json_object_get(r, "additionalItems") && !json_is_array(items)) {
         json_object_del(r, "additionalItems"); /* ignored without an item list */
     }
-    /* $ref beside validating keywords: both hold */
+    /* $ref beside validating keywords: both hold (drafts 3 to 7: they are ignored) */
     json_t *ref = json_object_get(r, "$ref");
+    if (ref && c->old_ref && has_validator(r, "$ref")) {
+        json_t *only = json_pack("{s:O}", "$ref", ref);
+        json_decref(r);
+        return only;
+    }
     if (ref && has_validator(r, "$ref")) {
         json_t *all = json_object_get(r, "allOf");
         all = all ? json_copy(all) : json_array();
@@ -1727,6 +1733,9 @@ char *asn_schema_to_gbnf(const json_t *schema, asn_ws_rule ws, asn_err *e)
 {
     conv c = {0};
     c.root = schema;
+    const char *dialect = json_string_value(json_object_get(schema, "$schema"));
+    c.old_ref = dialect && (strstr(dialect, "draft-03") || strstr(dialect, "draft-04") ||
+                            strstr(dialect, "draft-06") || strstr(dialect, "draft-07"));
     c.ws = ws;
     c.e = e;
     char top[24];
