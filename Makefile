@@ -63,7 +63,7 @@ BENCHES  := $(BENCH_SRC:bench/%.c=$(O)/build/bench/%)
 DEPS_OK  := build/.deps-ok
 
 .SECONDARY:
-.PHONY: FORCE all deps deps-cluster deps-report test test-faults test-unit test-san test-arm oracle-llama bench bench-client bench-serve bench-quant bench-kl fuzz install clean demo demo-models demo-check
+.PHONY: FORCE all deps deps-cluster deps-report test test-faults test-unit test-san test-arm oracle-llama bench bench-client bench-serve bench-quant bench-kl maskbench fuzz install clean demo demo-models demo-check
 all: $(TOOLS) $(TESTS) $(REPLAYS) $(BENCHES) $(LIBSO)
 
 # Missing Debian packages are installed (as root) or named with the exact
@@ -155,6 +155,16 @@ test-san:
 
 bench: all
 	@for b in $(BENCHES); do $$b || exit 1; done
+
+# JSONSchemaBench's MaskBench through constrain (Llama-3's vocabulary): the
+# shares of schemas compiled, valid instances accepted, invalid ones
+# rejected, compile and mask times. Not in CI (the data is not in the
+# repository; tests/data/maskbench holds a sample that make test checks):
+#   make maskbench MASKBENCH_DIR=jsonschemabench/maskbench/data [MASKBENCH_ARGS="--every 10"]
+MASKBENCH_VOCAB ?= tests/data/vocab/ggml-vocab-llama-bpe.gguf
+maskbench: all
+	@test -n "$(MASKBENCH_DIR)" || { echo "usage: make maskbench MASKBENCH_DIR=DIR [MASKBENCH_ARGS=...]" >&2; exit 2; }
+	@nice -n 10 python3 bench/maskbench.py --constrain $(BIN)/constrain -m $(MASKBENCH_VOCAB) $(MASKBENCH_ARGS) $(MASKBENCH_DIR)
 
 # The servers' client against a stub that answers at once (one core), and
 # a bounded load test of serve at 1, 8 and 64 clients beside gen-candidates.

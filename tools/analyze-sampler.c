@@ -81,7 +81,8 @@ static const asn_tool tool = {
     "marks a step whose target does not draw the recorded token again with the\n"
     "record's seed: the record was made with another model or settings, which\n"
     "is also a warning), then a summary: the mean of each measure over every\n"
-    "analyzed step and the ratio mean kl_raw / mean kl_learned (above 1: the\n"
+    "analyzed step, the mean nucleus (tokens the target keeps per step) and\n"
+    "the ratio mean kl_raw / mean kl_learned (above 1: the\n"
     "sampler is closer to the target than the raw model). With --json, one\n"
     "object per step: record (1-based), id (the record's, when it has one),\n"
     "step, token, piece, drawn (the token is drawn again), kept (tokens the\n"
@@ -89,8 +90,8 @@ static const asn_tool tool = {
     "mass_raw, kl_learned, mass_learned (the learned fields only with\n"
     "--sampler; null for an infinite KL), top (with --json-top: [{id, piece,\n"
     "raw, target, learned}] probabilities, in the plots' order); then\n"
-    "{\"summary\": {records, steps, kl_raw, mass_raw, kl_learned, mass_learned,\n"
-    "kl_ratio}}.\n"
+    "{\"summary\": {records, steps, kl_raw, mass_raw, kept, kl_learned,\n"
+    "mass_learned, kl_ratio}}.\n"
     "\n"
     "Plots (--plot-dir): DIR/record-R-step-S.svg for the first --plot-steps\n"
     "steps of each generation: the --top tokens (default 50, as the\n"
@@ -283,7 +284,7 @@ typedef struct analyzer {
     int *order;             /* token ids, for the top tokens */
     /* totals */
     long records, steps, not_drawn;
-    double sum_kl_raw, sum_kl_lrn, sum_mass_raw, sum_mass_lrn;
+    double sum_kl_raw, sum_kl_lrn, sum_mass_raw, sum_mass_lrn, sum_kept;
     int inf_lrn;            /* some step had an infinite KL(target || learned) */
 } analyzer;
 
@@ -428,6 +429,7 @@ static void analyze_step(analyzer *an, const asn_candidate *c, const source *src
     an->not_drawn += !drawn;
     an->sum_kl_raw += kl[0], an->sum_mass_raw += mass[0];
     an->sum_kl_lrn += kl[1], an->sum_mass_lrn += mass[1];
+    an->sum_kept += kept;
     an->inf_lrn |= isinf(kl[1]);
 
     if (opt_json) {
@@ -561,6 +563,7 @@ static void summary(analyzer *an)
         json_object_set_new(s, "steps", json_integer(an->steps));
         json_object_set_new(s, "kl_raw", an->steps ? jnum(kr) : json_null());
         json_object_set_new(s, "mass_raw", an->steps ? jnum(mr) : json_null());
+        json_object_set_new(s, "kept", an->steps ? jnum(an->sum_kept / n) : json_null());
         if (an->s) {
             json_object_set_new(s, "kl_learned", an->steps ? jnum(kl) : json_null());
             json_object_set_new(s, "mass_learned", an->steps ? jnum(ml) : json_null());
@@ -585,6 +588,7 @@ static void summary(analyzer *an)
     }
     fmt_measure(a, mr);
     printf("  mean truncated mass, raw     %s\n", a);
+    printf("  mean nucleus (tokens kept)   %.1f\n", an->sum_kept / n);
     if (an->s) {
         fmt_measure(a, ml);
         printf("  mean truncated mass, learned %s\n", a);

@@ -10,6 +10,7 @@
 #include "asn/tool.h"
 #include "asn/vocab.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,7 +20,7 @@ static long opt_sample, opt_seed, opt_max_tokens = 200;
 
 static const asn_option options[] = {
     {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF file whose tokenizer to use (a model or a vocab-only file; required)"},
-    {"times", 0, ASN_OPT_FLAG, &opt_times, NULL, "add compile_ms, mask_us_mean and mask_us_max to each record (not deterministic)"},
+    {"times", 0, ASN_OPT_FLAG, &opt_times, NULL, "add compile_ms, mask_us_mean, mask_us_max and mask_us (each token's) to each record (not deterministic)"},
     {"gbnf", 0, ASN_OPT_FLAG, &opt_gbnf, NULL, "add the constraint's GBNF text as \"gbnf\""},
     {"sample", 0, ASN_OPT_INT, &opt_sample, "N", "also write N random texts the constraint allows as \"samples\""},
     {"seed", 's', ASN_OPT_INT, &opt_seed, "N", "seed of --sample (default 0)"},
@@ -48,7 +49,9 @@ static const asn_tool tool = {
     "1/2. Each is {\"text\", \"finish\": \"eos\" | \"length\"}; the text of an \"eos\"\n"
     "sample is complete. \"text\" is optional then.\n"
     "The summary on stderr gives the shares and the mask time per token\n"
-    "(mean, p50, p99).\n",
+    "(mean, p50, p99). A constraint that is one of the 8 most recent records'\n"
+    "(the same GBNF) is not compiled again: it keeps its mask caches, as a\n"
+    "server keeps a compiled grammar; compile_ms is then the lookup's.\n",
     options,
 };
 
@@ -56,9 +59,20 @@ static const char *const KEYS[] = {"json_schema", "grammar", "regex", "choice"};
 static const asn_proc_kind KINDS[] = {ASN_PROC_JSON_SCHEMA, ASN_PROC_GRAMMAR, ASN_PROC_REGEX, ASN_PROC_CHOICE};
 static const char *const PARAM[] = {"schema", "gbnf", "pattern", "options"};
 
+/* Constraints compiled for recent records, by GBNF text: records that
+ * repeat a constraint (a schema's instances one after another) reuse it
+ * and its mask caches, as a server reuses a request's compiled grammar. */
+enum { N_RECENT = 8 };
+
+typedef struct recent {
+    char *gbnf;
+    asn_constraint *k;
+} recent;
+
 typedef struct ctx {
     const asn_vocab *v;
     asn_constraint *base; /* owns the vocabulary trie the others share */
+    recent rc[N_RECENT];  /* most recent first */
     long records, compiled, valid, allowed, complete;
     double *times;        /* every mask time, µs */
     size_t n_times, cap_times;
@@ -188,16 +202,29 @@ static int check(json_t *rec, void *vctx, const char *path, long line, asn_err *
     char *gbnf = NULL;
     asn_err ce;
     asn_grammar *g = NULL;
-    if (!asn_constraint_proc_gbnf(KINDS[which], params, &gbnf, &ce))
-        g = asn_gbnf_parse(gbnf, strlen(gbnf), &ce);
+    int ok = !asn_constraint_proc_gbnf(KINDS[which], params, &gbnf, &ce);
     json_decref(params);
-    if (!g) {
+    int hit = -1;
+    for (int i = 0; ok && i < N_RECENT && hit < 0; i++)
+        if (c->rc[i].gbnf && !strcmp(c->rc[i].gbnf, gbnf))
+            hit = i;
+    if (ok && hit < 0)
+        g = asn_gbnf_parse(gbnf, strlen(gbnf), &ce);
+    if (hit < 0 && !g) {
         json_object_set_new(rec, "compiled", json_false());
         json_object_set_new(rec, "error", json_sprintf("field \"%s\": %s", KEYS[which], ce.msg));
         free(gbnf);
         return 0;
     }
-    asn_constraint *k = asn_constraint_new_like(g, c->base);
+    recent r = hit >= 0 ? c->rc[hit] : (recent){asn_xstrdup(gbnf), asn_constraint_new_like(g, c->base)};
+    if (hit < 0) { /* the oldest goes */
+        hit = N_RECENT - 1;
+        free(c->rc[hit].gbnf);
+        asn_constraint_free(c->rc[hit].k);
+    }
+    memmove(&c->rc[1], &c->rc[0], (size_t)hit * sizeof c->rc[0]);
+    c->rc[0] = r;
+    asn_constraint *k = r.k;
     double compile_ms = (asn_now() - t0) * 1e3;
     c->compiled++;
     c->compile_sum += compile_ms;
@@ -207,14 +234,12 @@ static int check(json_t *rec, void *vctx, const char *path, long line, asn_err *
     if (opt_sample)
         json_object_set_new(rec, "samples", samples(c, k, c->records));
     if (!jt) {
-        asn_constraint_free(k);
         free(gbnf);
         return 0;
     }
     int32_t *ids;
     size_t n;
     if (asn_tokenize(c->v, json_string_value(jt), json_string_length(jt), 0, 0, &ids, &n, e)) {
-        asn_constraint_free(k);
         free(gbnf);
         return -1;
     }
@@ -224,11 +249,14 @@ static int check(json_t *rec, void *vctx, const char *path, long line, asn_err *
     asn_gstate_start(asn_constraint_grammar(k), &s);
     long refused = -1;
     double sum = 0, mx = 0;
+    json_t *each = opt_times ? json_array() : NULL;
     for (size_t i = 0; i < n; i++) {
         double t = asn_now();
         asn_constraint_mask(k, &s, bits);
         double us = (asn_now() - t) * 1e6;
         add_time(c, us);
+        if (each)
+            json_array_append_new(each, json_real(round(us * 10) / 10));
         sum += us, mx = us > mx ? us : mx;
         int ok = (bits[ids[i] >> 6] >> (ids[i] & 63)) & 1;
         if (!ok || asn_constraint_accept(k, &s, ids[i])) {
@@ -250,12 +278,12 @@ static int check(json_t *rec, void *vctx, const char *path, long line, asn_err *
         json_object_set_new(rec, "compile_ms", json_real(compile_ms));
         json_object_set_new(rec, "mask_us_mean", steps ? json_real(sum / (double)steps) : json_null());
         json_object_set_new(rec, "mask_us_max", steps ? json_real(mx) : json_null());
+        json_object_set_new(rec, "mask_us", each);
     }
     asn_gstate_clear(&s);
     free(bits);
     free(ids);
     free(gbnf);
-    asn_constraint_free(k);
     (void)path, (void)line;
     return 0;
 }
@@ -302,6 +330,8 @@ int main(int argc, char **argv)
     }
     (void)bad;
     free(c.times);
+    for (int i = 0; i < N_RECENT; i++)
+        free(c.rc[i].gbnf), asn_constraint_free(c.rc[i].k);
     asn_constraint_free(c.base);
     asn_vocab_free(v);
     return 0;

@@ -4,6 +4,7 @@
 #include "asn/client.h"
 #include "asn/gen.h"
 #include "asn/json.h"
+#include "asn/openai.h"
 #include "asn/records.h"
 #include "asn/shard.h"
 #include "asn/store.h"
@@ -12,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,7 +24,7 @@ static const char *opt_model, *opt_heuristics, *opt_seeds = "0", *opt_system, *o
 static long opt_min_new = 50, opt_max_new = 250, opt_threads, opt_batch = 64, opt_ctx, opt_inflight = 64,
             opt_retries = 8;
 static double opt_timeout = 600;
-static int opt_resume, opt_progress, opt_no_system;
+static int opt_resume, opt_progress, opt_no_system, opt_nucleus;
 static asn_strlist opt_stop, opt_only, opt_merge, opt_server;
 
 static const asn_option options[] = {
@@ -52,6 +54,7 @@ static const asn_option options[] = {
     {"resume", 0, ASN_OPT_FLAG, &opt_resume, NULL, "with -o: keep the complete prompts already in FILE.part (or FILE), redo the rest"},
     {"skip-from", 0, ASN_OPT_STRING, &opt_skip_from, "DB", "skip the prompts whose candidates are all in this index"},
     {"merge", 0, ASN_OPT_LIST, &opt_merge, "FILE", "generate nothing: merge these shard outputs into the unsharded order of the prompts"},
+    {"nucleus", 0, ASN_OPT_FLAG, &opt_nucleus, NULL, "record \"nucleus\": the tokens the heuristic kept (not -inf), mean per step"},
     {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
     {0},
 };
@@ -62,6 +65,14 @@ static const asn_tool tool = {
     "Prompt records: \"prompt\" (required), \"id\" (else the first 16 hex digits of\n"
     "SHA-256 of system 0x1F prompt), \"system\" (overrides --system), any other\n"
     "fields (dataset, ground_truth, checks, ...) carried into every candidate.\n"
+    "A prompt may carry its own constraint: \"json_schema\" (a JSON Schema),\n"
+    "OpenAI's \"response_format\" ({\"type\": \"json_schema\", \"json_schema\":\n"
+    "{\"schema\": ...}} or {\"type\": \"json_object\"}) or llama.cpp's \"grammar\"\n"
+    "(GBNF), one of them. It masks the raw logits before every heuristic's\n"
+    "processors for that prompt (heuristic ids and draws unchanged) and each\n"
+    "candidate records it as \"constraint\": {name, params, valid}, valid\n"
+    "meaning the text is complete under it (never when finish is length).\n"
+    "A bad one is an error naming the line and field before anything runs.\n"
     "With --sources, prompts come from the files a dataset-sources YAML names\n"
     "({name, path, prompt_key, incidence_vector}; paths relative to the YAML).\n"
     "Output: candidate records (schemas/candidate.schema.json), all of a prompt\n"
@@ -147,6 +158,8 @@ typedef struct prompt {
     const char *text, *system;
     int32_t *toks;
     int n_toks;
+    asn_heuristic *constraint; /* the record's own json_schema / response_format / grammar, or NULL */
+    json_t *constraint_json;   /* its processor {name, params} */
 } prompt;
 
 typedef struct prompts {
@@ -158,6 +171,17 @@ static asn_shard shard; /* --shard (n = 0: every prompt) */
 
 static const char *default_system;
 
+static void prompt_clear(prompt *p)
+{
+    if (p->constraint)
+        asn_heuristic_clear(p->constraint);
+    free(p->constraint);
+    json_decref(p->constraint_json);
+    json_decref(p->rec);
+    free(p->toks);
+    p->constraint = NULL, p->constraint_json = NULL, p->rec = NULL, p->toks = NULL;
+}
+
 /* Adds a prompt record (taking the reference); errors name where it came from. */
 static void add_prompt(prompts *ps, json_t *rec, const char *prompt_key, const char *where)
 {
@@ -166,7 +190,20 @@ static void add_prompt(prompts *ps, json_t *rec, const char *prompt_key, const c
     if (asn_get_string(rec, prompt_key, 1, &text, &e) || asn_get_string(rec, "system", 0, &system, &e) ||
         asn_get_string(rec, "id", 0, &id, &e))
         asn_fatal("%s: %s", where, e.msg);
-    prompt p = {rec, "", text, system ? system : default_system, NULL, 0};
+    prompt p = {rec, "", text, system ? system : default_system, NULL, 0, NULL, NULL};
+    if (asn_oai_constraint(rec, &p.constraint_json, &e))
+        asn_fatal("%s: %s", where, e.msg);
+    if (p.constraint_json) {
+        if (opt_server.n)
+            asn_fatal("%s: a prompt's own constraint is not sent to servers yet: put it in a heuristic", where);
+        json_t *list = json_pack("[O]", p.constraint_json);
+        p.constraint = asn_xcalloc(1, sizeof *p.constraint);
+        if (asn_heuristic_init(p.constraint, "constraint", list, &e))
+            asn_fatal("%s: field \"%s\": %s", where, json_object_get(rec, "response_format") ? "response_format"
+                      : json_object_get(rec, "json_schema") ? "json_schema" : "grammar",
+                      strncmp(e.msg, "processor 1 (", 13) || !strchr(e.msg, ':') ? e.msg : strchr(e.msg, ':') + 2);
+        json_decref(list);
+    }
     if (id) {
         if (strlen(id) >= sizeof p.id || !*id || strchr(id, '/'))
             asn_fatal("%s: field \"id\" must be 1 to 127 characters without '/'", where);
@@ -178,7 +215,7 @@ static void add_prompt(prompts *ps, json_t *rec, const char *prompt_key, const c
         if (!strcmp(ps->v[i].id, p.id))
             asn_fatal("%s: prompt id \"%s\" appears twice", where, p.id);
     if (!asn_shard_has(&shard, p.id)) {
-        json_decref(rec);
+        prompt_clear(&p);
         return;
     }
     asn_grow((void **)&ps->v, &ps->cap, ps->n + 1, sizeof *ps->v);
@@ -270,6 +307,15 @@ static json_t *candidate(const run *r, const prompt *p, const asn_heuristic *h, 
                           r->model_json, "settings", r->settings);
     if (!p->system)
         json_object_set_new(c, "system", json_null());
+    if (opt_nucleus)
+        json_object_set_new(c, "nucleus", json_real(round(j->kept_mean * 100) / 100));
+    if (p->constraint) { /* valid: a complete sentence of the constraint, never when cut */
+        json_t *pc = json_deep_copy(p->constraint_json);
+        int valid = j->finish != ASN_FINISH_LENGTH &&
+                    asn_constraint_proc_valid(&p->constraint->procs[0], j->generation ? j->generation : "", j->generation_len);
+        json_object_set_new(pc, "valid", json_boolean(valid));
+        json_object_set_new(c, "constraint", pc);
+    }
     const char *k;
     json_t *v;
     json_object_foreach(p->rec, k, v)
@@ -562,6 +608,8 @@ int main(int argc, char **argv)
         asn_usage_error("--max-inflight must be >= 1, --retries >= 0, --timeout > 0");
     if (opt_max_new < 1 || opt_min_new < 0 || opt_batch < 1)
         asn_usage_error("--max-new-tokens and --batch must be >= 1, --min-new-tokens >= 0");
+    if (opt_nucleus && opt_server.n)
+        asn_usage_error("--nucleus needs the rows: not with --server");
     if (opt_resume && !opt_out)
         asn_usage_error("--resume needs -o FILE");
     if (opt_sources && nops)
@@ -655,7 +703,7 @@ int main(int argc, char **argv)
         merge_shards(&ps, out);
         asn_close_out(out, opt_out ? opt_out : "-");
         for (size_t i = 0; i < ps.n; i++)
-            json_decref(ps.v[i].rec);
+            prompt_clear(&ps.v[i]);
         free(ps.v);
         return 0;
     }
@@ -690,7 +738,7 @@ int main(int argc, char **argv)
         if (!skip)
             ps.v[todo++] = ps.v[i];
         else
-            json_decref(ps.v[i].rec);
+            prompt_clear(&ps.v[i]);
     }
     asn_store_close(skip_db);
     int per_prompt = r.n_hs * r.n_seeds;
@@ -713,7 +761,7 @@ int main(int argc, char **argv)
                 asn_fatal("prompt %s: %s", p->id, e.msg);
             for (int h = 0; h < r.n_hs; h++)
                 for (int s = 0; s < r.n_seeds; s++)
-                    jobs[nj++] = (asn_gen_job){.prompt_id = p->id, .prompt_tokens = p->toks, .n_prompt = p->n_toks, .heuristic = r.hs[h], .seed = r.seeds[s]};
+                    jobs[nj++] = (asn_gen_job){.prompt_id = p->id, .prompt_tokens = p->toks, .n_prompt = p->n_toks, .heuristic = r.hs[h], .seed = r.seeds[s], .constraint = p->constraint};
         }
         pg.before = 0;
         if (gen ? asn_generate(gen, jobs, nj, on_progress, &pg, &e) : remote_generate(&rm, jobs, nj, &pg, &e))
@@ -739,8 +787,7 @@ int main(int argc, char **argv)
                 }
             write_all(fd, buf, len); /* a prompt's records in one write */
             free(buf);
-            free(p->toks);
-            json_decref(p->rec);
+            prompt_clear(p);
             written += per_prompt;
             asn_stop_point(written, "candidates (whole prompts)");
         }

@@ -41,7 +41,9 @@ static const asn_tool tool = {
     "seeds other than --expected-seeds or of heuristics other than the pipelines\n"
     "of --heuristics, was made by another model than the first record's, or,\n"
     "with --model, has a token id out of range or a generation that differs from\n"
-    "its detokenized tokens (special tokens removed, cut at a stop string).\n"
+    "its detokenized tokens (special tokens removed, cut at a stop string), or\n"
+    "carries the prompt's own \"constraint\" and a generation that does not\n"
+    "satisfy it (unless cut: finish length) or a \"valid\" that says otherwise.\n"
     "A line that is not a JSON object is an error naming FILE:LINE and the\n"
     "column (exit status 1), or with --skip-bad is left out and counted in the\n"
     "summary.\n"
@@ -113,6 +115,46 @@ static void check_record(const json_t *c, reasons *r, const char **model_sha)
         *model_sha = sha; /* borrowed from the first group; kept alive below */
     else if (strcmp(sha, *model_sha))
         why(r, "made by another model (sha256 %.16s...)", sha);
+}
+
+/* The prompt's own constraint of a record ({name, params, valid}) as a
+ * heuristic of one processor; -1 with e when it is not one. */
+static int record_constraint(const json_t *c, asn_heuristic *h, asn_err *e)
+{
+    json_t *pc = json_deep_copy(json_object_get(c, "constraint"));
+    json_object_del(pc, "valid");
+    json_t *list = json_pack("[o]", pc);
+    int rc = asn_heuristic_init(h, "constraint", list, e);
+    json_decref(list);
+    if (!rc && !asn_proc_is_constraint(h->procs[0].kind)) {
+        asn_heuristic_clear(h);
+        return asn_err_set(e, "not a json_schema, grammar, regex or choice processor");
+    }
+    return rc;
+}
+
+/* A record with the prompt's own constraint: the generation validates
+ * unless it was cut (finish length), and "valid" says whether it does. */
+static void check_constraint(const json_t *c, reasons *r)
+{
+    const json_t *pc = json_object_get(c, "constraint");
+    const char *id = json_string_value(json_object_get(c, "id"));
+    if (!pc)
+        return;
+    asn_heuristic h;
+    asn_err e;
+    if (!json_is_object(pc) || !json_is_boolean(json_object_get(pc, "valid")) || record_constraint(c, &h, &e))
+        return why(r, "record %s: \"constraint\" is not {name, params, valid}", id);
+    const json_t *g = json_object_get(c, "generation");
+    const char *fin = json_string_value(json_object_get(c, "finish"));
+    int ok = asn_constraint_proc_valid(&h.procs[0], json_string_value(g), json_string_length(g));
+    asn_heuristic_clear(&h);
+    int cut = !strcmp(fin, "length");
+    if (!cut && !ok)
+        why(r, "record %s: the generation does not satisfy its constraint (finish %s)", id, fin);
+    else if (json_is_true(json_object_get(pc, "valid")) != (ok && !cut))
+        why(r, "record %s: \"valid\" is %s, the generation %s", id, json_is_true(json_object_get(pc, "valid")) ? "true" : "false",
+            cut ? "was cut (finish length)" : "satisfies its constraint");
 }
 
 /* With the model: token ids in range, generation = detokenized tokens. */
@@ -207,6 +249,13 @@ static int replay(asn_model *m, asn_pool *pool, const json_t *c, char *msg, size
         snprintf(msg, cap, "heuristic: %s", e.msg);
         return 0;
     }
+    asn_heuristic pc;
+    int has_pc = json_object_get(c, "constraint") != NULL;
+    if (has_pc && record_constraint(c, &pc, &e)) {
+        snprintf(msg, cap, "constraint: %s", e.msg);
+        asn_heuristic_clear(&heur);
+        return 0;
+    }
     const json_t *stops = json_object_get(st, "stop");
     const char **sv = asn_xcalloc(json_array_size(stops) + 1, sizeof *sv);
     for (size_t i = 0; i < json_array_size(stops); i++)
@@ -226,7 +275,7 @@ static int replay(asn_model *m, asn_pool *pool, const json_t *c, char *msg, size
              !(g = asn_generator_new(m, pool, 1, 0, &gs, &e)))
         snprintf(msg, cap, "%s", e.msg);
     else {
-        asn_gen_job j = {.prompt_id = json_string_value(json_object_get(c, "prompt_id")), .prompt_tokens = ids, .n_prompt = n, .heuristic = &heur, .seed = (uint64_t)json_integer_value(json_object_get(c, "seed"))};
+        asn_gen_job j = {.prompt_id = json_string_value(json_object_get(c, "prompt_id")), .prompt_tokens = ids, .n_prompt = n, .heuristic = &heur, .seed = (uint64_t)json_integer_value(json_object_get(c, "seed")), .constraint = has_pc ? &pc : NULL};
         if (asn_generate(g, &j, 1, NULL, NULL, &e)) {
             snprintf(msg, cap, "%s", e.msg);
         } else {
@@ -243,6 +292,8 @@ static int replay(asn_model *m, asn_pool *pool, const json_t *c, char *msg, size
     free(ids);
     free(sv);
     asn_heuristic_clear(&heur);
+    if (has_pc)
+        asn_heuristic_clear(&pc);
     return ok;
 }
 
@@ -293,6 +344,8 @@ int main(int argc, char **argv)
         json_array_foreach(group, i, c)
         {
             check_record(c, &rs, &first_sha);
+            if (!json_array_size(rs.list))
+                check_constraint(c, &rs);
             if (!first_sha_owner && !model_sha[0] && first_sha)
                 first_sha_owner = json_incref(c); /* keeps first_sha alive */
             if (v && !json_array_size(rs.list))

@@ -53,12 +53,16 @@ typedef struct asn_gen_job {
     size_t generation_len;          /* bytes (the text may hold NUL or invalid UTF-8) */
     /* optional inputs (zero: none) */
     const asn_gen_settings *settings; /* this job's min/max new tokens and stops (NULL: the generator's) */
+    const asn_heuristic *constraint; /* the prompt's own constraint (a heuristic of one json_schema,
+                                      * grammar, regex or choice processor), applied to the raw row
+                                      * before the heuristic; not part of the RNG key */
     int top_logprobs;               /* > 0: keep the log-probabilities (below), with this many alternatives */
     /* optional outputs */
     float *logprobs;                /* with top_logprobs: each token's log-probability under the model
                                      * (log-softmax of the logits, before the heuristic) */
     int32_t *top_ids;               /* with top_logprobs: n_tokens x top_logprobs most likely ids, */
     float *top_lps;                 /* most likely first (ties: lower id), and their log-probabilities */
+    double kept_mean;               /* the nucleus: tokens the heuristic left possible (not -inf), mean per step */
     char *error;                    /* a job that failed in a stream: why (asn_generate fails instead) */
     void *user;                     /* the caller's */
 } asn_gen_job;
@@ -130,16 +134,19 @@ int asn_gen_ending(const asn_vocab *v, const asn_gen_settings *s, const int32_t 
                    char **text, size_t *len, asn_err *e);
 
 /* The end-of-generation ids (ctx->eos) set to -inf while fewer than
- * min_new_tokens tokens were generated, unless h is constrained (json,
- * json_schema, grammar, regex, choice) and its text is complete: the row a heuristic receives. */
-void asn_gen_mask_eog(const asn_heuristic *h, int min_new_tokens, float *row, const asn_seq_ctx *ctx);
+ * min_new_tokens tokens were generated, unless the text is constrained (h
+ * holds json, json_schema, grammar, regex or choice, or the prompt's
+ * constraint pc is given) and every constraint is complete: the row a
+ * heuristic receives. pc may be NULL. */
+void asn_gen_mask_eog(const asn_heuristic *h, const asn_heuristic *pc, int min_new_tokens, float *row,
+                      const asn_seq_ctx *ctx);
 
 /* The row a generation step draws from, in place: the end-of-generation
- * ids (ctx->eos) masked while fewer than min_new_tokens tokens were
- * generated (unless h is constrained and its text is complete), then
- * the heuristic. ctx->n_ids - ctx->n_prompt tokens are generated so far. */
-int asn_gen_process_row(const asn_heuristic *h, int min_new_tokens, float *row, int V, const asn_seq_ctx *ctx,
-                        asn_seq_state *st, asn_workspace *ws, asn_err *e);
+ * ids masked as asn_gen_mask_eog says, then the prompt's constraint pc (may
+ * be NULL), then the heuristic. ctx->n_ids - ctx->n_prompt tokens are
+ * generated so far. */
+int asn_gen_process_row(const asn_heuristic *h, const asn_heuristic *pc, int min_new_tokens, float *row, int V,
+                        const asn_seq_ctx *ctx, asn_seq_state *st, asn_workspace *ws, asn_err *e);
 
 /* The prompt as the model sees it: system and user message through the
  * chat template (ASN_CHAT_* id), tokenized with BOS as the model adds it

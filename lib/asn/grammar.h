@@ -91,7 +91,9 @@ static inline int asn_gstate_dead(const asn_gstate *s) { return !s->n || !s->w[0
 
 typedef struct asn_constraint asn_constraint;
 
-/* A constraint over a vocabulary: takes ownership of g. v must outlive it. */
+/* A constraint over a vocabulary: takes ownership of g. v must outlive it.
+ * Constraints over one vocabulary share its byte trie while any of them
+ * lives (the first builds it). */
 asn_constraint *asn_constraint_new(asn_grammar *g, const asn_vocab *v);
 /* The same over other's vocabulary, sharing its byte trie (building the
  * trie of a 128k vocabulary takes about 0.1 s). */

@@ -90,6 +90,13 @@ void asn_oai_request_free(asn_oai_request *rq);
  * for a parameter out of range. */
 json_t *asn_oai_params_processors(const json_t *body, asn_err *e);
 
+/* The structured output an object asks for: its "response_format"
+ * (OpenAI's), "json_schema" or "grammar" (llama.cpp's), at most one, as a
+ * constraint processor {name, params} (*proc new, or NULL when none or
+ * {"type": "text"}). Request bodies and gen-candidates' prompt records
+ * read it. -1 with e naming the field. */
+int asn_oai_constraint(const json_t *obj, json_t **proc, asn_err *e);
+
 /* The chat messages as asn_chat_msg (pointing into rq->body); *n gets the
  * count. The system message (first, if any) and the last user message in
  * *system and *user (NULL when absent). Caller frees the array. */

@@ -35,6 +35,7 @@ typedef struct asn_report_heuristic {
     int learned;       /* a processor named "learned" is in the pipeline */
     long candidates, kept;
     asn_report_mean final_score, quality, entropy, self_bleu, tokens, ngram, verifiable;
+    asn_report_mean nucleus; /* tokens kept per step (gen-candidates --nucleus) */
     double points, games; /* Swiss tournament totals: win rate = points / games */
 } asn_report_heuristic;
 
@@ -58,7 +59,7 @@ typedef struct asn_report {
     const char *rank_by;     /* the same in words */
     /* dataset */
     long prompts, prompt_records, candidates, kept, pairs;
-    long with_quality, with_diversity, with_ngram, with_verifiable, with_score;
+    long with_quality, with_diversity, with_ngram, with_verifiable, with_score, with_nucleus;
     asn_report_counts finish; /* finish reason -> candidates */
     long min_per_prompt, max_per_prompt;
     asn_report_mean tokens, margin;

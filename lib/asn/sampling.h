@@ -137,6 +137,12 @@ const asn_proc *asn_heuristic_json_proc(const asn_heuristic *h);
  * and every one of them is complete after the generated tokens: the end of
  * generation is allowed then even before min_new_tokens. */
 int asn_heuristic_may_end(const asn_heuristic *h, const asn_seq_ctx *ctx);
+/* 1 if h holds a constraint (json, json_schema, grammar, regex, choice). */
+int asn_heuristic_constrained(const asn_heuristic *h);
+/* 1 when the text (len bytes) is a complete sentence of constraint
+ * processor p (json_schema, grammar, regex, choice): what verify and the
+ * candidate records call valid. */
+int asn_constraint_proc_valid(const asn_proc *p, const char *text, size_t len);
 /* 1 for json_schema, grammar, regex and choice. */
 int asn_proc_is_constraint(asn_proc_kind k);
 /* The GBNF text a constraint processor's params stand for (new string),

@@ -97,6 +97,7 @@ typedef struct slot {
     float *raw;       /* with top_logprobs: the row before the heuristic */
     asn_seq_state st;
     asn_rng_key key;
+    double kept;      /* tokens left finite by the heuristic, summed over the steps */
     asn_err err;
 } slot;
 
@@ -189,20 +190,27 @@ int asn_gen_ending(const asn_vocab *v, const asn_gen_settings *s, const int32_t 
     return 0;
 }
 
-void asn_gen_mask_eog(const asn_heuristic *h, int min_new_tokens, float *row, const asn_seq_ctx *ctx)
+void asn_gen_mask_eog(const asn_heuristic *h, const asn_heuristic *pc, int min_new_tokens, float *row,
+                      const asn_seq_ctx *ctx)
 {
-    /* a constrained heuristic may end as soon as its text is complete */
     int n_gen = ctx->n_ids - ctx->n_prompt;
-    if (n_gen < min_new_tokens && !asn_heuristic_may_end(h, ctx))
+    if (n_gen >= min_new_tokens)
+        return;
+    /* constrained text may end as soon as every constraint is complete */
+    int may_end = pc ? asn_heuristic_may_end(pc, ctx) && (!asn_heuristic_constrained(h) || asn_heuristic_may_end(h, ctx))
+                     : asn_heuristic_may_end(h, ctx);
+    if (!may_end)
         for (int k = 0; k < ctx->n_eos; k++)
             row[ctx->eos[k]] = -INFINITY;
 }
 
-int asn_gen_process_row(const asn_heuristic *h, int min_new_tokens, float *row, int V, const asn_seq_ctx *ctx,
-                        asn_seq_state *st, asn_workspace *ws, asn_err *e)
+int asn_gen_process_row(const asn_heuristic *h, const asn_heuristic *pc, int min_new_tokens, float *row, int V,
+                        const asn_seq_ctx *ctx, asn_seq_state *st, asn_workspace *ws, asn_err *e)
 {
     int n_gen = ctx->n_ids - ctx->n_prompt;
-    asn_gen_mask_eog(h, min_new_tokens, row, ctx); /* min_new_tokens first (HF order) */
+    asn_gen_mask_eog(h, pc, min_new_tokens, row, ctx); /* min_new_tokens first (HF order) */
+    if (pc && asn_pipeline_apply(pc, row, V, ctx, NULL, ws, e))
+        return asn_err_prefix(e, "the prompt's constraint, step %d", n_gen);
     if (asn_pipeline_apply(h, row, V, ctx, st, ws, e))
         return asn_err_prefix(e, "heuristic \"%s\", step %d", h->name, n_gen);
     return 0;
@@ -255,8 +263,12 @@ static int sample_slot(asn_generator *g, slot *sl, asn_workspace *ws, asn_err *e
         memcpy(sl->raw, row, (size_t)g->V * sizeof *row);
     asn_seq_ctx ctx = {sl->hist, job->n_prompt + sl->n_gen, job->n_prompt, g->eog, (int)g->n_eog,
                        sl->key, (uint64_t)sl->n_gen, g->v};
-    if (asn_gen_process_row(job->heuristic, s->min_new_tokens, row, g->V, &ctx, &sl->st, ws, e))
+    if (asn_gen_process_row(job->heuristic, job->constraint, s->min_new_tokens, row, g->V, &ctx, &sl->st, ws, e))
         return -1;
+    int kept = 0;
+    for (int i = 0; i < g->V; i++)
+        kept += row[i] != -INFINITY;
+    sl->kept += kept;
     int tok = asn_sample_row(row, g->V, asn_rng_uniform(sl->key, (uint64_t)sl->n_gen, ASN_STREAM_DRAW));
     if (tok < 0)
         return asn_err_set(e, "heuristic \"%s\", step %d: every token was removed", job->heuristic->name,
@@ -277,6 +289,7 @@ static int sample_slot(asn_generator *g, slot *sl, asn_workspace *ws, asn_err *e
         return 0;
     }
     job->finish = fin;
+    job->kept_mean = sl->kept / sl->n_gen;
     job->generation = text;
     job->generation_len = len;
     job->n_tokens = sl->n_gen;
@@ -480,6 +493,7 @@ int asn_gen_stream_step(asn_gen_stream *s, asn_err *e)
         if (j->top_logprobs > 0 && !sl->raw)
             sl->raw = asn_xmalloc((size_t)g->V * sizeof *sl->raw);
         asn_seq_state_init(&sl->st);
+        sl->kept = 0;
         sl->key = asn_rng_key_make(j->seed, j->prompt_id, j->heuristic->id);
         s->live++;
     }

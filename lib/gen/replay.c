@@ -238,7 +238,7 @@ int asn_replay_next(asn_replayer *r, int max_steps, float *raw, float *target, u
         int step = r->pos + j;
         float *row = target ? target + (size_t)j * V : r->row, *in = lg + (size_t)j * V;
         asn_seq_ctx ctx = {r->hist, c->n_prompt + step, c->n_prompt, r->eog, r->n_eog, r->key, (uint64_t)step, r->v};
-        asn_gen_mask_eog(&c->heuristic, c->min_new_tokens, in, &ctx);
+        asn_gen_mask_eog(&c->heuristic, NULL, c->min_new_tokens, in, &ctx);
         memcpy(row, in, V * sizeof *row);
         if (asn_pipeline_apply(&c->heuristic, row, r->V, &ctx, &r->st, r->ws, e))
             return asn_err_prefix(e, "heuristic \"%s\", step %d", c->heuristic.name, step);

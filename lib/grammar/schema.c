@@ -36,6 +36,8 @@ typedef struct conv {
     named *refs, *bodies;
     int n_refs, n_bodies;
     unsigned used; /* primitive rules emitted */
+    int depth;     /* subschemas being converted (nesting) */
+    int old_ref;   /* $schema is draft 3 to 7: keywords beside $ref are ignored */
     asn_err *e;
 } conv;
 
@@ -47,7 +49,7 @@ static const char *const ANNOTATIONS[] = {"title", "description", "$schema", "$i
 static const char *const KNOWN[] = {"type", "properties", "required", "additionalProperties", "items",
                                     "prefixItems", "minItems", "maxItems", "enum", "const", "minLength",
                                     "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum",
-                                    "exclusiveMaximum", "$ref", "anyOf", "oneOf", "nullable", NULL};
+                                    "exclusiveMaximum", "$ref", "anyOf", "oneOf", "nullable", "format", NULL};
 
 static int in_list(const char *const *l, const char *k)
 {
@@ -356,8 +358,56 @@ static int number_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
 
 /* ----------------------------------------------------------- strings */
 
+/* String formats as regexes of the contents (JSON Schema's, after RFC 3339,
+ * RFC 4122, RFC 1034 and a common form of RFC 5321 addresses). */
+/* a calendar date: 31, 30 or 28 days, the 29th of February in leap years */
+#define DATE_RE                                                                                              \
+    "(\\d{4}-((0[13578]|1[02])-(0[1-9]|[12]\\d|3[01])|(0[469]|11)-(0[1-9]|[12]\\d|30)|02-(0[1-9]|1\\d|2[0-8]))" \
+    "|(\\d\\d(0[48]|[2468][048]|[13579][26])|([02468][048]|[13579][26])00)-02-29)"
+#define TIME_RE "([01]\\d|2[0-3]):[0-5]\\d:([0-5]\\d|60)(\\.\\d+)?([Zz]|[+-]([01]\\d|2[0-3]):[0-5]\\d)"
+#define LABEL_RE "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+#define OCTET_RE "(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)"
+#define HEX4 "[0-9a-fA-F]{4}"
+static const struct {
+    const char *name, *re;
+} FORMATS[] = {
+    {"date", DATE_RE},
+    {"time", TIME_RE},
+    {"date-time", DATE_RE "[Tt]" TIME_RE},
+    {"email", "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@" LABEL_RE "(\\." LABEL_RE ")+"},
+    {"uuid", HEX4 HEX4 "-" HEX4 "-" HEX4 "-" HEX4 "-" HEX4 HEX4 HEX4},
+    {"ipv4", "(" OCTET_RE "\\.){3}" OCTET_RE},
+    {"hostname", LABEL_RE "(\\." LABEL_RE ")*"},
+};
+
 static int string_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
 {
+    const json_t *fmt = json_object_get(s, "format");
+    if (fmt) {
+        char p[1024];
+        ptr_child(p, sizeof p, ptr, "format");
+        if (!json_is_string(fmt))
+            return serr(c, p, "%s", "format must be a string");
+        const char *re = NULL;
+        for (size_t i = 0; i < sizeof FORMATS / sizeof FORMATS[0]; i++)
+            if (!strcmp(FORMATS[i].name, json_string_value(fmt)))
+                re = FORMATS[i].re;
+        if (!re)
+            return serr(c, p, "unsupported format \"%s\"", json_string_value(fmt));
+        if (json_object_get(s, "pattern") || json_object_get(s, "minLength") || json_object_get(s, "maxLength"))
+            return serr(c, p, "%s", "format together with pattern/minLength/maxLength is not supported");
+        sbuf x = {0};
+        asn_err e2;
+        if (asn_regex_expr(re, 1, &x, NULL, &e2)) {
+            free(x.s);
+            return serr(c, p, "%s", e2.msg);
+        }
+        sb_puts(b, "\"\\\"\" ");
+        sb_put(b, x.s, x.n);
+        sb_puts(b, " \"\\\"\"");
+        free(x.s);
+        return 0;
+    }
     const json_t *pat = json_object_get(s, "pattern");
     const json_t *mn = json_object_get(s, "minLength"), *mx = json_object_get(s, "maxLength");
     char p[1024];
@@ -503,6 +553,14 @@ typedef struct prop {
     int required;
 } prop;
 
+static int count_required(const prop *pr, int n)
+{
+    int k = 0;
+    for (int j = 0; j < n; j++)
+        k += pr[j].required;
+    return k;
+}
+
 static int object_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
 {
     const json_t *props = json_object_get(s, "properties"), *req = json_object_get(s, "required");
@@ -640,6 +698,46 @@ static int object_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
             sb_printf(b, "%s%s %s", alt ? " | " : "", extra, more[0]);
         sb_puts(b, ")");
         free(more);
+    } else if (count_required(pr, n) <= MAX_ANY_ORDER) {
+        /* any order, tracking the required properties written (set S of
+         * their indices among the required); an optional one may repeat */
+        int nr = 0, *ri = asn_xcalloc((size_t)n + 1, sizeof *ri); /* property -> required index or -1 */
+        for (int j = 0; j < n; j++)
+            ri[j] = pr[j].required ? nr++ : -1;
+        int ns = 1 << nr;
+        char(*more)[24] = asn_xcalloc((size_t)ns, sizeof *more);
+        for (int S = 0; S < ns; S++) /* names first: the rules refer to each other */
+            snprintf(more[S], sizeof more[S], "r%d", c->n_rules++);
+        for (int S = ns - 1; S >= 0; S--) {
+            sbuf x = {0};
+            int alt = 0;
+            if (S == ns - 1)
+                sb_printf(&x, "%s\"}\"", w + 1), alt = 1;
+            for (int j = 0; j < n; j++) {
+                if (ri[j] >= 0 && (S >> ri[j] & 1))
+                    continue;
+                sb_printf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, pr[j].kv,
+                          more[ri[j] >= 0 ? S | 1 << ri[j] : S]);
+                alt = 1;
+            }
+            if (extra[0])
+                sb_printf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, extra, more[S]);
+            sb_printf(&c->rules, "%s ::= %s\n", more[S], x.s);
+            free(x.s);
+        }
+        sb_printf(b, "\"{\"%s(", w);
+        int alt = 0;
+        if (!nr)
+            sb_puts(b, "\"}\""), alt = 1;
+        for (int j = 0; j < n; j++) {
+            sb_printf(b, "%s%s %s", alt ? " | " : "", pr[j].kv, more[ri[j] >= 0 ? 1 << ri[j] : 0]);
+            alt = 1;
+        }
+        if (extra[0])
+            sb_printf(b, "%s%s %s", alt ? " | " : "", extra, more[0]);
+        sb_puts(b, ")");
+        free(more);
+        free(ri);
     } else {
         /* schema order: state i = the last member written was property i-1 */
         char(*after)[24] = asn_xcalloc((size_t)n + 1, sizeof *after);
@@ -735,7 +833,7 @@ static int array_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
     }
     const char *w = W(c);
     /* tail[i]: i items written; loop from L = max(k, lo) when unbounded */
-    long L = hi >= 0 ? hi : (k > lo ? k : lo);
+    long L = hi >= 0 ? hi : (k > lo ? k : lo > 1 ? lo : 1);
     char (*tail)[24] = asn_xcalloc((size_t)L + 2, sizeof *tail);
     for (long i = L; i >= 1; i--) {
         sbuf x = {0};
@@ -789,8 +887,30 @@ static int type_matches(const json_t *v, const char *t)
     return 0;
 }
 
+/* A value as the texts that equal it. A number is equal to itself written
+ * with trailing zeros after a point (JSON Schema compares numbers by
+ * value: 2, 2.0 and 2.00 are one value); the digits are the shortest that
+ * read back as the value. Exponent forms are not generated. */
 static void literal(sbuf *b, const json_t *v)
 {
+    if (json_is_number(v)) {
+        double d = json_number_value(v);
+        char num[64];
+        if (json_is_integer(v) || (d == floor(d) && fabs(d) < 1e15)) {
+            snprintf(num, sizeof num, "%lld", json_is_integer(v) ? (long long)json_integer_value(v) : (long long)d);
+            sb_printf(b, "(\"%s\" (\".\" \"0\"+)?)", num);
+            return;
+        }
+        for (int prec = 1; prec <= 17; prec++) {
+            snprintf(num, sizeof num, "%.*g", prec, d);
+            if (strtod(num, NULL) == d)
+                break;
+        }
+        if (!strchr(num, 'e') && strchr(num, '.')) {
+            sb_printf(b, "(\"%s\" \"0\"*)", num);
+            return;
+        }
+    }
     char *enc = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
     sb_gliteral(b, enc, strlen(enc));
     free(enc);
@@ -854,7 +974,146 @@ static int resolve_ref(conv *c, const char *ref, const char *ptr, const json_t *
     return 0;
 }
 
-static int conv_schema(conv *c, const json_t *s, const char *ptr, char *name_out)
+/* ------------------------------------------------------------- oneOf */
+
+static json_t *normalize(conv *c, const json_t *s, const char *ptr, int depth);
+
+/* The JSON types a value of schema s may have, as bits (1 object, 2
+ * array, 4 string, 8 number, 16 boolean, 32 null; integer is number);
+ * all bits when it is not evident. */
+enum { T_ALL = 63 };
+
+static unsigned value_types(const json_t *v)
+{
+    return json_is_object(v) ? 1 : json_is_array(v) ? 2 : json_is_string(v) ? 4 : json_is_number(v) ? 8
+           : json_is_boolean(v) ? 16 : 32;
+}
+
+static unsigned schema_types(const json_t *s)
+{
+    if (!json_is_object(s))
+        return T_ALL;
+    const json_t *t = json_object_get(s, "type"), *en = json_object_get(s, "enum"), *cn = json_object_get(s, "const");
+    unsigned m = 0;
+    if (cn)
+        return value_types(cn);
+    if (json_is_array(en)) {
+        size_t i;
+        const json_t *x;
+        json_array_foreach(en, i, x) m |= value_types(x);
+        return m;
+    }
+    if (!t || json_object_get(s, "anyOf") || json_object_get(s, "oneOf") || json_object_get(s, "allOf") ||
+        json_object_get(s, "$ref"))
+        return T_ALL;
+    size_t n = json_is_array(t) ? json_array_size(t) : 1;
+    for (size_t i = 0; i < n; i++) {
+        const char *x = json_string_value(json_is_array(t) ? json_array_get(t, i) : t);
+        if (!x)
+            return T_ALL;
+        m |= !strcmp(x, "object") ? 1 : !strcmp(x, "array") ? 2 : !strcmp(x, "string") ? 4
+             : !strcmp(x, "boolean") ? 16 : !strcmp(x, "null") ? 32 : 8;
+    }
+    if (json_is_true(json_object_get(s, "nullable")))
+        m |= 32;
+    return m;
+}
+
+/* The values schema s allows for property `name` when it requires it and
+ * fixes it with const or enum (a discriminator); NULL otherwise. */
+static const json_t *fixed_values(const json_t *s, const char *name, json_t **tmp)
+{
+    const json_t *req = json_object_get(s, "required");
+    int required = 0;
+    size_t i;
+    const json_t *x;
+    json_array_foreach(req, i, x) required |= json_is_string(x) && !strcmp(json_string_value(x), name);
+    const json_t *p = json_object_get(json_object_get(s, "properties"), name);
+    if (!required || !json_is_object(p))
+        return NULL;
+    const json_t *all = json_object_get(p, "allOf"); /* merged: each part's values hold a superset */
+    for (i = 0; json_is_array(all) && i < json_array_size(all); i++) {
+        x = json_array_get(all, i);
+        if (json_object_get(x, "const") || json_is_array(json_object_get(x, "enum")))
+            p = x;
+    }
+    if (json_object_get(p, "const"))
+        return *tmp = json_pack("[O]", json_object_get(p, "const"));
+    return json_is_array(json_object_get(p, "enum")) ? json_object_get(p, "enum") : NULL;
+}
+
+/* 1 when a requires a property that b does not allow (b's
+ * additionalProperties is false and it does not declare it). */
+static int requires_excluded(const json_t *a, const json_t *b)
+{
+    if (!json_is_false(json_object_get(b, "additionalProperties")) || !(schema_types(b) == 1))
+        return 0;
+    size_t i;
+    const json_t *x;
+    json_array_foreach(json_object_get(a, "required"), i, x) if (json_is_string(x) &&
+                                                                !json_object_get(json_object_get(b, "properties"),
+                                                                                 json_string_value(x))) return 1;
+    return 0;
+}
+
+/* 1 when no value satisfies both a and b (normalized branches): their
+ * types differ, both require a property whose const/enum values differ, or
+ * one requires a property the other does not allow. */
+static int pair_disjoint(const json_t *a, const json_t *b)
+{
+    if (!(schema_types(a) & schema_types(b)) || requires_excluded(a, b) || requires_excluded(b, a))
+        return 1;
+    if (schema_types(a) != 1 && schema_types(b) != 1) /* a non-object may satisfy both */
+        return 0;
+    const char *name;
+    const json_t *pv;
+    json_object_foreach((json_t *)json_object_get(a, "properties"), name, pv)
+    {
+        (void)pv;
+        json_t *t1 = NULL, *t2 = NULL;
+        const json_t *v1 = fixed_values(a, name, &t1), *v2 = fixed_values(b, name, &t2);
+        int disc = v1 && v2;
+        for (size_t x = 0; disc && x < json_array_size(v1); x++)
+            for (size_t y = 0; disc && y < json_array_size(v2); y++)
+                disc = !json_equal(json_array_get(v1, x), json_array_get(v2, y));
+        json_decref(t1), json_decref(t2);
+        if (disc)
+            return 1;
+    }
+    return 0;
+}
+
+/* 1 when no value can satisfy two branches of oneOf (so that anyOf's
+ * grammar is exact): every pair of branches is disjoint (pair_disjoint).
+ * $refs of the branches are followed one level. */
+static int oneof_disjoint(conv *c, const json_t *arr)
+{
+    size_t n = json_array_size(arr);
+    const json_t **b = asn_xcalloc(n ? n : 1, sizeof *b);
+    json_t **own = asn_xcalloc(n ? n : 1, sizeof *own);
+    asn_err e2, *keep = c->e;
+    c->e = &e2;
+    for (size_t i = 0; i < n; i++) { /* each branch merged (allOf, keywords beside it) */
+        b[i] = json_array_get(arr, i);
+        const json_t *r = json_object_get(b[i], "$ref");
+        if (json_is_string(r) && resolve_ref(c, json_string_value(r), "", &b[i]))
+            b[i] = NULL;
+        if (b[i] && json_is_object(b[i]))
+            b[i] = own[i] = normalize(c, b[i], "", 0);
+    }
+    c->e = keep;
+    int ok = 1;
+    for (size_t i = 0; ok && i < n; i++)
+        for (size_t j = i + 1; ok && j < n; j++)
+            ok = b[i] && b[j] && pair_disjoint(b[i], b[j]);
+    for (size_t i = 0; i < n; i++)
+        json_decref(own[i]);
+    free(own);
+    free(b);
+    return ok;
+}
+
+static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
 {
     if (json_is_true(s) || (json_is_object(s) && !json_object_size(s))) {
         c->used |= U_VALUE;
@@ -868,13 +1127,6 @@ static int conv_schema(conv *c, const json_t *s, const char *ptr, char *name_out
     const char *key;
     const json_t *v;
     char p[1024];
-    json_object_foreach((json_t *)s, key, v)
-    {
-        if (!in_list(KNOWN, key) && !in_list(ANNOTATIONS, key)) {
-            ptr_child(p, sizeof p, ptr, key);
-            return serr(c, p, "unsupported keyword \"%s\"", key);
-        }
-    }
     const json_t *ref = json_object_get(s, "$ref");
     if (ref) {
         ptr_child(p, sizeof p, ptr, "$ref");
@@ -925,6 +1177,10 @@ static int conv_schema(conv *c, const json_t *s, const char *ptr, char *name_out
         {
             ptr_child(p, sizeof p, ptr, key);
             serr(c, p, "keyword \"%s\" beside anyOf/oneOf is not supported", key);
+            goto fail;
+        }
+        if (!strcmp(anykey, "oneOf") && json_array_size(any) > 1 && !oneof_disjoint(c, any)) {
+            serr(c, p, "%s", "oneOf whose branches may overlap is not supported (only one may match): use anyOf");
             goto fail;
         }
         sb_puts(&b, "(");
@@ -985,18 +1241,16 @@ static int conv_schema(conv *c, const json_t *s, const char *ptr, char *name_out
         } else {
             static const char *const OBJ[] = {"properties", "required", "additionalProperties", NULL};
             static const char *const ARR[] = {"items", "prefixItems", "minItems", "maxItems", NULL};
-            static const char *const STR[] = {"minLength", "maxLength", "pattern", NULL};
+            static const char *const STR[] = {"minLength", "maxLength", "pattern", "format", NULL};
             static const char *const NUM[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL};
+            /* keywords of one type constrain that type only: any other
+             * type is valid as it is (JSON Schema's rule) */
+            int typed = 0;
             json_object_foreach((json_t *)s, key, v)
-            {
-                const char *t = in_list(OBJ, key) ? "object" : in_list(ARR, key) ? "array"
-                                : in_list(STR, key) ? "string" : in_list(NUM, key) ? "number" : NULL;
-                int seen = 0;
-                for (int i = 0; i < nt; i++)
-                    seen |= t && !strcmp(types[i], t);
-                if (t && !seen)
-                    types[nt++] = t;
-            }
+            typed |= in_list(OBJ, key) || in_list(ARR, key) || in_list(STR, key) || in_list(NUM, key);
+            static const char *const ALL[] = {"object", "array", "string", "number", "boolean", "null"};
+            for (int i = 0; typed && i < 6; i++)
+                types[nt++] = ALL[i];
         }
         if (!nt) {
             c->used |= U_VALUE;
@@ -1034,10 +1288,454 @@ fail:
     return -1;
 }
 
+/* ------------------------------------------------------- normalization */
+
+/* Keywords of JSON Schema (drafts 4 to 2020-12) that validate and that the
+ * grammar cannot express (beyond the special cases normalize() rewrites):
+ * refused with their pointer. A keyword in neither this list nor the
+ * understood or annotation ones is not JSON Schema: ignored, as JSON
+ * Schema says of unknown keywords. */
+static const char *const REFUSED[] = {"not", "if", "then", "else", "dependentSchemas", "dependencies",
+                                      "dependentRequired", "contains", "minContains", "maxContains",
+                                      "patternProperties", "propertyNames", "unevaluatedItems",
+                                      "unevaluatedProperties", "uniqueItems", "multipleOf", "minProperties",
+                                      "maxProperties", "additionalItems", "$dynamicRef", "$recursiveRef", NULL};
+static const char *const MORE_ANNOTATIONS[] = {"$dynamicAnchor", "$recursiveAnchor", "$vocabulary",
+                                               "contentEncoding", "contentMediaType", "contentSchema", NULL};
+
+enum { MAX_MERGE_DEPTH = 16 };
+
+static json_t *normalize(conv *c, const json_t *s, const char *ptr, int depth);
+
+/* The types a "type" value names, as a list (new); NULL when absent. */
+static json_t *type_list(const json_t *t)
+{
+    if (!t)
+        return NULL;
+    if (json_is_array(t))
+        return json_copy((json_t *)t);
+    return json_pack("[O]", t);
+}
+
+static int type_has(const json_t *l, const char *t)
+{
+    size_t i;
+    const json_t *x;
+    json_array_foreach(l, i, x) if (json_is_string(x) && !strcmp(json_string_value(x), t)) return 1;
+    return 0;
+}
+
+/* Intersection of two "type" values (integer within number). */
+static json_t *type_meet(const json_t *a, const json_t *b)
+{
+    json_t *la = type_list(a), *lb = type_list(b), *out = json_array();
+    size_t i;
+    const json_t *x;
+    json_array_foreach(la, i, x)
+    {
+        const char *t = json_string_value(x);
+        if (!t)
+            continue;
+        if (type_has(lb, t) || (!strcmp(t, "integer") && type_has(lb, "number")))
+            json_array_append_new(out, json_string(t));
+        else if (!strcmp(t, "number") && type_has(lb, "integer") && !type_has(out, "integer"))
+            json_array_append_new(out, json_string("integer"));
+    }
+    json_decref(la), json_decref(lb);
+    if (json_array_size(out) == 1) {
+        json_t *one = json_incref(json_array_get(out, 0));
+        json_decref(out);
+        return one;
+    }
+    return out;
+}
+
+static int is_lower(const char *k)
+{
+    return !strcmp(k, "minimum") || !strcmp(k, "exclusiveMinimum") || !strcmp(k, "minLength") ||
+           !strcmp(k, "minItems") || !strcmp(k, "minProperties");
+}
+
+static int is_upper(const char *k)
+{
+    return !strcmp(k, "maximum") || !strcmp(k, "exclusiveMaximum") || !strcmp(k, "maxLength") ||
+           !strcmp(k, "maxItems") || !strcmp(k, "maxProperties");
+}
+
+/* Every property of b's "properties" is one of a's. */
+static int props_within(const json_t *b, const json_t *a)
+{
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)json_object_get(b, "properties"), k, v)
+    {
+        (void)v;
+        if (!json_object_get(json_object_get(a, "properties"), k))
+            return 0;
+    }
+    return 1;
+}
+
+/* Merges b (normalized, no allOf/$ref/anyOf) into acc: what both demand. */
+static int merge_into(conv *c, json_t *acc, const json_t *b, const char *ptr)
+{
+    char p[1024];
+    const json_t *aa = json_object_get(acc, "additionalProperties"), *ab = json_object_get(b, "additionalProperties");
+    int ra = aa && !json_is_true(aa), rb = ab && !json_is_true(ab);
+    if ((ra && !props_within(b, acc)) || (rb && !props_within(acc, b)) || (ra && rb && !json_equal(aa, ab))) {
+        ptr_child(p, sizeof p, ptr, "allOf");
+        return serr(c, p, "%s", "subschemas with additionalProperties and different properties cannot be merged");
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)b, k, v)
+    {
+        json_t *cur = json_object_get(acc, k);
+        if (!cur || json_equal(cur, v)) {
+            json_object_set(acc, k, v);
+            continue;
+        }
+        if (in_list(ANNOTATIONS, k) || in_list(MORE_ANNOTATIONS, k))
+            continue;
+        if (!strcmp(k, "properties") && json_is_object(cur) && json_is_object(v)) {
+            json_t *m = json_copy(cur);
+            const char *pk;
+            json_t *pv;
+            json_object_foreach(v, pk, pv)
+            {
+                json_t *old = json_object_get(m, pk);
+                if (!old || json_equal(old, pv))
+                    json_object_set(m, pk, pv);
+                else
+                    json_object_set_new(m, pk, json_pack("{s:[O,O]}", "allOf", old, pv));
+            }
+            json_object_set_new(acc, k, m);
+        } else if (!strcmp(k, "required") && json_is_array(cur) && json_is_array(v)) {
+            json_t *m = json_copy(cur);
+            size_t i;
+            json_t *x;
+            json_array_foreach(v, i, x)
+            {
+                int seen = 0;
+                for (size_t j = 0; j < json_array_size(m); j++)
+                    seen |= json_equal(json_array_get(m, j), x);
+                if (!seen)
+                    json_array_append(m, x);
+            }
+            json_object_set_new(acc, k, m);
+        } else if (!strcmp(k, "type")) {
+            json_t *t = type_meet(cur, v);
+            if (json_is_array(t) && !json_array_size(t)) {
+                json_decref(t);
+                ptr_child(p, sizeof p, ptr, "allOf");
+                return serr(c, p, "%s", "the subschemas' types do not intersect");
+            }
+            json_object_set_new(acc, k, t);
+        } else if ((is_lower(k) || is_upper(k)) && json_is_number(cur) && json_is_number(v)) {
+            double x = json_number_value(cur), y = json_number_value(v);
+            if (is_lower(k) ? y > x : y < x)
+                json_object_set(acc, k, v);
+        } else if (!strcmp(k, "enum") && json_is_array(cur) && json_is_array(v)) {
+            json_t *m = json_array();
+            size_t i;
+            json_t *x;
+            json_array_foreach(cur, i, x) for (size_t j = 0; j < json_array_size(v); j++) if (json_equal(x, json_array_get(v, j)))
+            {
+                json_array_append(m, x);
+                break;
+            }
+            json_object_set_new(acc, k, m);
+        } else if (!strcmp(k, "items") || !strcmp(k, "additionalProperties")) {
+            json_object_set_new(acc, k, json_pack("{s:[O,O]}", "allOf", cur, v));
+        } else {
+            ptr_child(p, sizeof p, ptr, "allOf");
+            char msg[600];
+            snprintf(msg, sizeof msg, "keyword \"%s\" differs between subschemas: they cannot be merged", k);
+            return serr(c, p, "%s", msg);
+        }
+    }
+    return 0;
+}
+
+/* A subschema of allOf, normalized, its $ref resolved. */
+static json_t *merge_part(conv *c, const json_t *s, const char *ptr, int depth)
+{
+    if (depth > MAX_MERGE_DEPTH)
+        return serr(c, ptr, "%s", "allOf and $ref nest too deep to merge"), NULL;
+    if (json_is_true(s))
+        return json_object();
+    json_t *n = normalize(c, s, ptr, depth + 1);
+    if (!n)
+        return NULL;
+    const json_t *ref = json_object_get(n, "$ref");
+    if (json_is_string(ref)) {
+        const json_t *t;
+        char p[1024];
+        snprintf(p, sizeof p, "%s", json_string_value(ref) + 1);
+        if (resolve_ref(c, json_string_value(ref), ptr, &t)) {
+            json_decref(n);
+            return NULL;
+        }
+        json_t *r = merge_part(c, t, p, depth + 1);
+        if (r) /* the annotations beside $ref are dropped */
+            json_object_del(r, "$ref");
+        json_decref(n);
+        return r;
+    }
+    if (json_object_get(n, "anyOf") || json_object_get(n, "oneOf")) {
+        json_decref(n);
+        return serr(c, ptr, "%s", "anyOf/oneOf inside allOf is not supported"), NULL;
+    }
+    return n;
+}
+
+static int has_validator(const json_t *s, const char *except)
+{
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)s, k, v)
+    {
+        (void)v;
+        if (strcmp(k, except) && strcmp(k, "nullable") && !in_list(ANNOTATIONS, k) && !in_list(MORE_ANNOTATIONS, k))
+            return 1;
+    }
+    return 0;
+}
+
+/* The schema s rewritten into the keywords conv_norm understands (new
+ * reference), or NULL with the error: unknown keywords dropped; draft 4's
+ * boolean exclusive bounds and item lists in today's form; allOf (and $ref
+ * beside other keywords) merged; keywords beside anyOf/oneOf moved into
+ * each branch; keywords that hold whatever the grammar does (uniqueItems
+ * false, multipleOf 1 on integers, min/maxProperties the properties
+ * already imply) dropped; the rest of REFUSED refused. */
+static json_t *normalize(conv *c, const json_t *s, const char *ptr, int depth)
+{
+    char p[1024];
+    if (!json_is_object(s))
+        return json_incref((json_t *)s);
+    json_t *r = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)s, k, v) if (in_list(KNOWN, k) || in_list(ANNOTATIONS, k) || in_list(REFUSED, k) ||
+                                               !strcmp(k, "allOf") || !strcmp(k, "format"))
+        json_object_set(r, k, v);
+    /* draft 4: exclusiveMinimum: true beside minimum */
+    static const char *const EX[2][2] = {{"exclusiveMinimum", "minimum"}, {"exclusiveMaximum", "maximum"}};
+    for (int i = 0; i < 2; i++) {
+        json_t *x = json_object_get(r, EX[i][0]);
+        if (json_is_boolean(x)) {
+            json_t *b = json_object_get(r, EX[i][1]);
+            if (json_is_true(x) && b) {
+                json_object_set(r, EX[i][0], b);
+                json_object_del(r, EX[i][1]);
+            } else {
+                json_object_del(r, EX[i][0]);
+            }
+        }
+    }
+    /* draft 4 tuples: items as a list, additionalItems for the rest */
+    json_t *items = json_object_get(r, "items");
+    if (json_is_array(items) && !json_object_get(r, "prefixItems")) {
+        json_object_set(r, "prefixItems", items);
+        json_t *more = json_object_get(r, "additionalItems");
+        if (more)
+            json_object_set(r, "items", more);
+        else
+            json_object_del(r, "items");
+        json_object_del(r, "additionalItems");
+    } else if (json_object_get(r, "additionalItems") && !json_is_array(items)) {
+        json_object_del(r, "additionalItems"); /* ignored without an item list */
+    }
+    /* $ref beside validating keywords: both hold (drafts 3 to 7: they are ignored) */
+    json_t *ref = json_object_get(r, "$ref");
+    if (ref && c->old_ref && has_validator(r, "$ref")) {
+        json_t *only = json_pack("{s:O}", "$ref", ref);
+        json_decref(r);
+        return only;
+    }
+    if (ref && has_validator(r, "$ref")) {
+        json_t *all = json_object_get(r, "allOf");
+        all = all ? json_copy(all) : json_array();
+        json_array_append_new(all, json_pack("{s:O}", "$ref", ref));
+        json_object_del(r, "$ref");
+        json_object_set_new(r, "allOf", all);
+    }
+    /* allOf with a subschema that is an anyOf/oneOf: one branch each (A and
+     * (B or C) = (A and B) or (A and C)) */
+    json_t *all0 = json_object_get(r, "allOf");
+    for (size_t i = 0; json_is_array(all0) && i < json_array_size(all0) && depth < MAX_MERGE_DEPTH; i++) {
+        const json_t *part = json_array_get(all0, i), *t = part;
+        const json_t *pref = json_object_get(part, "$ref");
+        if (json_is_string(pref) && !has_validator(part, "$ref")) {
+            ptr_child(p, sizeof p, ptr, "allOf");
+            char pi[1024];
+            ptr_index(pi, sizeof pi, p, i);
+            if (resolve_ref(c, json_string_value(pref), pi, &t))
+                goto fail;
+        }
+        const char *ak = json_object_get(t, "anyOf") ? "anyOf" : json_object_get(t, "oneOf") ? "oneOf" : NULL;
+        const json_t *br = ak ? json_object_get(t, ak) : NULL;
+        if (!json_is_array(br) || !json_array_size(br) || has_validator(t, ak) || json_object_get(r, "anyOf") ||
+            json_object_get(r, "oneOf"))
+            continue;
+        json_t *branches = json_array();
+        for (size_t b = 0; b < json_array_size(br); b++) {
+            json_t *one = json_copy(r), *list = json_copy(all0);
+            json_array_set(list, i, json_array_get(br, b));
+            json_object_set_new(one, "allOf", list);
+            json_array_append_new(branches, one);
+        }
+        json_t *out = json_pack("{s:o}", ak, branches);
+        json_decref(r);
+        return out;
+    }
+    /* allOf: merged into one schema; a lone $ref stays a reference */
+    json_t *all = json_object_get(r, "allOf");
+    if (json_is_array(all) && json_array_size(all) == 1 && !has_validator(r, "allOf")) {
+        json_t *one = json_array_get(all, 0);
+        if (json_is_object(one) && json_is_string(json_object_get(one, "$ref")) && !has_validator(one, "$ref")) {
+            json_object_set(r, "$ref", json_object_get(one, "$ref"));
+            json_object_del(r, "allOf");
+            all = NULL;
+        }
+    }
+    if (all) {
+        ptr_child(p, sizeof p, ptr, "allOf");
+        if (!json_is_array(all) || !json_array_size(all)) {
+            serr(c, p, "%s", "allOf must be a non-empty list of schemas");
+            goto fail;
+        }
+        json_incref(all);
+        json_object_del(r, "allOf");
+        json_t *acc = NULL;
+        if (json_object_get(r, "anyOf") || json_object_get(r, "oneOf")) {
+            /* keep anyOf aside: the merged rest goes into each branch below */
+            acc = json_object();
+        }
+        json_t *base = acc ? NULL : merge_part(c, r, ptr, depth);
+        if (!acc && !base) {
+            json_decref(all);
+            goto fail;
+        }
+        if (!acc)
+            acc = base;
+        for (size_t i = 0; i < json_array_size(all); i++) {
+            char pi[1024];
+            ptr_index(pi, sizeof pi, p, i);
+            json_t *part = merge_part(c, json_array_get(all, i), pi, depth);
+            if (!part || merge_into(c, acc, part, ptr)) {
+                json_decref(part);
+                json_decref(acc);
+                json_decref(all);
+                goto fail;
+            }
+            json_decref(part);
+        }
+        json_decref(all);
+        if (json_object_get(r, "anyOf") || json_object_get(r, "oneOf")) {
+            json_object_foreach(acc, k, v) if (!json_object_get(r, k)) json_object_set(r, k, v);
+            json_decref(acc);
+        } else {
+            json_decref(r);
+            r = acc;
+            if (!json_object_size(r))
+                return r;
+        }
+    }
+    /* anyOf/oneOf beside validating keywords: each branch gets them */
+    const char *anykey = json_object_get(r, "anyOf") ? "anyOf" : json_object_get(r, "oneOf") ? "oneOf" : NULL;
+    if (anykey && has_validator(r, anykey) && json_is_array(json_object_get(r, anykey))) {
+        json_t *rest = json_object(), *branches = json_array(), *any = json_object_get(r, anykey);
+        json_object_foreach(r, k, v) if (strcmp(k, anykey) && strcmp(k, "nullable") && !in_list(ANNOTATIONS, k))
+            json_object_set(rest, k, v);
+        size_t i;
+        json_t *x;
+        json_array_foreach(any, i, x) json_array_append_new(branches, json_pack("{s:[O,O]}", "allOf", rest, x));
+        json_t *out = json_pack("{s:o}", anykey, branches);
+        if (json_object_get(r, "nullable"))
+            json_object_set(out, "nullable", json_object_get(r, "nullable"));
+        json_decref(rest);
+        json_decref(r);
+        r = out;
+    }
+    /* keywords that hold whatever the grammar does */
+    json_t *t = json_object_get(r, "type");
+    if (json_is_false(json_object_get(r, "uniqueItems")))
+        json_object_del(r, "uniqueItems");
+    json_t *mi = json_object_get(r, "maxItems");
+    if (json_object_get(r, "uniqueItems") && json_is_integer(mi) && json_integer_value(mi) <= 1)
+        json_object_del(r, "uniqueItems");
+    json_t *mo = json_object_get(r, "multipleOf");
+    if (json_is_number(mo) && json_number_value(mo) == 1 && json_is_string(t) &&
+        (!strcmp(json_string_value(t), "integer") || !strcmp(json_string_value(t), "number"))) {
+        json_object_set_new(r, "type", json_string("integer"));
+        json_object_del(r, "multipleOf");
+    }
+    json_t *minp = json_object_get(r, "minProperties"), *maxp = json_object_get(r, "maxProperties");
+    json_t *req = json_object_get(r, "required"), *props = json_object_get(r, "properties");
+    if (json_is_integer(minp) && json_integer_value(minp) <= (json_int_t)json_array_size(req))
+        json_object_del(r, "minProperties"); /* required names are distinct */
+    if (json_is_integer(maxp) && json_is_false(json_object_get(r, "additionalProperties")) &&
+        json_integer_value(maxp) >= (json_int_t)json_object_size(props))
+        json_object_del(r, "maxProperties");
+    /* a required property not declared: declared with the schema of
+     * additionalProperties (any value when absent or true) */
+    json_t *add = json_object_get(r, "additionalProperties");
+    if (!depth && json_is_array(req) && (!add || json_is_true(add) || json_is_object(add)) &&
+        (!props || json_is_object(props))) { /* not in a part being merged: its siblings may declare it */
+        json_t *np = props ? json_copy(props) : json_object();
+        size_t i, added = 0;
+        json_t *x;
+        json_array_foreach(req, i, x) if (json_is_string(x) && !json_object_get(np, json_string_value(x)))
+        {
+            json_object_set_new(np, json_string_value(x), add && json_is_object(add) ? json_incref(add) : json_object());
+            added++;
+        }
+        if (added)
+            json_object_set(r, "properties", np);
+        json_decref(np);
+    }
+    json_object_foreach(r, k, v) if (in_list(REFUSED, k))
+    {
+        ptr_child(p, sizeof p, ptr, k);
+        serr(c, p, "unsupported keyword \"%s\"", k);
+        goto fail;
+    }
+    return r;
+fail:
+    json_decref(r);
+    return NULL;
+}
+
+/* Nesting of subschemas past which a schema is refused: recursion that
+ * merging unrolls (allOf of a $ref whose target holds the same allOf) has
+ * no end. */
+enum { MAX_NESTING = 200 };
+
+static int conv_schema(conv *c, const json_t *s, const char *ptr, char *name_out)
+{
+    if (!json_is_object(s))
+        return conv_norm(c, s, ptr, name_out);
+    if (c->depth >= MAX_NESTING)
+        return serr(c, ptr, "%s", "subschemas nest too deep (recursion through allOf or $ref beside other keywords)");
+    json_t *n = normalize(c, s, ptr, 0);
+    if (!n)
+        return -1;
+    c->depth++;
+    int rc = conv_norm(c, n, ptr, name_out);
+    c->depth--;
+    json_decref(n);
+    return rc;
+}
+
 char *asn_schema_to_gbnf(const json_t *schema, asn_ws_rule ws, asn_err *e)
 {
     conv c = {0};
     c.root = schema;
+    const char *dialect = json_string_value(json_object_get(schema, "$schema"));
+    c.old_ref = dialect && (strstr(dialect, "draft-03") || strstr(dialect, "draft-04") ||
+                            strstr(dialect, "draft-06") || strstr(dialect, "draft-07"));
     c.ws = ws;
     c.e = e;
     char top[24];

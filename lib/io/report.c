@@ -122,11 +122,12 @@ static const char *CANDIDATE_SQL =
     " coalesce(json_extract(json, '$.ngram.coverage'), json_extract(json, '$.infinigram_scores.infinigram_total_coverage')),"
     " json_extract(json, '$.verifiable_reward'),"
     " json_extract(json, '$.score.final'),"
-    " json_extract(json, '$.rank')"
+    " json_extract(json, '$.rank'),"
+    " json_extract(json, '$.nucleus')"
     " FROM records WHERE kind = 'candidate' ORDER BY hkey, id";
 
 enum { C_KEY, C_NAME, C_PROCS, C_TOKENS, C_QUALITY, C_POINTS, C_GAMES, C_SELF_BLEU, C_ENTROPY, C_NGRAM,
-       C_VERIFIABLE, C_FINAL, C_RANK };
+       C_VERIFIABLE, C_FINAL, C_RANK, C_NUCLEUS };
 
 static int load_heuristics(sqlite3 *db, asn_report *r, asn_err *e)
 {
@@ -156,6 +157,8 @@ static int load_heuristics(sqlite3 *db, asn_report *r, asn_err *e)
         mean_add(&h->ngram, q, C_NGRAM);
         mean_add(&h->verifiable, q, C_VERIFIABLE);
         mean_add(&h->final_score, q, C_FINAL);
+        mean_add(&h->nucleus, q, C_NUCLEUS);
+        r->with_nucleus += sqlite3_column_type(q, C_NUCLEUS) != SQLITE_NULL;
         if (sqlite3_column_type(q, C_POINTS) != SQLITE_NULL && sqlite3_column_type(q, C_GAMES) != SQLITE_NULL) {
             h->points += sqlite3_column_double(q, C_POINTS);
             h->games += sqlite3_column_double(q, C_GAMES);
@@ -589,6 +592,9 @@ static const measure MEASURES[] = {
     {"n-gram cov.", "ngram", "ngram", NULL, 0,
      "mean words of the generation covered by n-grams of the reference corpus (score-ngram): higher is closer to "
      "the corpus, not better", OFF(ngram), 1, 6, offsetof(asn_report, with_ngram)},
+    {"nucleus", "nucleus", NULL, "tokens", 0,
+     "mean tokens the heuristic kept per step (gen-candidates --nucleus): the nucleus size", OFF(nucleus), 1, 8,
+     offsetof(asn_report, with_nucleus)},
 };
 enum { N_MEASURES = sizeof MEASURES / sizeof *MEASURES };
 

@@ -200,24 +200,24 @@ static int parse_heuristic(asn_oai_request *rq, asn_err *e)
     return 0;
 }
 
-/* response_format, json_schema, grammar: at most one, as a processor. */
-static int parse_constraint(asn_oai_request *rq, asn_err *e)
+int asn_oai_constraint(const json_t *obj, json_t **proc, asn_err *e)
 {
-    const json_t *rf = json_object_get(rq->body, "response_format"), *js = json_object_get(rq->body, "json_schema"),
-                 *gr = json_object_get(rq->body, "grammar");
+    *proc = NULL;
+    const json_t *rf = json_object_get(obj, "response_format"), *js = json_object_get(obj, "json_schema"),
+                 *gr = json_object_get(obj, "grammar");
     rf = json_is_null(rf) ? NULL : rf, js = json_is_null(js) ? NULL : js, gr = json_is_null(gr) ? NULL : gr;
     if (!!rf + !!js + !!gr > 1)
         return asn_err_set(e, "give one of \"response_format\", \"json_schema\" and \"grammar\"");
     if (gr) {
         if (!json_is_string(gr) || !json_string_length(gr))
             return asn_err_set(e, "field \"grammar\" must be GBNF text");
-        rq->constraint = json_pack("{s:s,s:{s:O}}", "name", "grammar", "params", "gbnf", gr);
+        *proc = json_pack("{s:s,s:{s:O}}", "name", "grammar", "params", "gbnf", gr);
         return 0;
     }
     if (js) {
         if (!json_is_object(js) && !json_is_boolean(js))
             return asn_err_set(e, "field \"json_schema\" must be a JSON Schema (an object)");
-        rq->constraint = json_pack("{s:s,s:{s:O}}", "name", "json_schema", "params", "schema", js);
+        *proc = json_pack("{s:s,s:{s:O}}", "name", "json_schema", "params", "schema", js);
         return 0;
     }
     if (!rf)
@@ -228,7 +228,7 @@ static int parse_constraint(asn_oai_request *rq, asn_err *e)
     if (!strcmp(type, "text"))
         return 0;
     if (!strcmp(type, "json_object")) {
-        rq->constraint = json_pack("{s:s,s:{s:{s:s}}}", "name", "json_schema", "params", "schema", "type", "object");
+        *proc = json_pack("{s:s,s:{s:{s:s}}}", "name", "json_schema", "params", "schema", "type", "object");
         return 0;
     }
     if (strcmp(type, "json_schema"))
@@ -236,7 +236,7 @@ static int parse_constraint(asn_oai_request *rq, asn_err *e)
     const json_t *schema = json_object_get(json_object_get(rf, "json_schema"), "schema");
     if (!json_is_object(schema) && !json_is_boolean(schema))
         return asn_err_set(e, "field \"response_format.json_schema.schema\" must be a JSON Schema (an object)");
-    rq->constraint = json_pack("{s:s,s:{s:O}}", "name", "json_schema", "params", "schema", schema);
+    *proc = json_pack("{s:s,s:{s:O}}", "name", "json_schema", "params", "schema", schema);
     return 0;
 }
 
@@ -319,7 +319,7 @@ int asn_oai_parse(const char *body, size_t len, int chat, const asn_oai_limits *
         rq->has_seed = 1;
         rq->seed = (uint64_t)json_integer_value(seed);
     }
-    if (parse_stop(rq, e) || parse_heuristic(rq, e) || parse_constraint(rq, e))
+    if (parse_stop(rq, e) || parse_heuristic(rq, e) || asn_oai_constraint(rq->body, &rq->constraint, e))
         return -1;
     const char *pid = NULL;
     if (asn_get_string(rq->body, "asn_prompt_id", 0, &pid, e))

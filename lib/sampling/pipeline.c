@@ -330,6 +330,14 @@ const asn_proc *asn_heuristic_json_proc(const asn_heuristic *h)
     return NULL;
 }
 
+int asn_heuristic_constrained(const asn_heuristic *h)
+{
+    for (int i = 0; i < h->n; i++)
+        if (h->procs[i].kind == ASN_PROC_JSON || asn_proc_is_constraint(h->procs[i].kind))
+            return 1;
+    return 0;
+}
+
 int asn_heuristic_may_end(const asn_heuristic *h, const asn_seq_ctx *ctx)
 {
     int any = 0;

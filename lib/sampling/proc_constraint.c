@@ -174,6 +174,22 @@ static asn_constraint *get_constraint(const asn_proc *p, const asn_vocab *v, asn
 
 const char *asn_constraint_proc_text(const asn_proc *p) { return p->cons ? p->cons->gbnf : NULL; }
 
+int asn_constraint_proc_valid(const asn_proc *p, const char *text, size_t len)
+{
+    asn_err e;
+    if (!p->cons)
+        return 0;
+    asn_grammar *g = asn_gbnf_parse(p->cons->gbnf, strlen(p->cons->gbnf), &e);
+    if (!g)
+        return 0;
+    asn_gstate s = {0};
+    asn_gstate_start(g, &s);
+    int ok = !asn_gstate_advance(g, &s, text, len) && asn_gstate_complete(&s);
+    asn_gstate_clear(&s);
+    asn_grammar_free(g);
+    return ok;
+}
+
 int asn_constraint_proc_complete(const asn_proc *p, const asn_seq_ctx *ctx)
 {
     asn_err e;

@@ -80,7 +80,7 @@ PYEOF
 expect_stderr "summary gives the shares and mask times" "10 records: 10 compiled, 5 valid .* mask per token .* us mean"
 
 cat > "$TMP/bad.jsonl" <<'EOF'
-{"json_schema": {"type": "string", "format": "email"}, "text": "\"a\""}
+{"json_schema": {"type": "string", "format": "uri"}, "text": "\"a\""}
 {"grammar": "root ::= \"a\"\nx ::= (\"b\"\n", "text": "a"}
 {"regex": "a(b", "text": "a"}
 {"choice": [], "text": "a"}
@@ -90,7 +90,7 @@ check "errors name the field and the position" $PY - "$TMP/out" <<'PYEOF'
 import json, sys
 errs = [json.loads(l)["error"] for l in open(sys.argv[1])]
 assert errs == [
-    'field "json_schema": parameter "schema": /format: unsupported keyword "format"',
+    'field "json_schema": parameter "schema": /format: unsupported format "uri"',
     "field \"grammar\": parameter \"gbnf\": 3:1: expecting ')'",
     'field "regex": parameter "pattern": offset 3: missing closing parenthesis',
     'field "choice": parameter "options": the list of options is empty',
@@ -178,8 +178,8 @@ bad() {
     expect_stderr "$3: one line" "^gen-candidates: .*bad.yaml:4:9: pipeline \"h1\": processor 1 \($1\): $4"
     check "$3: nothing written, one line" sh -c "[ ! -s '$TMP/out' ] && [ \$(wc -l < '$TMP/err') -eq 1 ]"
 }
-bad json_schema '{schema: {type: object, properties: {d: {type: string, format: date}}}}' "unsupported schema keyword" \
-    'parameter "schema": /properties/d/format: unsupported keyword "format"'
+bad json_schema '{schema: {type: object, properties: {d: {type: string, not: {const: x}}}}}' "unsupported schema keyword" \
+    'parameter "schema": /properties/d/not: unsupported keyword "not"'
 bad grammar '{gbnf: "root ::= \"a\" [b-"}' "GBNF syntax error" 'parameter "gbnf": 1:14: unterminated character class'
 bad regex '{pattern: "[a-z"}' "regex that does not compile" 'parameter "pattern": offset 4: missing terminating \] for character class'
 bad choice '{options: []}' "empty choice list" 'parameter "options": the list of options is empty'

@@ -10,7 +10,7 @@ TINY="$DATA/models/tiny-spm-q8_0.gguf"
 PY=/usr/bin/python3
 RB="$BIN/rank-bt"
 PIDS=""
-trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
+trap 'for p in $PIDS; do kill $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
 
 start_serve() { # start_serve NAME MODEL: port in $TMP/NAME.port
     name=$1; shift

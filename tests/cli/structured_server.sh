@@ -9,7 +9,7 @@
 M="$ROOT/examples/models/demo-base.gguf"
 PY=/usr/bin/python3
 PIDS=""
-trap 'for p in $PIDS; do kill -9 $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
+trap 'for p in $PIDS; do kill $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
 wait_port() { for i in $(seq 200); do [ -s "$1" ] && break; sleep 0.05; done; }
 
 # ---------------------------------------------------------------- serve

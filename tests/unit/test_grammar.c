@@ -327,12 +327,20 @@ static void test_schema(void)
          "%s", g ? "wrong" : e.msg);
     asn_grammar_free(g);
 
+    g = schema("{\"type\":\"array\",\"items\":{\"type\":\"string\"}}", ASN_WS_COMPACT, &e);
+    T_OK("unbounded array: any number of items", g && accepts(g, "[]", 2) && accepts(g, "[\"a\"]", 5) &&
+                                                     accepts(g, "[\"a\",\"b\",\"c\"]", 13) && !accepts(g, "[1]", 3),
+         "%s", g ? "wrong" : e.msg);
+    asn_grammar_free(g);
+
     static const struct {
         const char *s, *msg;
     } errs[] = {
-        {"{\"properties\":{\"d\":{\"type\":\"string\",\"format\":\"date\"}}}",
-         "/properties/d/format: unsupported keyword \"format\""},
-        {"{\"allOf\":[{}]}", "/allOf: unsupported keyword \"allOf\""},
+        {"{\"properties\":{\"d\":{\"type\":\"string\",\"format\":\"uri\"}}}",
+         "/properties/d/format: unsupported format \"uri\""},
+        {"{\"not\":{}}", "/not: unsupported keyword \"not\""},
+        {"{\"allOf\":[{\"type\":\"string\"},{\"type\":[\"integer\",\"null\"]}]}",
+         "/allOf: the subschemas' types do not intersect"},
         {"{\"$ref\":\"#/$defs/missing\"}", "/$ref: reference \"#/$defs/missing\" does not resolve"},
         {"{\"type\":\"strin\"}",
          "/type: type must be one of string, number, integer, boolean, null, object, array (or a list of them)"},

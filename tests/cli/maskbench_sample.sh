@@ -1,0 +1,27 @@
+# maskbench_sample.sh — a sample of JSONSchemaBench's MaskBench (schemas and
+# instances labelled valid or invalid by its authors, tests/data/maskbench)
+# through constrain with Llama-3's vocabulary: every valid instance of a
+# compiled schema is accepted token by token, no invalid one is; the
+# schemas refused are the ones using keywords the grammar cannot express.
+. "$ASN_ROOT/tests/lib/cli.sh"
+PY=/usr/bin/python3
+V="$ROOT/tests/data/vocab/ggml-vocab-llama-bpe.gguf"
+
+expect_status "maskbench.py --check over the sample" 0 $PY "$ROOT/bench/maskbench.py" --constrain "$BIN/constrain" -m "$V" \
+    --check --out "$TMP/recs.jsonl" "$DATA/maskbench"
+expect_stdout "33 of 38 schemas compiled" "^schemas compiled: +33/38 "
+expect_stdout "every valid instance of a compiled schema accepted" "^valid instances accepted: +([0-9]+)/\\1 \\(100.0%\\)"
+expect_stdout "every invalid instance rejected" "^invalid instances rejected: +([0-9]+)/\\1 \\(100.0%\\)"
+check "the verdicts agree with Python's jsonschema on the instances it can judge" $PY - "$TMP/recs.jsonl" <<'PYEOF'
+import json, sys
+import jsonschema
+from jsonschema import validators
+n = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    s = r["json_schema"]
+    V = validators.validator_for(s, default=jsonschema.Draft202012Validator)
+    assert r["valid"] == V(s).is_valid(json.loads(r["text"])) or not r["expect"], r["file"]
+    n += 1
+assert n > 60, n
+PYEOF
