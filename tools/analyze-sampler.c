@@ -28,6 +28,8 @@ static long opt_seed, opt_max_new = 20, opt_min_new, opt_threads, opt_ctx, opt_s
                       opt_top = 50, opt_json_top;
 static int opt_json;
 
+static const char *opt_chat_date;
+
 static const asn_option options[] = {
     {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "the base model GGUF (required)"},
     {"sampler", 's', ASN_OPT_STRING, &opt_sampler, "FILE", "a learned sampler GGUF (train-sampler output); without it, raw vs target only"},
@@ -36,6 +38,7 @@ static const asn_option options[] = {
     {"file", 'f', ASN_OPT_STRING, &opt_file, "FILE", "read the prompt from FILE (- for stdin)"},
     {"system", 0, ASN_OPT_STRING, &opt_system, "TEXT", "system message"},
     {"chat-template", 0, ASN_OPT_STRING, &opt_template, "NAME", "chat template (chatml, llama3, ..., none); default: the model's, none without one"},
+    {"chat-date", 0, ASN_OPT_STRING, &opt_chat_date, "DATE", ASN_CHAT_DATE_HELP},
     {"heuristics", 'H', ASN_OPT_STRING, &opt_heuristics, "FILE", "heuristics YAML (with --heuristic; prompt mode)"},
     {"heuristic", 0, ASN_OPT_STRING, &opt_heuristic, "NAME", "pipeline of --heuristics that generates and gives the target"},
     {"seed", 0, ASN_OPT_INT, &opt_seed, "N", "random seed of the generation"},
@@ -693,6 +696,11 @@ static void candidates_mode(analyzer *an)
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
+    {
+        asn_err de;
+        if (opt_chat_date && asn_chat_set_date(opt_chat_date, &de))
+            asn_usage_error("--chat-date: %s", de.msg);
+    }
     if (!opt_model)
         asn_usage_error("--model is required");
     if (opt_candidates) {

@@ -25,6 +25,8 @@ static double opt_timeout = 600;
 static int opt_resume, opt_progress, opt_no_system;
 static asn_strlist opt_stop, opt_only, opt_merge, opt_server;
 
+static const char *opt_chat_date;
+
 static const asn_option options[] = {
     {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF model (or --server)"},
     {"server", 0, ASN_OPT_LIST, &opt_server, "URL", "generate on this OpenAI-compatible server instead (repeat: several share the load)"},
@@ -41,6 +43,7 @@ static const asn_option options[] = {
     {"system", 0, ASN_OPT_STRING, &opt_system, "TEXT", "system message (default: \"You are a helpful assistant.\" when the model has a chat template)"},
     {"no-system", 0, ASN_OPT_FLAG, &opt_no_system, NULL, "no system message"},
     {"chat-template", 0, ASN_OPT_STRING, &opt_template, "NAME", "chat template (default: the model's; none without one)"},
+    {"chat-date", 0, ASN_OPT_STRING, &opt_chat_date, "DATE", ASN_CHAT_DATE_HELP},
     {"min-new-tokens", 0, ASN_OPT_INT, &opt_min_new, "N", "end-of-generation masked before N new tokens"},
     {"max-new-tokens", 'n', ASN_OPT_INT, &opt_max_new, "N", "at most N new tokens"},
     {"stop", 0, ASN_OPT_LIST, &opt_stop, "TEXT", "stop before this text"},
@@ -548,6 +551,11 @@ static void merge_shards(const prompts *ps, FILE *out)
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
+    {
+        asn_err de;
+        if (opt_chat_date && asn_chat_set_date(opt_chat_date, &de))
+            asn_usage_error("--chat-date: %s", de.msg);
+    }
     if ((!opt_model && !opt_server.n) || !opt_heuristics)
         asn_usage_error("--model (or --server) and --heuristics are required");
     if (opt_server.n && !opt_model && !opt_tokenizer)
@@ -635,6 +643,8 @@ int main(int argc, char **argv)
                            "stop", stops);
     if (!default_system)
         json_object_set_new(r.settings, "system", json_null());
+    if (asn_chat_dated(tmpl))
+        json_object_set_new(r.settings, "chat_date", json_string(asn_chat_date()));
 
     prompts ps = {0};
     if (opt_sources) {

@@ -28,6 +28,8 @@ static long opt_seed, opt_extra = 1, opt_threads, opt_batch = 16;
 static double opt_tau = 0.1, opt_prior = ASN_BT_PRIOR_GAMES;
 static int opt_retokenize, opt_skip_invalid, opt_progress, opt_verbose;
 
+static const char *opt_chat_date;
+
 static const asn_option options[] = {
     {"judge", 'j', ASN_OPT_STRING, &opt_judge, "KIND", "pairwise or reference-ll (required)"},
     {"judge-model", 'm', ASN_OPT_STRING, &opt_judge_model, "FILE", "GGUF model of the judge (or --judge-server)"},
@@ -40,6 +42,7 @@ static const asn_option options[] = {
     {"api-key", 0, ASN_OPT_STRING, &opt_api_key, "KEY", "with --judge-server: bearer key"},
     {"judge-template", 0, ASN_OPT_STRING, &opt_template, "FILE", "pairwise question template (default: built in, the text of configs/judges/pairwise.txt)"},
     {"judge-chat-template", 0, ASN_OPT_STRING, &opt_chat, "NAME", "chat template family for the judge's input (chatml, llama3, ..., none); default: see below"},
+    {"chat-date", 0, ASN_OPT_STRING, &opt_chat_date, "DATE", ASN_CHAT_DATE_HELP},
     {"tau", 0, ASN_OPT_DOUBLE, &opt_tau, "X", "reference-ll: temperature of the pair score, in nats"},
     {"retokenize", 0, ASN_OPT_FLAG, &opt_retokenize, NULL, "reference-ll: score the tokenized generation even when the record has tokens"},
     {"group", 0, ASN_OPT_STRING, &opt_group, "BY", "seed: one tournament per (prompt, seed); prompt: one per prompt"},
@@ -570,6 +573,11 @@ static void setup(ranker *R)
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
+    {
+        asn_err de;
+        if (opt_chat_date && asn_chat_set_date(opt_chat_date, &de))
+            asn_usage_error("--chat-date: %s", de.msg);
+    }
     if (asn_tool_shards(opt_shard, &opt_merge, nops ? argv + 1 : NULL))
         return 0;
     ranker R = {0};

@@ -141,9 +141,18 @@ void asn_gen_mask_eog(const asn_heuristic *h, int min_new_tokens, float *row, co
 int asn_gen_process_row(const asn_heuristic *h, int min_new_tokens, float *row, int V, const asn_seq_ctx *ctx,
                         asn_seq_state *st, asn_workspace *ws, asn_err *e);
 
-/* The prompt as the model sees it: system and user message through the
- * chat template (ASN_CHAT_* id), tokenized with BOS as the model adds it
- * and special tokens parsed. *ids is new (caller frees). */
+/* The prompt text: the system message (when non-empty) and the user
+ * message through the chat template (ASN_CHAT_* id) with the assistant's
+ * turn opened. malloc'd; NULL with e set on a bad id. */
+char *asn_gen_prompt_text(int chat_template, const char *system, const char *prompt, asn_err *e);
+
+/* A prompt text tokenized as a prompt: BOS as the model adds it, special
+ * tokens parsed, and exactly one BOS (a text that itself opens with the
+ * BOS token's text does not get a second). *ids is new (caller frees). */
+int asn_gen_tokenize_prompt(const asn_vocab *v, const char *text, int32_t **ids, int *n, asn_err *e);
+
+/* The prompt as the model sees it: asn_gen_prompt_text, tokenized by
+ * asn_gen_tokenize_prompt. *ids is new (caller frees). */
 int asn_gen_prompt_tokens(const asn_vocab *v, int chat_template, const char *system,
                           const char *prompt, int32_t **ids, int *n, asn_err *e);
 

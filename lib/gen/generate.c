@@ -49,28 +49,45 @@ void asn_prompt_id(const char *system, const char *prompt, char out[17])
     out[16] = 0;
 }
 
-int asn_gen_prompt_tokens(const asn_vocab *v, int chat_template, const char *system,
-                          const char *prompt, int32_t **ids, int *n, asn_err *e)
+char *asn_gen_prompt_text(int chat_template, const char *system, const char *prompt, asn_err *e)
 {
     asn_chat_msg msgs[2];
     size_t nm = 0;
     if (system && *system)
         msgs[nm++] = (asn_chat_msg){"system", system};
     msgs[nm++] = (asn_chat_msg){"user", prompt};
-    char *text = asn_chat_format(chat_template, msgs, nm, 1, e);
-    if (!text)
-        return -1;
+    return asn_chat_format(chat_template, msgs, nm, 1, e);
+}
+
+int asn_gen_tokenize_prompt(const asn_vocab *v, const char *text, int32_t **ids, int *n, asn_err *e)
+{
     size_t len;
-    int rc = asn_tokenize(v, text, strlen(text), 1, 1, ids, &len, e);
-    free(text);
-    if (rc)
+    if (asn_tokenize(v, text, strlen(text), 1, 1, ids, &len, e))
         return -1;
+    /* a text that opens with the BOS token's own text (a template that
+     * writes it) gets no second one */
+    int32_t bos = asn_vocab_bos(v);
+    if (len >= 2 && bos >= 0 && (*ids)[0] == bos && (*ids)[1] == bos) {
+        memmove(*ids, *ids + 1, (len - 1) * sizeof **ids);
+        len--;
+    }
     if (len == 0) {
         free(*ids);
         return asn_err_set(e, "the prompt has no tokens");
     }
     *n = (int)len;
     return 0;
+}
+
+int asn_gen_prompt_tokens(const asn_vocab *v, int chat_template, const char *system,
+                          const char *prompt, int32_t **ids, int *n, asn_err *e)
+{
+    char *text = asn_gen_prompt_text(chat_template, system, prompt, e);
+    if (!text)
+        return -1;
+    int rc = asn_gen_tokenize_prompt(v, text, ids, n, e);
+    free(text);
+    return rc;
 }
 
 /* ------------------------------------------------------------ generator */

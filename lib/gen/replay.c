@@ -63,6 +63,10 @@ int asn_candidate_from_json(asn_candidate *c, const json_t *rec, const asn_vocab
     int tmpl = asn_chat_from_name(json_is_string(tn) ? json_string_value(tn) : "none");
     if (tmpl < 0)
         return asn_err_set(e, "field \"settings.chat_template\": unknown template \"%s\"", json_string_value(tn));
+    /* the date a dated template (llama3.1) wrote into the prompt */
+    const json_t *cd = json_object_get(st, "chat_date");
+    if (cd && (!json_is_string(cd) || asn_chat_set_date(json_string_value(cd), e)))
+        return field_err(e, "settings.chat_date", "must be a date DD Mon YYYY");
 
     if (asn_heuristic_init(&c->heuristic, json_string_value(hn), json_object_get(h, "processors"), e))
         return asn_err_prefix(e, "field \"heuristic\"");
