@@ -29,6 +29,7 @@ static double opt_tau = 0.1, opt_prior = ASN_BT_PRIOR_GAMES;
 static int opt_retokenize, opt_skip_invalid, opt_progress, opt_verbose;
 
 static const char *opt_chat_date;
+static long opt_judge_ctx;
 
 static const asn_option options[] = {
     {"judge", 'j', ASN_OPT_STRING, &opt_judge, "KIND", "pairwise or reference-ll (required)"},
@@ -42,6 +43,7 @@ static const asn_option options[] = {
     {"api-key", 0, ASN_OPT_STRING, &opt_api_key, "KEY", "with --judge-server: bearer key"},
     {"judge-template", 0, ASN_OPT_STRING, &opt_template, "FILE", "pairwise question template (default: built in, the text of configs/judges/pairwise.txt)"},
     {"judge-chat-template", 0, ASN_OPT_STRING, &opt_chat, "NAME", "chat template family for the judge's input (chatml, llama3, ..., none); default: see below"},
+    {"judge-ctx", 0, ASN_OPT_INT, &opt_judge_ctx, "N", "the judge's context in tokens (default: the judge model's training context; the research pipeline's template with two answers needs about 250 tokens more than the answers)"},
     {"chat-date", 0, ASN_OPT_STRING, &opt_chat_date, "DATE", ASN_CHAT_DATE_HELP},
     {"tau", 0, ASN_OPT_DOUBLE, &opt_tau, "X", "reference-ll: temperature of the pair score, in nats"},
     {"retokenize", 0, ASN_OPT_FLAG, &opt_retokenize, NULL, "reference-ll: score the tokenized generation even when the record has tokens"},
@@ -538,7 +540,7 @@ static void setup(ranker *R)
     } else {
         if (!(R->m = asn_model_load(opt_judge_model, &e)) || !(R->v = asn_model_vocab(R->m, &e)))
             asn_fatal("%s", e.msg);
-        R->n_ctx = asn_model_cfg(R->m)->n_ctx_train;
+        R->n_ctx = opt_judge_ctx > 0 ? (int)opt_judge_ctx : asn_model_cfg(R->m)->n_ctx_train;
         R->V = asn_model_cfg(R->m)->n_vocab;
         gg = asn_model_gguf(R->m);
     }
@@ -608,6 +610,8 @@ int main(int argc, char **argv)
         asn_usage_error("--tau must be a positive number");
     if (!(opt_prior >= 0) || !isfinite(opt_prior))
         asn_usage_error("--bt-prior must be >= 0");
+    if (opt_judge_ctx < 0 || opt_judge_ctx > (1L << 24))
+        asn_usage_error("--judge-ctx must be between 1 and 16777216 (0: the model's)");
     if (opt_batch < 1)
         asn_usage_error("--batch must be >= 1");
     if (opt_template && R.judge != JUDGE_PAIRWISE)
@@ -624,13 +628,13 @@ int main(int argc, char **argv)
         int32_t ab[2];
         if (!R.m && asn_pairwise_answer_ids(R.v, ab, &e))
             asn_fatal("%s: %s", opt_tokenizer ? opt_tokenizer : opt_judge_model, e.msg);
-        if (R.m && !(R.pw = asn_pairwise_new(R.m, R.model_family, R.tmpl, (int)opt_batch, pool, &e)))
+        if (R.m && !(R.pw = asn_pairwise_new(R.m, R.model_family, R.tmpl, (int)opt_batch, R.n_ctx, pool, &e)))
             asn_fatal("%s", e.msg);
         const char *tn = opt_template ? strrchr(opt_template, '/') : NULL;
         json_object_set_new(R.judge_json, "template",
                             json_string(!opt_template ? "built-in" : tn ? tn + 1 : opt_template));
     } else {
-        if (R.m && !(R.ll = asn_llscorer_new(R.m, (int)opt_batch, pool, &e)))
+        if (R.m && !(R.ll = asn_llscorer_new(R.m, (int)opt_batch, R.n_ctx, pool, &e)))
             asn_fatal("%s", e.msg);
         json_object_set_new(R.judge_json, "tau", json_real(opt_tau));
     }

@@ -232,7 +232,7 @@ static void echo_prompt(req *r)
 {
     asn_err e;
     int top = r->rq.logprobs > 0 ? r->rq.logprobs : 0, rc = 0;
-    if (!S.scorer && !(S.scorer = asn_llscorer_new(S.m, 1, S.pool, &e)))
+    if (!S.scorer && !(S.scorer = asn_llscorer_new(S.m, 1, 0, S.pool, &e)))
         rc = -1;
     if (!rc) {
         r->echo_lps = asn_xmalloc((size_t)r->n_toks * sizeof *r->echo_lps);
