@@ -65,7 +65,9 @@ static const asn_option options[] = {
 static const asn_tool tool = {
     "rank-bt", "--judge KIND --judge-model FILE [OPTIONS] [FILE...]",
     "Rate candidates: a Swiss tournament per prompt and seed, judged by a model, and Bradley-Terry ratings.",
-    "Input: candidate records, those of a prompt contiguous (as asn writes them).\n"
+    "Input: candidate records, asn's or the research pipeline's (detected per file;\n"
+    "a file of the latter is named on stderr), a prompt's records anywhere in the\n"
+    "input (grouped in the order of their first record).\n"
     "Read: \"prompt_id\" (else \"prompt\") and \"seed\" to group; \"prompt\" (the\n"
     "question) and \"generation\"; for reference-ll also \"tokens\", \"system\" and\n"
     "\"settings\" (system, chat_template), or the reference's \"system_prompt\".\n"

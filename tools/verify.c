@@ -272,6 +272,7 @@ int main(int argc, char **argv)
     asn_group_reader *gr = asn_group_open(nops ? argv + 1 : def, &e);
     if (!gr)
         asn_fatal("%s", e.msg);
+    asn_group_on_file(gr, asn_note_record_format, NULL);
     json_t *discarded = json_array(), *group, *picked = json_array();
     long prompts = 0, kept = 0, written = 0, seen = 0;
     const char *first_sha = model_sha[0] ? model_sha : NULL;
