@@ -41,7 +41,13 @@ static const asn_tool tool = {
     "with --model, has a token id out of range or a generation that differs from\n"
     "its detokenized tokens (special tokens removed, cut at a stop string).\n"
     "Lines that are not JSON objects are skipped with a warning. --replay runs\n"
-    "after the records are written: a mismatch makes the exit status 1.\n",
+    "after the records are written: a mismatch makes the exit status 1.\n"
+    "\n"
+    "The research pipeline's records (detected per file, named on stderr) are\n"
+    "grouped by prompt text and checked as its verify_datagen_and_transform\n"
+    "checks them: prompt, generation, sampler_info {name, config} and a seed,\n"
+    "no (seed, sampler_info) pair twice, the seed and sampler counts; they\n"
+    "have no tokens, so --model and --replay check only asn's records.\n",
     options,
 };
 
@@ -110,6 +116,23 @@ static void check_record(const json_t *c, reasons *r, const char **model_sha)
         why(r, "made by another model (sha256 %.16s...)", sha);
 }
 
+/* A record of the research pipeline's (no ids, tokens or model): what its
+ * verify_datagen_and_transform reads, prompt text, seed and sampler_info,
+ * and what its later stages read, the generation. */
+static void check_reference_record(const json_t *c, reasons *r)
+{
+    if (!json_is_string(json_object_get(c, "prompt")) || !json_is_string(json_object_get(c, "generation")))
+        return why(r, "a record lacks the string field \"%s\"",
+                   json_is_string(json_object_get(c, "prompt")) ? "generation" : "prompt");
+    const json_t *si = json_object_get(c, "sampler_info");
+    if (!json_is_object(si) || !json_is_string(json_object_get(si, "name")) ||
+        !json_is_array(json_object_get(si, "config")))
+        return why(r, "a record's \"sampler_info\" is not {name, config}");
+    const json_t *seed = json_object_get(c, "seed");
+    if (!seed || json_is_null(seed))
+        why(r, "Entry with missing 'seed' found.");
+}
+
 /* With the model: token ids in range, generation = detokenized tokens. */
 static void check_text(const json_t *c, const asn_vocab *v, reasons *r)
 {
@@ -150,8 +173,9 @@ static void check_text(const json_t *c, const asn_vocab *v, reasons *r)
     free(ids);
 }
 
-/* Per prompt: seeds, duplicates, counts. */
-static void check_group(const json_t *group, reasons *r, int n_heuristics)
+/* Per prompt: seeds, duplicates, counts; the research pipeline's records
+ * (ref) need not have every (seed, heuristic) pair, as its verify has it. */
+static void check_group(const json_t *group, reasons *r, int n_heuristics, int ref)
 {
     size_t n = json_array_size(group);
     json_t *pairs = json_object(), *seeds = json_object(), *hs = json_object();
@@ -178,7 +202,7 @@ static void check_group(const json_t *group, reasons *r, int n_heuristics)
         json_object_set_new(seeds, sk, json_true());
         json_object_set_new(hs, h, json_true());
     }
-    if (json_object_size(pairs) != json_object_size(seeds) * json_object_size(hs))
+    if (!ref && json_object_size(pairs) != json_object_size(seeds) * json_object_size(hs))
         why(r, "%zu candidates for %zu seeds x %zu heuristics: some (seed, heuristic) pairs are missing",
             json_object_size(pairs), json_object_size(seeds), json_object_size(hs));
     if (opt_expected_seeds >= 0 && (long)json_object_size(seeds) != opt_expected_seeds)
@@ -286,15 +310,21 @@ int main(int argc, char **argv)
         reasons rs = {json_array()};
         size_t i;
         json_t *c;
+        int ref = 1;
         json_array_foreach(group, i, c)
         {
+            if (asn_rec_format(c) == ASN_REC_REFERENCE) {
+                check_reference_record(c, &rs);
+                continue;
+            }
+            ref = 0;
             check_record(c, &rs, &first_sha);
             if (!first_sha_owner && !model_sha[0] && first_sha)
                 first_sha_owner = json_incref(c); /* keeps first_sha alive */
             if (v && !json_array_size(rs.list))
                 check_text(c, v, &rs);
         }
-        check_group(group, &rs, n_heuristics);
+        check_group(group, &rs, n_heuristics, ref);
         const char *pid = asn_rec_prompt_key(json_array_get(group, 0));
         if (json_array_size(rs.list)) {
             json_array_append_new(discarded, json_pack("{s:s,s:o}", "prompt_id", pid, "reasons", rs.list));
@@ -308,8 +338,9 @@ int main(int argc, char **argv)
             if (asn_jsonl_write(stdout, c))
                 asn_write_failed(stdout, "-", errno);
             written++;
-            /* reservoir sampling of the records to replay (counter RNG) */
-            if (opt_replay) {
+            /* reservoir sampling of the records to replay (counter RNG);
+             * the research pipeline's records have no tokens to replay */
+            if (opt_replay && asn_rec_format(c) == ASN_REC_ASN) {
                 seen++;
                 if ((long)json_array_size(picked) < opt_replay)
                     json_array_append(picked, c);
