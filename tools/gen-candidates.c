@@ -23,7 +23,7 @@ static long opt_min_new = 50, opt_max_new = 250, opt_threads, opt_batch = 64, op
             opt_retries = 8;
 static double opt_timeout = 600;
 static int opt_resume, opt_progress, opt_no_system;
-static asn_strlist opt_stop, opt_only, opt_merge, opt_server;
+static asn_strlist opt_stop, opt_only, opt_merge, opt_server, opt_stop_ids;
 
 static const char *opt_chat_date;
 
@@ -48,6 +48,7 @@ static const asn_option options[] = {
     {"min-new-tokens", 0, ASN_OPT_INT, &opt_min_new, "N", "end-of-generation masked before N new tokens"},
     {"max-new-tokens", 'n', ASN_OPT_INT, &opt_max_new, "N", "at most N new tokens"},
     {"stop", 0, ASN_OPT_LIST, &opt_stop, "TEXT", "stop before this text"},
+    {"stop-ids", 0, ASN_OPT_LIST, &opt_stop_ids, "IDS", "stop after this token-id sequence (ID,ID,...; kept in tokens, not in the text)"},
     {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
     {"batch", 'b', ASN_OPT_INT, &opt_batch, "N", "sequences decoding at once"},
     {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "context size (0: the model's)"},
@@ -657,6 +658,17 @@ int main(int argc, char **argv)
     const char *base = strrchr(gguf_path, '/') ? strrchr(gguf_path, '/') + 1 : gguf_path;
     asn_gen_settings gs = {.min_new_tokens = (int)opt_min_new, .max_new_tokens = (int)opt_max_new,
                            .stop = opt_stop.v, .n_stop = opt_stop.n};
+    int32_t *stop_ids = NULL;
+    int *stop_off = NULL;
+    if (opt_stop_ids.n) {
+        if (opt_server.n)
+            asn_usage_error("--stop-ids goes with a local model (-m), not --server");
+        int ns = asn_gen_stop_ids_parse((const char *const *)opt_stop_ids.v, opt_stop_ids.n,
+                                        (int32_t)asn_vocab_n_tokens(v), &stop_ids, &stop_off, &e);
+        if (ns < 0)
+            asn_usage_error("--stop-ids: %s", e.msg);
+        gs.stop_ids = stop_ids, gs.stop_off = stop_off, gs.n_stop_ids = ns;
+    }
     remote rm = {0};
     if (opt_server.n) {
         remote_open(&rm, &r, &gs, v, gname ? gname : base, gguf_path);
@@ -677,6 +689,8 @@ int main(int argc, char **argv)
         json_object_set_new(r.settings, "system", json_null());
     if (asn_chat_dated(tmpl))
         json_object_set_new(r.settings, "chat_date", json_string(asn_chat_date()));
+    if (gs.n_stop_ids)
+        json_object_set_new(r.settings, "stop_token_ids", asn_gen_stop_ids_json(stop_ids, stop_off, gs.n_stop_ids));
 
     prompts ps = {0};
     if (opt_sources) {
@@ -801,6 +815,7 @@ int main(int argc, char **argv)
     free(r.seeds);
     free(r.hs);
     free(opt_stop.v);
+    free(stop_ids), free(stop_off);
     free(opt_only.v);
     json_decref(r.model_json);
     json_decref(r.settings);

@@ -152,6 +152,22 @@ static void check_text(const json_t *c, const asn_vocab *v, reasons *r)
     char *text;
     size_t len;
     asn_err e;
+    /* a stop token-id sequence the tokens end with is not in the text */
+    int32_t *sids;
+    int *soff, ns;
+    if (asn_gen_stop_ids_from_json(json_object_get(json_object_get(c, "settings"), "stop_token_ids"), V, &sids, &soff,
+                                   &ns, &e)) {
+        free(ids);
+        return why(r, "record %s: settings.stop_token_ids: %s", json_string_value(json_object_get(c, "id")), e.msg);
+    }
+    for (int k = 0; k < ns; k++) {
+        size_t L = (size_t)(soff[k + 1] - soff[k]);
+        if (L <= n && !memcmp(ids + n - L, sids + soff[k], L * sizeof *ids)) {
+            n -= L;
+            break;
+        }
+    }
+    free(sids), free(soff);
     if (asn_detokenize(v, ids, n, 1, 0, &text, &len, &e)) {
         free(ids);
         return why(r, "record %s: tokens do not detokenize", json_string_value(json_object_get(c, "id")));
@@ -233,6 +249,16 @@ static int replay(asn_model *m, asn_pool *pool, const json_t *c, char *msg, size
     asn_gen_settings gs = {.min_new_tokens = (int)json_integer_value(json_object_get(st, "min_new_tokens")),
                            .max_new_tokens = (int)json_integer_value(json_object_get(st, "max_new_tokens")),
                            .stop = sv, .n_stop = (int)json_array_size(stops)};
+    int32_t *sids = NULL;
+    int *soff = NULL;
+    if (asn_gen_stop_ids_from_json(json_object_get(st, "stop_token_ids"), asn_model_cfg(m)->n_vocab, &sids, &soff,
+                                   &gs.n_stop_ids, &e)) {
+        snprintf(msg, cap, "settings.stop_token_ids: %s", e.msg);
+        free(sv);
+        asn_heuristic_clear(&heur);
+        return 0;
+    }
+    gs.stop_ids = sids, gs.stop_off = soff;
     int tmpl = asn_chat_from_name(json_string_value(json_object_get(st, "chat_template")) ? json_string_value(json_object_get(st, "chat_template")) : "none");
     const json_t *sys = json_object_get(c, "system");
     int32_t *ids = NULL;
@@ -261,6 +287,7 @@ static int replay(asn_model *m, asn_pool *pool, const json_t *c, char *msg, size
     asn_generator_free(g);
     free(ids);
     free(sv);
+    free(sids), free(soff);
     asn_heuristic_clear(&heur);
     return ok;
 }

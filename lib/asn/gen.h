@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #include "asn/model.h"
+#include <jansson.h>
+
 #include "asn/sampling.h"
 #include "asn/vocab.h"
 
@@ -29,6 +31,12 @@ typedef struct asn_gen_settings {
     int max_new_tokens;
     const char *const *stop; /* stop strings (may be NULL) */
     int n_stop;
+    /* stop token-id sequences: sequence k is stop_ids[stop_off[k] ..
+     * stop_off[k + 1]); generation stops when the tokens end with one (the
+     * sequence is kept in tokens, not in the text) */
+    const int32_t *stop_ids;
+    const int *stop_off; /* n_stop_ids + 1 offsets */
+    int n_stop_ids;
     /* Optional: called after each step, in the calling thread, for every
      * sampled token (job = index in the jobs array), for streaming. */
     void (*on_token)(void *ctx, int job, int32_t token);
@@ -121,13 +129,26 @@ int asn_gen_stream_pending(const asn_gen_stream *s);
 int asn_gen_stream_step(asn_gen_stream *s, asn_err *e);
 
 /* How a generation ends, from its tokens (gen[0..n)) and the settings: the
- * text (detokenized, special tokens removed, cut at the first stop string)
+ * text (detokenized, special tokens removed, cut at the first stop string,
+ * or before a stop token-id sequence the tokens end with)
  * and the finish reason (ASN_FINISH_NONE while it goes on). Text is
  * computed when it can matter (stops set, or the generation ended); *text
  * is new or NULL. What the generator does after each token, for a client
  * that gets the tokens from elsewhere. */
 int asn_gen_ending(const asn_vocab *v, const asn_gen_settings *s, const int32_t *gen, int n, asn_finish *fin,
                    char **text, size_t *len, asn_err *e);
+
+/* Stop token-id sequences from their JSON form, [[id, ...], ...] (NULL:
+ * none): *ids and *off (new, the caller frees both) as asn_gen_settings
+ * holds them, *n of them. Ids must be in 0..n_vocab-1 and no sequence
+ * empty; 0, or -1 with e set naming the element. */
+int asn_gen_stop_ids_from_json(const json_t *j, int32_t n_vocab, int32_t **ids, int **off, int *n, asn_err *e);
+/* The same from command-line texts, each "ID,ID,..." one sequence;
+ * returns their number, or -1 with e set. */
+int asn_gen_stop_ids_parse(const char *const *texts, int n_texts, int32_t n_vocab, int32_t **ids, int **off,
+                           asn_err *e);
+/* Their JSON form. */
+json_t *asn_gen_stop_ids_json(const int32_t *ids, const int *off, int n);
 
 /* The end-of-generation ids (ctx->eos) set to -inf while fewer than
  * min_new_tokens tokens were generated, unless h is constrained (json,

@@ -119,6 +119,26 @@ check "... the second under ID#2" $PY -c "
 import json; rs = [json.loads(l) for l in open('$TMP/out')]
 assert len(rs) == 2 and rs[1]['prompt_id'] == rs[0]['prompt_id'] + '#2', rs"
 expect_stderr "... and a warning says so" 'generated again as'
+# stop conditions as token-id sequences
+G --seeds 0 --only "Test Eta Sampling" "$TMP/data/a.jsonl" > "$TMP/free.jsonl" 2> /dev/null
+ids=$($PY -c "
+import json; t = json.loads(open('$TMP/free.jsonl').readline())['tokens']; assert len(t) >= 6, t; print('%d,%d' % (t[3], t[4]))")
+expect_status "--stop-ids: a token-id sequence" 0 G --seeds 0 --only "Test Eta Sampling" --stop-ids "$ids" "$TMP/data/a.jsonl"
+cp "$TMP/out" "$TMP/stopids.jsonl"
+check "--stop-ids: stops after the sequence (kept in tokens), the text before it, finish stop, recorded" $PY - "$TMP/free.jsonl" "$TMP/stopids.jsonl" "$ids" <<'PYEOF'
+import json, sys
+free = json.loads(open(sys.argv[1]).readline()); got = json.loads(open(sys.argv[2]).readline())
+seq = [int(x) for x in sys.argv[3].split(",")]
+t = free["tokens"]
+k = next(i for i in range(len(t) - 1) if t[i:i + 2] == seq)  # the first occurrence
+assert got["tokens"] == t[:k + 2] and got["finish"] == "stop", (got["tokens"], t)
+assert got["settings"]["stop_token_ids"] == [seq], got["settings"]
+assert free["generation"].startswith(got["generation"]), (free["generation"], got["generation"])
+PYEOF
+expect_status "--stop-ids: verify -m accepts the text without the sequence" 0 "$BIN/verify" -m "$M" "$TMP/stopids.jsonl"
+expect_stderr "... and keeps the prompt" "1 written"
+expect_status "--stop-ids: not ids" 2 G --stop-ids "1,x" "$TMP/data/a.jsonl"
+expect_stderr "... says so" "not a comma-separated list of token ids"
 expect_status "--sources-paths: cwd or yaml" 2 G --sources-paths here --sources "$TMP/src.yaml"
 expect_status "a system message and the chatml template" 0 G --seeds 0 --only "Test Eta Sampling" --chat-template chatml --system "Be brief." "$TMP/data/a.jsonl"
 expect_stdout "system and template are recorded" '"system":"Be brief.".*"chat_template":"chatml"'
