@@ -55,7 +55,7 @@ static const asn_tool tool = {
     "temp T\" (temperature, then the family's processors), then for each sweep and\n"
     "value V: \"LABEL V temp T\" (temperature, then that processor). Weights are 1.\n"
     "The shipped grids: grid.yaml (the research pipeline's generated configs,\n"
-    "names with spaces), reference-full.yaml and reference-filtered.yaml (its\n"
+    "names with spaces), reference-full-grid.yaml and reference-filtered-grid.yaml (its\n"
     "current generate_heuristics_config and _filtered scripts, names with\n"
     "underscores).\n"
     "Pipelines of --append follow, processors as written (whole weights are\n"

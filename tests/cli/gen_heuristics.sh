@@ -41,12 +41,12 @@ grep -q 'official' "$TMP/none.yaml" && not_ok "none: no official row" "found one
 # --- (2b) the research pipeline's current grids: its names ("_") and processors
 for g in full filtered; do
     CUR="$DATA/reference-configs/current_${g}_llama.yaml"
-    expect_status "reference-$g: expands" 0 "$GEN" --grid "$ROOT/configs/heuristics/reference-$g.yaml" --family llama -o "$TMP/r-$g.yaml"
+    expect_status "reference-$g: expands" 0 "$GEN" --grid "$ROOT/configs/heuristics/reference-$g-grid.yaml" --family llama -o "$TMP/r-$g.yaml"
     check "reference-$g (llama): the pipelines its current generator writes" compare_heuristics "$TMP/r-$g.yaml" "$CUR"
     check "reference-$g (llama): byte-identical to its output after the header comment" \
         sh -c 'tail -n +3 "$1" | cmp - "$2"' _ "$TMP/r-$g.yaml" "$CUR"
     for f in gemma qwen none; do
-        "$GEN" --grid "$ROOT/configs/heuristics/reference-$g.yaml" --family "$f" > "$TMP/r-$g-$f.yaml"
+        "$GEN" --grid "$ROOT/configs/heuristics/reference-$g-grid.yaml" --family "$f" > "$TMP/r-$g-$f.yaml"
         check "reference-$g ($f): its pipelines with $f's official rows" compare_heuristics --official "$f" "$TMP/r-$g-$f.yaml" "$CUR"
     done
 done
