@@ -6,13 +6,13 @@ strftime_now (here a fixed date, the one asn gets with --chat-date);
 enable_thinking is true (the templates' default where llama.cpp's copies
 added the switch).
 
-    render_chat.py OUTDIR TEMPLATE... 
+    render_chat.py OUTDIR BOS TEMPLATE...
 
 For each template and each conversation below it writes OUTDIR/N.case
 (template path, date), N.system (absent: no system message), N.user and
-N.expected (the rendering, add_generation_prompt=True). The BOS and EOS
-texts are those of llama.cpp's llama-bpe test vocab (the tokenizer the
-test runs asn with), except eos_token "</s>" for TinyLlama's template."""
+N.expected (the rendering, add_generation_prompt=True). bos_token is BOS (the
+BOS text of the tokenizer the test runs asn with); eos_token is "</s>"
+for TinyLlama's template (its own), else "<|end_of_text|>"."""
 import json
 import os
 import sys
@@ -32,7 +32,7 @@ CONVERSATIONS = [
 DATES = ["26 Jul 2024", "05 Mar 2025"]
 
 
-def render(text, messages, date, eos):
+def render(text, messages, date, eos, bos):
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
                                         extensions=[jinja2.ext.loopcontrols])
 
@@ -47,13 +47,13 @@ def render(text, messages, date, eos):
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = lambda fmt: date
     return env.from_string(text).render(messages=messages, add_generation_prompt=True,
-                                        enable_thinking=True, bos_token="<|begin_of_text|>", eos_token=eos)
+                                        enable_thinking=True, bos_token=bos, eos_token=eos)
 
 
 def main():
-    out = sys.argv[1]
+    out, bos = sys.argv[1], sys.argv[2]
     n = 0
-    for path in sys.argv[2:]:
+    for path in sys.argv[3:]:
         text = open(path, encoding="utf-8").read()
         eos = "</s>" if "TinyLlama" in path else "<|end_of_text|>"
         # a second date only where the template asks for the day it runs
@@ -62,7 +62,7 @@ def main():
                 msgs = ([{"role": "system", "content": system}] if system is not None else [])
                 msgs.append({"role": "user", "content": user})
                 try:
-                    expected = render(text, msgs, date, eos)
+                    expected = render(text, msgs, date, eos, bos)
                 except jinja2.exceptions.TemplateError as e:
                     expected = None
                     err = str(e)
