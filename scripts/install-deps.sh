@@ -18,7 +18,7 @@ build)
     # jsonschema, yaml).
     PKGS="gcc make pkg-config libjansson-dev libyaml-dev libsqlite3-dev libopenblas-dev \
 liblapacke-dev libssl-dev libpcre2-dev libmicrohttpd-dev libcurl4-openssl-dev python3 python3-numpy \
-python3-jsonschema python3-yaml" ;;
+python3-jsonschema python3-yaml python3-jinja2 python3-tqdm" ;;
 cluster)
     # pipelines/full-parallel.sh (parallel copies files with rsync over ssh)
     # and pipelines/slurm/ (the Slurm client commands and daemons, and munge,

@@ -34,8 +34,9 @@ static const asn_option options[] = {
 static const asn_tool tool = {
     "filter-topk", "[OPTIONS] [FILE...]",
     "Score records as the reference does, keep the top k of each (prompt, seed) group, or write preference pairs.",
-    "Input: scored candidate records, those of a prompt contiguous (as asn writes\n"
-    "them). The input is read twice (standard input is first copied to a\n"
+    "Input: scored candidate records, asn's or the research pipeline's (detected\n"
+    "per file; a file of the latter is named on stderr), a prompt's records\n"
+    "anywhere in the input. The input is read twice (standard input is first copied to a\n"
     "temporary file). Read: \"prompt_id\" (else \"prompt\") and \"seed\" to group;\n"
     "quality = \"quality\".\"bt\", else \"bradley_terry_rating\"; diversity =\n"
     "\"diversity\".\"embedding_entropy\" of records whose checks.diversity (the\n"
@@ -451,6 +452,7 @@ int main(int argc, char **argv)
     asn_group_reader *gr = asn_group_open(files, &e);
     if (!gr)
         asn_fatal("%s", e.msg);
+    asn_group_on_file(gr, asn_note_record_format, NULL);
     json_t *recs;
     int r;
     while ((r = asn_group_next(gr, opt_skip_bad, &recs, &e)) > 0) {

@@ -20,12 +20,14 @@
 
 static const char *opt_model, *opt_heuristics, *opt_seeds = "0", *opt_system, *opt_template,
                   *opt_shard, *opt_out, *opt_sources, *opt_skip_from, *opt_tokenizer, *opt_kind,
-                  *opt_api_key;
+                  *opt_api_key, *opt_sources_paths = "cwd";
 static long opt_min_new = 50, opt_max_new = 250, opt_threads, opt_batch = 64, opt_ctx, opt_inflight = 64,
             opt_retries = 8;
 static double opt_timeout = 600;
 static int opt_resume, opt_progress, opt_no_system, opt_nucleus;
-static asn_strlist opt_stop, opt_only, opt_merge, opt_server;
+static asn_strlist opt_stop, opt_only, opt_merge, opt_server, opt_stop_ids;
+
+static const char *opt_chat_date;
 
 static const asn_option options[] = {
     {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF model (or --server)"},
@@ -40,12 +42,15 @@ static const asn_option options[] = {
     {"only", 0, ASN_OPT_LIST, &opt_only, "NAME", "use only this heuristic of the file"},
     {"seeds", 's', ASN_OPT_STRING, &opt_seeds, "LIST", "seeds: 0-7, 0,3,5 or a mix"},
     {"sources", 0, ASN_OPT_STRING, &opt_sources, "FILE", "dataset-sources YAML (reference format) instead of prompt files"},
+    {"sources-paths", 0, ASN_OPT_STRING, &opt_sources_paths, "RULE", "with --sources: the datasets' relative paths are from cwd (the working directory, as the research pipeline opens them) or yaml (the YAML's folder)"},
     {"system", 0, ASN_OPT_STRING, &opt_system, "TEXT", "system message (default: \"You are a helpful assistant.\" when the model has a chat template)"},
     {"no-system", 0, ASN_OPT_FLAG, &opt_no_system, NULL, "no system message"},
     {"chat-template", 0, ASN_OPT_STRING, &opt_template, "NAME", "chat template (default: the model's; none without one)"},
+    {"chat-date", 0, ASN_OPT_STRING, &opt_chat_date, "DATE", ASN_CHAT_DATE_HELP},
     {"min-new-tokens", 0, ASN_OPT_INT, &opt_min_new, "N", "end-of-generation masked before N new tokens"},
     {"max-new-tokens", 'n', ASN_OPT_INT, &opt_max_new, "N", "at most N new tokens"},
     {"stop", 0, ASN_OPT_LIST, &opt_stop, "TEXT", "stop before this text"},
+    {"stop-ids", 0, ASN_OPT_LIST, &opt_stop_ids, "IDS", "stop after this token-id sequence (ID,ID,...; kept in tokens, not in the text)"},
     {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
     {"batch", 'b', ASN_OPT_INT, &opt_batch, "N", "sequences decoding at once"},
     {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "context size (0: the model's)"},
@@ -74,7 +79,13 @@ static const asn_tool tool = {
     "meaning the text is complete under it (never when finish is length).\n"
     "A bad one is an error naming the line and field before anything runs.\n"
     "With --sources, prompts come from the files a dataset-sources YAML names\n"
-    "({name, path, prompt_key, incidence_vector}; paths relative to the YAML).\n"
+    "({name, path, prompt_key, incidence_vector}), as the research pipeline's\n"
+    "generate_candidates_multi reads them: relative paths from the working\n"
+    "directory (--sources-paths yaml: from the YAML's folder); each record keeps\n"
+    "its own fields, gains the dataset's incidence_vector (which replaces the\n"
+    "record's own, as there; also written as asn's checks) and \"source\" (the\n"
+    "dataset's name); a prompt that comes twice is generated twice, as there,\n"
+    "its second copy under the prompt id ID#2 (a warning says so).\n"
     "Output: candidate records (schemas/candidate.schema.json), all of a prompt\n"
     "together, prompts in input order, heuristics in file order, then seeds.\n"
     "A candidate's tokens depend only on the model, its prompt, heuristic, seed\n"
@@ -211,9 +222,26 @@ static void add_prompt(prompts *ps, json_t *rec, const char *prompt_key, const c
     } else {
         asn_prompt_id(p.system, text, p.id);
     }
-    for (size_t i = 0; i < ps->n; i++)
-        if (!strcmp(ps->v[i].id, p.id))
+    for (int copy = 2;; copy++) {
+        size_t i = 0;
+        while (i < ps->n && strcmp(ps->v[i].id, p.id))
+            i++;
+        if (i == ps->n)
+            break;
+        if (!opt_sources)
             asn_fatal("%s: prompt id \"%s\" appears twice", where, p.id);
+        /* --sources: as the research pipeline, the prompt again (ID#2, ...) */
+        char base[sizeof p.id];
+        snprintf(base, sizeof base, "%s", p.id);
+        char *hash = strrchr(base, '#');
+        if (copy > 2 && hash)
+            *hash = 0;
+        if (strlen(base) + 12 >= sizeof p.id)
+            asn_fatal("%s: prompt id \"%s\" appears twice", where, p.id);
+        snprintf(p.id, sizeof p.id, "%s#%d", base, copy);
+        if (copy == 2)
+            asn_warn("%s: prompt id \"%s\" again: generated again as \"%s\"", where, base, p.id);
+    }
     if (!asn_shard_has(&shard, p.id)) {
         prompt_clear(&p);
         return;
@@ -233,8 +261,12 @@ static void read_jsonl(prompts *ps, const char *path, const char *prompt_key, js
     while ((r = asn_jsonl_next(in, &rec, &e)) != 0) {
         if (r < 0)
             asn_fatal("%s", e.msg);
-        if (extra)
+        if (extra) { /* the dataset's incidence_vector wins, as in the research pipeline */
+            json_t *iv = json_object_get(extra, "incidence_vector");
+            if (iv)
+                json_object_set(rec, "incidence_vector", iv);
             json_object_update_missing(rec, extra);
+        }
         char where[4200];
         snprintf(where, sizeof where, "%s:%ld", asn_jsonl_path(in), asn_jsonl_lineno(in));
         add_prompt(ps, rec, prompt_key, where);
@@ -252,13 +284,15 @@ static void read_sources(prompts *ps, const char *path)
     json_t *list = json_object_get(asn_yaml_root(y), "datasets");
     if (!json_is_array(list))
         asn_fatal("%s: expected \"datasets: [{name, path, prompt_key, incidence_vector}]\"", path);
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        slash[1] = 0;
-    else
-        dir[0] = 0;
+    char dir[4096] = "";
+    if (!strcmp(opt_sources_paths, "yaml")) {
+        snprintf(dir, sizeof dir, "%s", path);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            slash[1] = 0;
+        else
+            dir[0] = 0;
+    }
     size_t i;
     json_t *ds;
     json_array_foreach(list, i, ds)
@@ -320,11 +354,11 @@ static json_t *candidate(const run *r, const prompt *p, const asn_heuristic *h, 
     json_t *v;
     json_object_foreach(p->rec, k, v)
     {
-        if (!strcmp(k, "id") || !strcmp(k, "incidence_vector") || json_object_get(c, k))
-            continue;
+        if (!strcmp(k, "id") || json_object_get(c, k))
+            continue; /* "id" is the prompt id */
         json_object_set(c, k, v);
     }
-    /* the reference's incidence_vector becomes asn's checks */
+    /* the research pipeline's incidence_vector (kept as it is) also as asn's checks */
     if (!json_object_get(c, "checks") && json_object_get(p->rec, "incidence_vector")) {
         asn_checks ck = asn_rec_checks(p->rec);
         json_object_set_new(c, "checks", json_pack("{s:b,s:b,s:b}", "diversity", ck.diversity,
@@ -598,6 +632,11 @@ static void merge_shards(const prompts *ps, FILE *out)
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
+    {
+        asn_err de;
+        if (opt_chat_date && asn_chat_set_date(opt_chat_date, &de))
+            asn_usage_error("--chat-date: %s", de.msg);
+    }
     if ((!opt_model && !opt_server.n) || !opt_heuristics)
         asn_usage_error("--model (or --server) and --heuristics are required");
     if (opt_server.n && !opt_model && !opt_tokenizer)
@@ -610,6 +649,8 @@ int main(int argc, char **argv)
         asn_usage_error("--max-new-tokens and --batch must be >= 1, --min-new-tokens >= 0");
     if (opt_nucleus && opt_server.n)
         asn_usage_error("--nucleus needs the rows: not with --server");
+    if (strcmp(opt_sources_paths, "cwd") && strcmp(opt_sources_paths, "yaml"))
+        asn_usage_error("--sources-paths must be cwd or yaml, not \"%s\"", opt_sources_paths);
     if (opt_resume && !opt_out)
         asn_usage_error("--resume needs -o FILE");
     if (opt_sources && nops)
@@ -669,6 +710,17 @@ int main(int argc, char **argv)
     const char *base = strrchr(gguf_path, '/') ? strrchr(gguf_path, '/') + 1 : gguf_path;
     asn_gen_settings gs = {.min_new_tokens = (int)opt_min_new, .max_new_tokens = (int)opt_max_new,
                            .stop = opt_stop.v, .n_stop = opt_stop.n};
+    int32_t *stop_ids = NULL;
+    int *stop_off = NULL;
+    if (opt_stop_ids.n) {
+        if (opt_server.n)
+            asn_usage_error("--stop-ids goes with a local model (-m), not --server");
+        int ns = asn_gen_stop_ids_parse((const char *const *)opt_stop_ids.v, opt_stop_ids.n,
+                                        (int32_t)asn_vocab_n_tokens(v), &stop_ids, &stop_off, &e);
+        if (ns < 0)
+            asn_usage_error("--stop-ids: %s", e.msg);
+        gs.stop_ids = stop_ids, gs.stop_off = stop_off, gs.n_stop_ids = ns;
+    }
     remote rm = {0};
     if (opt_server.n) {
         remote_open(&rm, &r, &gs, v, gname ? gname : base, gguf_path);
@@ -688,6 +740,10 @@ int main(int argc, char **argv)
     if (!default_system)
         json_object_set_new(r.settings, "system", json_null());
     json_object_set_new(r.settings, "generator", json_string("gen-candidates (asn) " ASN_VERSION));
+    if (asn_chat_dated(tmpl))
+        json_object_set_new(r.settings, "chat_date", json_string(asn_chat_date()));
+    if (gs.n_stop_ids)
+        json_object_set_new(r.settings, "stop_token_ids", asn_gen_stop_ids_json(stop_ids, stop_off, gs.n_stop_ids));
 
     prompts ps = {0};
     if (opt_sources) {
@@ -811,6 +867,7 @@ int main(int argc, char **argv)
     free(r.seeds);
     free(r.hs);
     free(opt_stop.v);
+    free(stop_ids), free(stop_off);
     free(opt_only.v);
     json_decref(r.model_json);
     json_decref(r.settings);

@@ -43,10 +43,21 @@ static const asn_tool tool = {
     "                (numbers; integers stay integers), the first word of the\n"
     "                names (default: the processor) and a printf format for the\n"
     "                value in names (%.Ne, %.Nf or %.Ng; default: as Python\n"
-    "                prints the number)\n"
+    "                prints the number); besides, {row: temp} and {row:\n"
+    "                official} place those rows (else they come first)\n"
+    "and two optional ones:\n"
+    "  separator     between the words of the names (default: a space; \"_\"\n"
+    "                gives the research pipeline's current names, temp_0.3)\n"
+    "  weight        every row's weight, written as given (default: 1)\n"
+    "  a sweep's or row's temperatures (list or rule): it applies only at\n"
+    "                those (the filtered grid's per-family temperature lists)\n"
     "\nFor each temperature T, in order: \"temp T\" (temperature alone), \"official\n"
     "temp T\" (temperature, then the family's processors), then for each sweep and\n"
     "value V: \"LABEL V temp T\" (temperature, then that processor). Weights are 1.\n"
+    "The shipped grids: grid.yaml (the research pipeline's generated configs,\n"
+    "names with spaces), reference-full-grid.yaml and reference-filtered-grid.yaml (its\n"
+    "current generate_heuristics_config and _filtered scripts, names with\n"
+    "underscores).\n"
     "Pipelines of --append follow, processors as written (whole weights are\n"
     "written as integers).\n"
     "\nOutput: `sampling_pipelines: [{name, weight, processors: [{name, params}]}]`,\n"
@@ -204,17 +215,33 @@ static json_t *sweep_proc(const json_t *sw, const json_t *value)
                      json_string_value(json_object_get(sw, "param")), value);
 }
 
-static void check_sweeps(const json_t *sweeps)
+/* Per sweep (or row): its own temperatures (the grid's when absent), as
+ * new arrays in sweep order. */
+static json_t *sweep_temps;
+
+static void check_sweeps(const json_t *sweeps, const json_t *grid_temps)
 {
-    static const char *const known[] = {"processor", "param", "values", "label", "format", NULL};
+    static const char *const known[] = {"processor", "param", "values", "label", "format", "temperatures", NULL};
+    static const char *const known_row[] = {"row", "temperatures", NULL};
     size_t i, j;
     json_t *sw, *v;
+    sweep_temps = json_array();
     json_array_foreach(nonempty_list(sweeps, "\"sweeps\""), i, sw)
     {
         if (!json_is_object(sw))
-            bad(sw, "sweep %zu must be a mapping {processor, param, values, label, format}", i + 1);
+            bad(sw, "sweep %zu must be a mapping {processor, param, values, label, format, temperatures} or "
+                    "{row, temperatures}", i + 1);
         char what[300];
         snprintf(what, sizeof what, "sweep %zu", i + 1);
+        const json_t *st = json_object_get(sw, "temperatures");
+        json_array_append_new(sweep_temps, st ? temperatures(st) : json_deep_copy(grid_temps));
+        if (json_object_get(sw, "row")) {
+            only_fields(sw, known_row, what);
+            const char *r = string(json_object_get(sw, "row"), "\"row\"");
+            if (strcmp(r, "temp") && strcmp(r, "official"))
+                bad(json_object_get(sw, "row"), "%s: \"row\" must be temp or official", what);
+            continue;
+        }
         only_fields(sw, known, what);
         snprintf(what, sizeof what, "sweep \"%s\"", string(field(sw, "processor", what), "\"processor\""));
         string(field(sw, "param", what), "\"param\"");
@@ -262,34 +289,67 @@ static void value_text(char *buf, size_t n, const json_t *v, const json_t *fmt)
         asn_fmt_double(buf, json_real_value(v));
 }
 
+static const char *separator = " "; /* between the words of a name */
+static json_t *row_weight;            /* every row's weight (1, or the grid's "weight") */
+
+static int has_temp(const json_t *list, double t)
+{
+    size_t i;
+    json_t *x;
+    json_array_foreach(list, i, x) if (json_real_value(x) == t) return 1;
+    return 0;
+}
+
+/* The rows at temperature t (ts as the names show it) of sweep j. */
+static void expand_sweep(outlist *o, const json_t *sw, double t, const char *ts, const json_t *official)
+{
+    const char *sp = separator;
+    const json_t *row = json_object_get(sw, "row");
+    if (row && !strcmp(json_string_value(row), "temp")) {
+        add(o, json_sprintf("temp%s%s", sp, ts), json_pack("[o]", temperature_proc(t)), json_incref(row_weight));
+        return;
+    }
+    if (row) { /* official */
+        if (json_array_size(official)) {
+            json_t *procs = json_pack("[o]", temperature_proc(t));
+            json_array_extend(procs, (json_t *)official);
+            add(o, json_sprintf("official%stemp%s%s", sp, sp, ts), procs, json_incref(row_weight));
+        }
+        return;
+    }
+    const json_t *label = json_object_get(sw, "label");
+    size_t k;
+    json_t *v;
+    char vs[512];
+    json_array_foreach(json_object_get(sw, "values"), k, v)
+    {
+        value_text(vs, sizeof vs, v, json_object_get(sw, "format"));
+        add(o, json_sprintf("%s%s%s%stemp%s%s", json_string_value(label ? label : json_object_get(sw, "processor")), sp,
+                            vs, sp, sp, ts),
+            json_pack("[o,o]", temperature_proc(t), sweep_proc(sw, v)), json_incref(row_weight));
+    }
+}
+
 static void expand(outlist *o, const json_t *temps, const json_t *official, const json_t *sweeps)
 {
-    size_t i, j, k;
-    json_t *t, *sw, *v;
+    size_t i, j;
+    json_t *t, *sw;
+    int rows = 0; /* the grid places the temp / official rows itself */
+    json_array_foreach(sweeps, j, sw) rows |= json_object_get(sw, "row") != NULL;
+    json_t *temp_row = json_pack("{s:s}", "row", "temp"), *off_row = json_pack("{s:s}", "row", "official");
     json_array_foreach(temps, i, t)
     {
-        char ts[32], vs[512];
-        asn_fmt_double(ts, json_real_value(t));
-        add(o, json_sprintf("temp %s", ts), json_pack("[o]", temperature_proc(json_real_value(t))),
-            json_integer(1));
-        if (json_array_size(official)) {
-            json_t *procs = json_pack("[o]", temperature_proc(json_real_value(t)));
-            json_array_extend(procs, (json_t *)official);
-            add(o, json_sprintf("official temp %s", ts), procs, json_integer(1));
+        char ts[32];
+        double tv = json_real_value(t);
+        asn_fmt_double(ts, tv);
+        if (!rows) {
+            expand_sweep(o, temp_row, tv, ts, official);
+            expand_sweep(o, off_row, tv, ts, official);
         }
-        json_array_foreach(sweeps, j, sw)
-        {
-            const json_t *label = json_object_get(sw, "label");
-            json_array_foreach(json_object_get(sw, "values"), k, v)
-            {
-                value_text(vs, sizeof vs, v, json_object_get(sw, "format"));
-                add(o, json_sprintf("%s %s temp %s",
-                                    json_string_value(label ? label : json_object_get(sw, "processor")), vs, ts),
-                    json_pack("[o,o]", temperature_proc(json_real_value(t)), sweep_proc(sw, v)),
-                    json_integer(1));
-            }
-        }
+        json_array_foreach(sweeps, j, sw) if (has_temp(json_array_get(sweep_temps, j), tv))
+            expand_sweep(o, sw, tv, ts, official);
     }
+    json_decref(temp_row), json_decref(off_row);
 }
 
 /* Appends the pipelines of a heuristics file whose names are new. */
@@ -433,14 +493,24 @@ int main(int argc, char **argv)
     if (!(grid = asn_yaml_load(opt_grid, &e)))
         asn_fatal("%s", e.msg);
     const json_t *root = asn_yaml_root(grid);
-    static const char *const known[] = {"temperatures", "families", "sweeps", NULL};
+    static const char *const known[] = {"temperatures", "families", "sweeps", "separator", "weight", NULL};
     if (!json_is_object(root))
         bad(root, "the grid must be a mapping {temperatures, families, sweeps}");
     only_fields(root, known, "the grid");
     json_t *temps = temperatures(field(root, "temperatures", "the grid"));
     const json_t *fams = field(root, "families", "the grid"), *sweeps = field(root, "sweeps", "the grid");
     check_families(fams);
-    check_sweeps(sweeps);
+    row_weight = json_integer(1);
+    if (json_object_get(root, "weight")) {
+        const json_t *w = json_object_get(root, "weight");
+        if (number(w, "\"weight\"") < 0)
+            bad(w, "\"weight\" must be >= 0");
+        json_decref(row_weight);
+        row_weight = json_deep_copy(w); /* 1 or 1.0, written as given */
+    }
+    if (json_object_get(root, "separator"))
+        separator = string(json_object_get(root, "separator"), "\"separator\"");
+    check_sweeps(sweeps, temps);
     const json_t *official = json_object_get(fams, opt_family);
     if (!official) {
         char list[1024] = "";

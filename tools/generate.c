@@ -20,11 +20,14 @@ static double opt_temp = -1, opt_top_p = -1, opt_min_p = -1, opt_typical = -1, o
 static int opt_greedy, opt_verbose;
 static asn_strlist opt_stop;
 
+static const char *opt_chat_date;
+
 static const asn_option options[] = {
     {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF model (required)"},
     {"file", 'f', ASN_OPT_STRING, &opt_file, "FILE", "read the prompt from FILE (- for stdin)"},
     {"system", 0, ASN_OPT_STRING, &opt_system, "TEXT", "system message"},
     {"chat-template", 0, ASN_OPT_STRING, &opt_template, "NAME", "chat template (chatml, llama3, ..., none); default: the model's, none without one"},
+    {"chat-date", 0, ASN_OPT_STRING, &opt_chat_date, "DATE", ASN_CHAT_DATE_HELP},
     {"heuristics", 'H', ASN_OPT_STRING, &opt_heuristics, "FILE", "heuristics YAML (with --heuristic)"},
     {"heuristic", 0, ASN_OPT_STRING, &opt_heuristic, "NAME", "pipeline of --heuristics to sample with"},
     {"temperature", 0, ASN_OPT_DOUBLE, &opt_temp, "T", "inline heuristic: temperature (-1: off)"},
@@ -148,6 +151,11 @@ static void on_token(void *ctx, int job, int32_t tok)
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
+    {
+        asn_err de;
+        if (opt_chat_date && asn_chat_set_date(opt_chat_date, &de))
+            asn_usage_error("--chat-date: %s", de.msg);
+    }
     if (!opt_model)
         asn_usage_error("--model is required");
     if (!!opt_heuristics != !!opt_heuristic)
@@ -194,22 +202,18 @@ int main(int argc, char **argv)
     if (tmpl < 0)
         asn_fatal("%s: %s", opt_model, e.msg);
     free(tmpl_text);
-    asn_chat_msg msgs[2];
-    size_t nm = 0;
-    if (opt_system)
-        msgs[nm++] = (asn_chat_msg){"system", opt_system};
-    msgs[nm++] = (asn_chat_msg){"user", prompt};
-    char *text = asn_chat_format(tmpl, msgs, nm, 1, &e);
+    char *text = asn_gen_prompt_text(tmpl, opt_system, prompt, &e);
     if (!text)
         asn_fatal("%s", e.msg);
-    if (opt_verbose)
-        fprintf(stderr, "generate: prompt (%s):\n%s\n", asn_chat_name(tmpl), text);
     int32_t *ids;
-    size_t n_ids;
-    if (asn_tokenize(v, text, strlen(text), 1, 1, &ids, &n_ids, &e))
+    int n_ids;
+    if (asn_gen_tokenize_prompt(v, text, &ids, &n_ids, &e))
         asn_fatal("%s", e.msg);
-    if (!n_ids)
-        asn_fatal("the prompt is empty");
+    if (opt_verbose) { /* the prompt as rendered, the tokenizer's BOS written out */
+        size_t bl = 0;
+        const char *bos = ids[0] == asn_vocab_bos(v) ? asn_vocab_piece(v, ids[0], 1, &bl) : "";
+        fprintf(stderr, "generate: prompt (%s):\n%.*s%s\n", asn_chat_name(tmpl), (int)bl, bos, text);
+    }
 
     char pid[17];
     asn_prompt_id(opt_system, prompt, pid);
@@ -239,8 +243,8 @@ int main(int argc, char **argv)
     long n_new = job.n_tokens;
     if (opt_verbose) {
         double dt = (double)clock() / CLOCKS_PER_SEC - t0;
-        fprintf(stderr, "generate: %zu prompt + %ld new tokens, %.1f tokens/s (CPU time)\n", n_ids,
-                n_new, dt > 0 ? (double)(n_ids + (size_t)n_new) / dt : 0.0);
+        fprintf(stderr, "generate: %d prompt + %ld new tokens, %.1f tokens/s (CPU time)\n", n_ids,
+                n_new, dt > 0 ? (double)((long)n_ids + n_new) / dt : 0.0);
     }
     free(st.out);
     free(st.piece);

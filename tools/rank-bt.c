@@ -28,6 +28,9 @@ static long opt_seed, opt_extra = 1, opt_threads, opt_batch = 16;
 static double opt_tau = 0.1, opt_prior = ASN_BT_PRIOR_GAMES;
 static int opt_retokenize, opt_skip_bad, opt_progress, opt_verbose;
 
+static const char *opt_chat_date;
+static long opt_judge_ctx;
+
 static const asn_option options[] = {
     {"judge", 'j', ASN_OPT_STRING, &opt_judge, "KIND", "pairwise or reference-ll (required)"},
     {"judge-model", 'm', ASN_OPT_STRING, &opt_judge_model, "FILE", "GGUF model of the judge (or --judge-server)"},
@@ -40,6 +43,8 @@ static const asn_option options[] = {
     {"api-key", 0, ASN_OPT_STRING, &opt_api_key, "KEY", "with --judge-server: bearer key"},
     {"judge-template", 0, ASN_OPT_STRING, &opt_template, "FILE", "pairwise question template (default: built in, the text of configs/judges/pairwise.txt)"},
     {"judge-chat-template", 0, ASN_OPT_STRING, &opt_chat, "NAME", "chat template family for the judge's input (chatml, llama3, ..., none); default: see below"},
+    {"judge-ctx", 0, ASN_OPT_INT, &opt_judge_ctx, "N", "the judge's context in tokens (default: the judge model's training context; the research pipeline's template with two answers needs about 250 tokens more than the answers)"},
+    {"chat-date", 0, ASN_OPT_STRING, &opt_chat_date, "DATE", ASN_CHAT_DATE_HELP},
     {"tau", 0, ASN_OPT_DOUBLE, &opt_tau, "X", "reference-ll: temperature of the pair score, in nats"},
     {"retokenize", 0, ASN_OPT_FLAG, &opt_retokenize, NULL, "reference-ll: score the tokenized generation even when the record has tokens"},
     {"group", 0, ASN_OPT_STRING, &opt_group, "BY", "seed: one tournament per (prompt, seed); prompt: one per prompt"},
@@ -60,7 +65,9 @@ static const asn_option options[] = {
 static const asn_tool tool = {
     "rank-bt", "--judge KIND --judge-model FILE [OPTIONS] [FILE...]",
     "Rate candidates: a Swiss tournament per prompt and seed, judged by a model, and Bradley-Terry ratings.",
-    "Input: candidate records, those of a prompt contiguous (as asn writes them).\n"
+    "Input: candidate records, asn's or the research pipeline's (detected per file;\n"
+    "a file of the latter is named on stderr), a prompt's records anywhere in the\n"
+    "input (grouped in the order of their first record).\n"
     "Read: \"prompt_id\" (else \"prompt\") and \"seed\" to group; \"prompt\" (the\n"
     "question) and \"generation\"; for reference-ll also \"tokens\", \"system\" and\n"
     "\"settings\" (system, chat_template), or the reference's \"system_prompt\".\n"
@@ -537,7 +544,7 @@ static void setup(ranker *R)
     } else {
         if (!(R->m = asn_model_load(opt_judge_model, &e)) || !(R->v = asn_model_vocab(R->m, &e)))
             asn_fatal("%s", e.msg);
-        R->n_ctx = asn_model_cfg(R->m)->n_ctx_train;
+        R->n_ctx = opt_judge_ctx > 0 ? (int)opt_judge_ctx : asn_model_cfg(R->m)->n_ctx_train;
         R->V = asn_model_cfg(R->m)->n_vocab;
         gg = asn_model_gguf(R->m);
     }
@@ -572,6 +579,11 @@ static void setup(ranker *R)
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
+    {
+        asn_err de;
+        if (opt_chat_date && asn_chat_set_date(opt_chat_date, &de))
+            asn_usage_error("--chat-date: %s", de.msg);
+    }
     if (asn_tool_shards(opt_shard, &opt_merge, nops ? argv + 1 : NULL))
         return 0;
     ranker R = {0};
@@ -602,6 +614,8 @@ int main(int argc, char **argv)
         asn_usage_error("--tau must be a positive number");
     if (!(opt_prior >= 0) || !isfinite(opt_prior))
         asn_usage_error("--bt-prior must be >= 0");
+    if (opt_judge_ctx < 0 || opt_judge_ctx > (1L << 24))
+        asn_usage_error("--judge-ctx must be between 1 and 16777216 (0: the model's)");
     if (opt_batch < 1)
         asn_usage_error("--batch must be >= 1");
     if (opt_template && R.judge != JUDGE_PAIRWISE)
@@ -618,13 +632,13 @@ int main(int argc, char **argv)
         int32_t ab[2];
         if (!R.m && asn_pairwise_answer_ids(R.v, ab, &e))
             asn_fatal("%s: %s", opt_tokenizer ? opt_tokenizer : opt_judge_model, e.msg);
-        if (R.m && !(R.pw = asn_pairwise_new(R.m, R.model_family, R.tmpl, (int)opt_batch, pool, &e)))
+        if (R.m && !(R.pw = asn_pairwise_new(R.m, R.model_family, R.tmpl, (int)opt_batch, R.n_ctx, pool, &e)))
             asn_fatal("%s", e.msg);
         const char *tn = opt_template ? strrchr(opt_template, '/') : NULL;
         json_object_set_new(R.judge_json, "template",
                             json_string(!opt_template ? "built-in" : tn ? tn + 1 : opt_template));
     } else {
-        if (R.m && !(R.ll = asn_llscorer_new(R.m, (int)opt_batch, pool, &e)))
+        if (R.m && !(R.ll = asn_llscorer_new(R.m, (int)opt_batch, R.n_ctx, pool, &e)))
             asn_fatal("%s", e.msg);
         json_object_set_new(R.judge_json, "tau", json_real(opt_tau));
     }

@@ -33,7 +33,9 @@ static const asn_option options[] = {
 static const asn_tool tool = {
     "score-diversity", "-m EMBED_MODEL [OPTIONS] [FILE...]",
     "Label each (prompt, heuristic) group of candidates with its diversity across seeds.",
-    "Input: candidate records, those of a prompt contiguous (as asn writes them).\n"
+    "Input: candidate records, asn's or the research pipeline's (detected per file;\n"
+    "a file of the latter is named on stderr), a prompt's records anywhere in the\n"
+    "input (grouped in the order of their first record).\n"
     "Read: \"prompt_id\" (else \"prompt\"), \"heuristic\".\"id\" (else the reference's\n"
     "\"sampler_info\") and \"generation\". A group is a prompt's records of one\n"
     "heuristic (its seeds). Every record gains\n"

@@ -21,6 +21,8 @@ static asn_strlist opt_merge;
 static long opt_threads, opt_ctx, opt_batch_tokens = 2048;
 static int opt_skip_bad, opt_progress;
 
+static const char *opt_chat_date;
+
 static const asn_option options[] = {
     {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF reward model with a classification head (or --server)"},
     {"server", 0, ASN_OPT_LIST, &opt_server, "URL", "score on this server's classify endpoint instead (repeat: several share the load)"},
@@ -31,6 +33,7 @@ static const asn_option options[] = {
     {"retries", 0, ASN_OPT_INT, &opt_retries, "N", "with --server: tries after the first (429, 5xx, lost connections)"},
     {"api-key", 0, ASN_OPT_STRING, &opt_api_key, "KEY", "with --server: bearer key"},
     {"chat-template", 0, ASN_OPT_STRING, &opt_template, "NAME", "chat template of the conversation (default: the model's; none: prompt and generation concatenated)"},
+    {"chat-date", 0, ASN_OPT_STRING, &opt_chat_date, "DATE", ASN_CHAT_DATE_HELP},
     {"system", 0, ASN_OPT_STRING, &opt_system, "TEXT", "a system message before the prompt (default: none)"},
     {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "score at most the last N tokens of a conversation (0: the model's context)"},
     {"batch-tokens", 0, ASN_OPT_INT, &opt_batch_tokens, "N", "tokens per forward pass"},
@@ -152,6 +155,11 @@ static int score_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
+    {
+        asn_err de;
+        if (opt_chat_date && asn_chat_set_date(opt_chat_date, &de))
+            asn_usage_error("--chat-date: %s", de.msg);
+    }
     if (asn_tool_shards(opt_shard, &opt_merge, nops ? argv + 1 : NULL))
         return 0;
     if (!opt_model && !(opt_server.n && opt_tokenizer))

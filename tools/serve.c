@@ -27,6 +27,8 @@ static long opt_port = 8000, opt_threads, opt_batch = 16, opt_ctx, opt_queue = 6
             opt_max_body = 1 << 20, opt_max_n = 16;
 static int opt_allow_files, opt_verbose;
 
+static const char *opt_chat_date;
+
 static const asn_option options[] = {
     {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF model (required)"},
     {"heuristics", 'H', ASN_OPT_STRING, &opt_heuristics, "FILE", "heuristics YAML: requests may name these (asn_heuristic)"},
@@ -36,6 +38,7 @@ static const asn_option options[] = {
     {"api-key", 0, ASN_OPT_STRING, &opt_api_key, "KEY", "require \"Authorization: Bearer KEY\" (all but /health)"},
     {"model-name", 0, ASN_OPT_STRING, &opt_name, "NAME", "the model's id in the API (default: general.name, else the file name)"},
     {"chat-template", 0, ASN_OPT_STRING, &opt_template, "NAME", "chat template (default: the model's; none without one)"},
+    {"chat-date", 0, ASN_OPT_STRING, &opt_chat_date, "DATE", ASN_CHAT_DATE_HELP},
     {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
     {"batch", 'b', ASN_OPT_INT, &opt_batch, "N", "sequences decoding at once"},
     {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "context size (0: the model's)"},
@@ -231,7 +234,7 @@ static void echo_prompt(req *r)
 {
     asn_err e;
     int top = r->rq.logprobs > 0 ? r->rq.logprobs : 0, rc = 0;
-    if (!S.scorer && !(S.scorer = asn_llscorer_new(S.m, 1, S.pool, &e)))
+    if (!S.scorer && !(S.scorer = asn_llscorer_new(S.m, 1, 0, S.pool, &e)))
         rc = -1;
     if (!rc) {
         r->echo_lps = asn_xmalloc((size_t)r->n_toks * sizeof *r->echo_lps);
@@ -973,6 +976,11 @@ static void handle(void *ctx, const asn_http_request *hr, asn_http_response *out
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
+    {
+        asn_err de;
+        if (opt_chat_date && asn_chat_set_date(opt_chat_date, &de))
+            asn_usage_error("--chat-date: %s", de.msg);
+    }
     if (nops)
         asn_usage_error("no operands expected");
     if (!opt_model)

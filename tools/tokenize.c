@@ -1,6 +1,8 @@
 /* tokenize — text to token ids with a model's tokenizer, as llama.cpp's
  * llama-tokenize does (same defaults: BOS as the model says, special
  * tokens in the text parsed). */
+#include "asn/chat.h"
+#include "asn/gen.h"
 #include "asn/gguf.h"
 #include "asn/tool.h"
 #include "asn/vocab.h"
@@ -8,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *opt_model, *opt_file;
-static int opt_pieces, opt_no_bos, opt_no_parse_special;
+static const char *opt_model, *opt_file, *opt_system, *opt_template, *opt_template_file, *opt_chat_date;
+static int opt_pieces, opt_no_bos, opt_no_parse_special, opt_chat, opt_print_prompt;
 
 static const asn_option options[] = {
     {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF file whose tokenizer to use (a model or a vocab-only file; required)"},
@@ -17,6 +19,12 @@ static const asn_option options[] = {
     {"pieces", 0, ASN_OPT_FLAG, &opt_pieces, NULL, "write [{\"id\": ID, \"piece\": TEXT}] objects instead of bare ids"},
     {"no-bos", 0, ASN_OPT_FLAG, &opt_no_bos, NULL, "add no BOS (nor EOS) even if the model asks for it"},
     {"no-parse-special", 0, ASN_OPT_FLAG, &opt_no_parse_special, NULL, "treat control tokens written in the text (<|im_start|>, ...) as plain text"},
+    {"chat", 0, ASN_OPT_FLAG, &opt_chat, NULL, "the text is a user message: tokenize the prompt the generating tools build from it"},
+    {"system", 0, ASN_OPT_STRING, &opt_system, "TEXT", "with --chat: the system message (default: none)"},
+    {"chat-template", 0, ASN_OPT_STRING, &opt_template, "NAME", "with --chat: chat template family (default: the model's; none without one)"},
+    {"chat-template-file", 0, ASN_OPT_STRING, &opt_template_file, "FILE", "with --chat: a Jinja chat template to detect the family from, in place of the model's tokenizer.chat_template"},
+    {"chat-date", 0, ASN_OPT_STRING, &opt_chat_date, "DATE", ASN_CHAT_DATE_HELP},
+    {"print-prompt", 0, ASN_OPT_FLAG, &opt_print_prompt, NULL, "with --chat: write the prompt text (the BOS token's text first when one is added) instead of ids"},
     {0},
 };
 
@@ -30,7 +38,14 @@ static const asn_tool tool = {
     "vocab always gets [CLS] before the text and [SEP] after it, as in llama.cpp.\n"
     "A piece is the token's bytes as text (special tokens as their text); when\n"
     "those bytes are not valid UTF-8 (a character split across tokens), \"piece\"\n"
-    "holds U+FFFD in their place and \"bytes\" the bytes.\n",
+    "holds U+FFFD in their place and \"bytes\" the bytes.\n"
+    "\n"
+    "--chat builds the prompt as gen-candidates, generate and train-sampler do:\n"
+    "the system message (if any) and the text as the user's message through the\n"
+    "chat template, the assistant's turn opened, then tokenized with exactly one\n"
+    "BOS (when the model adds one) and special tokens parsed. The text is what\n"
+    "the model's Jinja template renders (with transformers' apply_chat_template,\n"
+    "add_generation_prompt=True) for the families listed in docs/sampling.md.\n",
     options,
 };
 
@@ -97,45 +112,8 @@ static int put_json_string(FILE *out, const unsigned char *s, size_t n)
     return bad;
 }
 
-int main(int argc, char **argv)
+static void print_ids(const asn_vocab *v, const int32_t *ids, size_t n)
 {
-    int nops = asn_tool_parse(&tool, argc, argv);
-    if (!opt_model)
-        asn_usage_error("-m MODEL.gguf is required");
-    if (nops > 1)
-        asn_usage_error("unexpected argument '%s' (quote the text: one argument)", argv[2]);
-    if (nops == 1 && opt_file)
-        asn_usage_error("give the text as an argument or with -f, not both");
-
-    char *text;
-    size_t len;
-    if (nops == 1) {
-        text = argv[1];
-        len = strlen(text);
-    } else {
-        const char *path = opt_file ? opt_file : "-";
-        FILE *f = asn_open_in(path);
-        text = read_stream(f, strcmp(path, "-") ? path : "<stdin>", &len);
-        if (f != stdin)
-            fclose(f);
-    }
-
-    asn_err e;
-    asn_gguf *g = asn_gguf_open(opt_model, &e);
-    if (!g)
-        asn_fatal("%s", e.msg);
-    asn_vocab *v = asn_vocab_load(g, &e);
-    asn_gguf_close(g);
-    if (!v)
-        asn_fatal("%s: %s", opt_model, e.msg);
-
-    /* llama-tokenize: add_special = the model's add_bos && !--no-bos */
-    int add_special = asn_vocab_add_bos(v) && !opt_no_bos;
-    int32_t *ids;
-    size_t n;
-    if (asn_tokenize(v, text, len, add_special, !opt_no_parse_special, &ids, &n, &e))
-        asn_fatal("%s", e.msg);
-
     fputc('[', stdout);
     for (size_t i = 0; i < n; i++) {
         if (i)
@@ -157,6 +135,97 @@ int main(int argc, char **argv)
     }
     fputs("]\n", stdout);
     asn_close_out(stdout, "-");
+}
+
+int main(int argc, char **argv)
+{
+    int nops = asn_tool_parse(&tool, argc, argv);
+    if (!opt_model)
+        asn_usage_error("-m MODEL.gguf is required");
+    if (nops > 1)
+        asn_usage_error("unexpected argument '%s' (quote the text: one argument)", argv[2]);
+    if (nops == 1 && opt_file)
+        asn_usage_error("give the text as an argument or with -f, not both");
+    if (!opt_chat && (opt_system || opt_template || opt_template_file || opt_print_prompt))
+        asn_usage_error("--system, --chat-template, --chat-template-file and --print-prompt go with --chat");
+    {
+        asn_err de;
+        if (opt_chat_date && asn_chat_set_date(opt_chat_date, &de))
+            asn_usage_error("--chat-date: %s", de.msg);
+    }
+
+    char *text;
+    size_t len;
+    if (nops == 1) {
+        text = argv[1];
+        len = strlen(text);
+    } else {
+        const char *path = opt_file ? opt_file : "-";
+        FILE *f = asn_open_in(path);
+        text = read_stream(f, strcmp(path, "-") ? path : "<stdin>", &len);
+        if (f != stdin)
+            fclose(f);
+    }
+
+    asn_err e;
+    asn_gguf *g = asn_gguf_open(opt_model, &e);
+    if (!g)
+        asn_fatal("%s", e.msg);
+    char *model_tmpl = NULL;
+    if (asn_gguf_get_str(g, "tokenizer.chat_template", 0, &model_tmpl, &e))
+        asn_fatal("%s: %s", opt_model, e.msg);
+    asn_vocab *v = asn_vocab_load(g, &e);
+    asn_gguf_close(g);
+    if (!v)
+        asn_fatal("%s: %s", opt_model, e.msg);
+    if (opt_chat) {
+        if (opt_template_file) {
+            size_t tl;
+            free(model_tmpl);
+            if (asn_read_file(opt_template_file, &model_tmpl, &tl, &e))
+                asn_fatal("%s", e.msg);
+        }
+        int tmpl = !opt_template && !model_tmpl ? ASN_CHAT_NONE : asn_chat_for_model(model_tmpl, opt_template, &e);
+        if (tmpl < 0)
+            asn_fatal("%s: %s", opt_template_file ? opt_template_file : opt_model, e.msg);
+        char *user = asn_xmalloc(len + 1);
+        memcpy(user, text, len);
+        user[len] = 0;
+        if (strlen(user) != len)
+            asn_fatal("the message holds a NUL byte");
+        char *prompt = asn_gen_prompt_text(tmpl, opt_system, user, &e);
+        int32_t *pids;
+        int pn;
+        if (!prompt || asn_gen_tokenize_prompt(v, prompt, &pids, &pn, &e))
+            asn_fatal("%s", e.msg);
+        if (opt_print_prompt) {
+            size_t bl = 0;
+            const char *bos = pids[0] == asn_vocab_bos(v) ? asn_vocab_piece(v, pids[0], 1, &bl) : "";
+            fwrite(bos, 1, bl, stdout);
+            fputs(prompt, stdout);
+            asn_close_out(stdout, "-");
+        } else {
+            print_ids(v, pids, (size_t)pn);
+        }
+        free(user);
+        free(prompt);
+        if (nops != 1)
+            free(text);
+        free(pids);
+        free(model_tmpl);
+        asn_vocab_free(v);
+        return 0;
+    }
+    free(model_tmpl);
+
+    /* llama-tokenize: add_special = the model's add_bos && !--no-bos */
+    int add_special = asn_vocab_add_bos(v) && !opt_no_bos;
+    int32_t *ids;
+    size_t n;
+    if (asn_tokenize(v, text, len, add_special, !opt_no_parse_special, &ids, &n, &e))
+        asn_fatal("%s", e.msg);
+
+    print_ids(v, ids, n);
     free(ids);
     asn_vocab_free(v);
     if (nops != 1)

@@ -48,7 +48,13 @@ static const asn_tool tool = {
     "column (exit status 1), or with --skip-bad is left out and counted in the\n"
     "summary.\n"
     "A discarded prompt is not an error (exit status 0). --replay runs after the\n"
-    "records are written: a mismatch makes the exit status 1.\n",
+    "records are written: a mismatch makes the exit status 1.\n"
+    "\n"
+    "The research pipeline's records (detected per file, named on stderr) are\n"
+    "grouped by prompt text and checked as its verify_datagen_and_transform\n"
+    "checks them: prompt, generation, sampler_info {name, config} and a seed,\n"
+    "no (seed, sampler_info) pair twice, the seed and sampler counts; they\n"
+    "have no tokens, so --model and --replay check only asn's records.\n",
     options,
 };
 
@@ -157,6 +163,23 @@ static void check_constraint(const json_t *c, reasons *r)
             cut ? "was cut (finish length)" : "satisfies its constraint");
 }
 
+/* A record of the research pipeline's (no ids, tokens or model): what its
+ * verify_datagen_and_transform reads, prompt text, seed and sampler_info,
+ * and what its later stages read, the generation. */
+static void check_reference_record(const json_t *c, reasons *r)
+{
+    if (!json_is_string(json_object_get(c, "prompt")) || !json_is_string(json_object_get(c, "generation")))
+        return why(r, "a record lacks the string field \"%s\"",
+                   json_is_string(json_object_get(c, "prompt")) ? "generation" : "prompt");
+    const json_t *si = json_object_get(c, "sampler_info");
+    if (!json_is_object(si) || !json_is_string(json_object_get(si, "name")) ||
+        !json_is_array(json_object_get(si, "config")))
+        return why(r, "a record's \"sampler_info\" is not {name, config}");
+    const json_t *seed = json_object_get(c, "seed");
+    if (!seed || json_is_null(seed))
+        why(r, "Entry with missing 'seed' found.");
+}
+
 /* With the model: token ids in range, generation = detokenized tokens. */
 static void check_text(const json_t *c, const asn_vocab *v, reasons *r)
 {
@@ -176,6 +199,22 @@ static void check_text(const json_t *c, const asn_vocab *v, reasons *r)
     char *text;
     size_t len;
     asn_err e;
+    /* a stop token-id sequence the tokens end with is not in the text */
+    int32_t *sids;
+    int *soff, ns;
+    if (asn_gen_stop_ids_from_json(json_object_get(json_object_get(c, "settings"), "stop_token_ids"), V, &sids, &soff,
+                                   &ns, &e)) {
+        free(ids);
+        return why(r, "record %s: settings.stop_token_ids: %s", json_string_value(json_object_get(c, "id")), e.msg);
+    }
+    for (int k = 0; k < ns; k++) {
+        size_t L = (size_t)(soff[k + 1] - soff[k]);
+        if (L <= n && !memcmp(ids + n - L, sids + soff[k], L * sizeof *ids)) {
+            n -= L;
+            break;
+        }
+    }
+    free(sids), free(soff);
     if (asn_detokenize(v, ids, n, 1, 0, &text, &len, &e)) {
         free(ids);
         return why(r, "record %s: tokens do not detokenize", json_string_value(json_object_get(c, "id")));
@@ -197,8 +236,9 @@ static void check_text(const json_t *c, const asn_vocab *v, reasons *r)
     free(ids);
 }
 
-/* Per prompt: seeds, duplicates, counts. */
-static void check_group(const json_t *group, reasons *r, int n_heuristics)
+/* Per prompt: seeds, duplicates, counts; the research pipeline's records
+ * (ref) need not have every (seed, heuristic) pair, as its verify has it. */
+static void check_group(const json_t *group, reasons *r, int n_heuristics, int ref)
 {
     size_t n = json_array_size(group);
     json_t *pairs = json_object(), *seeds = json_object(), *hs = json_object();
@@ -225,7 +265,7 @@ static void check_group(const json_t *group, reasons *r, int n_heuristics)
         json_object_set_new(seeds, sk, json_true());
         json_object_set_new(hs, h, json_true());
     }
-    if (json_object_size(pairs) != json_object_size(seeds) * json_object_size(hs))
+    if (!ref && json_object_size(pairs) != json_object_size(seeds) * json_object_size(hs))
         why(r, "%zu candidates for %zu seeds x %zu heuristics: some (seed, heuristic) pairs are missing",
             json_object_size(pairs), json_object_size(seeds), json_object_size(hs));
     if (opt_expected_seeds >= 0 && (long)json_object_size(seeds) != opt_expected_seeds)
@@ -263,6 +303,16 @@ static int replay(asn_model *m, asn_pool *pool, const json_t *c, char *msg, size
     asn_gen_settings gs = {.min_new_tokens = (int)json_integer_value(json_object_get(st, "min_new_tokens")),
                            .max_new_tokens = (int)json_integer_value(json_object_get(st, "max_new_tokens")),
                            .stop = sv, .n_stop = (int)json_array_size(stops)};
+    int32_t *sids = NULL;
+    int *soff = NULL;
+    if (asn_gen_stop_ids_from_json(json_object_get(st, "stop_token_ids"), asn_model_cfg(m)->n_vocab, &sids, &soff,
+                                   &gs.n_stop_ids, &e)) {
+        snprintf(msg, cap, "settings.stop_token_ids: %s", e.msg);
+        free(sv);
+        asn_heuristic_clear(&heur);
+        return 0;
+    }
+    gs.stop_ids = sids, gs.stop_off = soff;
     int tmpl = asn_chat_from_name(json_string_value(json_object_get(st, "chat_template")) ? json_string_value(json_object_get(st, "chat_template")) : "none");
     const json_t *sys = json_object_get(c, "system");
     int32_t *ids = NULL;
@@ -291,6 +341,7 @@ static int replay(asn_model *m, asn_pool *pool, const json_t *c, char *msg, size
     asn_generator_free(g);
     free(ids);
     free(sv);
+    free(sids), free(soff);
     asn_heuristic_clear(&heur);
     if (has_pc)
         asn_heuristic_clear(&pc);
@@ -328,6 +379,7 @@ int main(int argc, char **argv)
     asn_group_reader *gr = asn_group_open(nops ? argv + 1 : def, &e);
     if (!gr)
         asn_fatal("%s", e.msg);
+    asn_group_on_file(gr, asn_note_record_format, NULL);
     json_t *discarded = json_array(), *group, *picked = json_array();
     long prompts = 0, kept = 0, written = 0, seen = 0;
     const char *first_sha = model_sha[0] ? model_sha : NULL;
@@ -341,8 +393,14 @@ int main(int argc, char **argv)
         reasons rs = {json_array()};
         size_t i;
         json_t *c;
+        int ref = 1;
         json_array_foreach(group, i, c)
         {
+            if (asn_rec_format(c) == ASN_REC_REFERENCE) {
+                check_reference_record(c, &rs);
+                continue;
+            }
+            ref = 0;
             check_record(c, &rs, &first_sha);
             if (!json_array_size(rs.list))
                 check_constraint(c, &rs);
@@ -351,7 +409,7 @@ int main(int argc, char **argv)
             if (v && !json_array_size(rs.list))
                 check_text(c, v, &rs);
         }
-        check_group(group, &rs, n_heuristics);
+        check_group(group, &rs, n_heuristics, ref);
         const char *pid = asn_rec_prompt_key(json_array_get(group, 0));
         if (json_array_size(rs.list)) {
             long line;
@@ -369,8 +427,9 @@ int main(int argc, char **argv)
             if (asn_jsonl_write(stdout, c))
                 asn_write_failed(stdout, "-", errno);
             written++;
-            /* reservoir sampling of the records to replay (counter RNG) */
-            if (opt_replay) {
+            /* reservoir sampling of the records to replay (counter RNG);
+             * the research pipeline's records have no tokens to replay */
+            if (opt_replay && asn_rec_format(c) == ASN_REC_ASN) {
                 seen++;
                 if ((long)json_array_size(picked) < opt_replay)
                     json_array_append(picked, c);

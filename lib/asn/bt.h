@@ -157,9 +157,11 @@ typedef struct asn_pairwise asn_pairwise;
 
 /* A judge over model m (borrowed), with chat family `chat` (an ASN_CHAT_*
  * id), reading the template t (borrowed), running at most `batch`
- * sequences per forward pass on `pool` (may be NULL). Errors: "A" or "B"
- * is not a single token of m's vocabulary; no vocabulary. */
-asn_pairwise *asn_pairwise_new(asn_model *m, int chat, const asn_judge_tmpl *t, int batch,
+ * sequences per forward pass on `pool` (may be NULL), with a context of
+ * n_ctx tokens (0: the model's training context). Errors: "A" or "B" is
+ * not a single token of m's vocabulary; no vocabulary; a context the
+ * model cannot have. */
+asn_pairwise *asn_pairwise_new(asn_model *m, int chat, const asn_judge_tmpl *t, int batch, int n_ctx,
                                asn_pool *pool, asn_err *e);
 void asn_pairwise_free(asn_pairwise *j);
 
@@ -197,7 +199,8 @@ double asn_pairwise_combine(double pa_xy, double pa_yx);
  * tokens. */
 typedef struct asn_llscorer asn_llscorer;
 
-asn_llscorer *asn_llscorer_new(asn_model *m, int batch, asn_pool *pool, asn_err *e);
+/* n_ctx: the context in tokens (0: the model's training context). */
+asn_llscorer *asn_llscorer_new(asn_model *m, int batch, int n_ctx, asn_pool *pool, asn_err *e);
 void asn_llscorer_free(asn_llscorer *s);
 
 typedef struct asn_ll_req {

@@ -11,9 +11,10 @@
  * tests/unit/test_chat.c).
  *
  * What follows from formatting without Jinja (as in llama.cpp):
- *   - a template's extras are not reproduced: default system prompts
- *     (Qwen2.5's "You are Qwen...", SmolLM2's, Llama 3.1's "Cutting Knowledge
- *     Date" block), tools, thinking tags;
+ *   - a llama.cpp family does not reproduce a template's extras: default
+ *     system prompts, Llama 3.1's "Cutting Knowledge Date" block, tools,
+ *     thinking tags (asn's Jinja families below do, for the templates they
+ *     name);
  *   - the text never starts with the model's BOS token: the tokenizer adds
  *     it. A literal "<s>" appears only where llama.cpp's formatter writes one
  *     (between turns for llama2-sys-bos and monarch, at the start for
@@ -21,6 +22,16 @@
  *   - roles are passed through as given ("system", "user", "assistant", or
  *     anything else); families that only know some roles treat the others as
  *     llama.cpp does (often as the assistant, sometimes by dropping them).
+ *
+ * Jinja renderings. For the templates of some models the Jinja rendering
+ * differs from llama.cpp's formatter of their family, so asn has families
+ * of its own that write what the model's template writes (after its
+ * leading bos_token, which the tokenizer adds): llama3.1, qwen2.5,
+ * smollm2, gemma3, tinyllama, deepseek-r1 and chatml-think. asn_chat_for_model picks
+ * them from the template text (asn_chat_detect_jinja); asn_chat_detect
+ * keeps llama.cpp's answer. tests/cli/chat_jinja.sh renders the real
+ * templates of tests/data/chat/templates/ with Python's jinja2 as
+ * transformers does and compares.
  *
  * Besides llama.cpp's families, asn has "none" for base models: the message
  * contents in order, separated by a blank line ("\n\n"), with no role
@@ -99,6 +110,15 @@ typedef enum asn_chat_tmpl {
     ASN_CHAT_GROK2,
     ASN_CHAT_PANGU_EMBED,
     ASN_CHAT_SOLAR_OPEN,
+    /* asn's families for models whose own Jinja template writes more than
+     * llama.cpp's formatter of its family (see "Jinja renderings" above) */
+    ASN_CHAT_LLAMA3_1,    /* "llama3.1": Llama 3.1 / 3.2 / 3.3, dated system block */
+    ASN_CHAT_QWEN2_5,     /* "qwen2.5": chatml with Qwen2.5's default system text */
+    ASN_CHAT_SMOLLM2,     /* "smollm2": chatml with SmolLM2's default system text */
+    ASN_CHAT_GEMMA3,      /* "gemma3": gemma, the system text not trimmed */
+    ASN_CHAT_TINYLLAMA,   /* "tinyllama": zephyr's roles, each turn ending in </s> */
+    ASN_CHAT_DEEPSEEK_R1, /* "deepseek-r1": the R1 distills, <think> opened */
+    ASN_CHAT_CHATML_THINK, /* "chatml-think": QwQ, chatml with <think> opened */
     ASN_CHAT_COUNT
 } asn_chat_tmpl;
 
@@ -128,6 +148,26 @@ const char *asn_chat_name(int id);
 char *asn_chat_format(int id, const asn_chat_msg *msgs, size_t n, int add_generation_prompt,
                       asn_err *e);
 
+/* The "Today Date" of the llama3.1 family's system block (HF's Llama
+ * 3.1 / 3.2 / 3.3 templates: "Cutting Knowledge Date: December 2023" and
+ * "Today Date: DATE"). Llama 3.1's template always writes "26 Jul 2024";
+ * 3.2's writes the day it runs (strftime_now("%d %b %Y")) where the
+ * renderer has a clock, which asn replaces by this fixed date for
+ * reproducibility. The default is "26 Jul 2024". date must look like
+ * "DD Mon YYYY" (two digits, an English month abbreviation, four digits);
+ * returns 0, or -1 with e set. Process-wide: set it once, before
+ * formatting. */
+int asn_chat_set_date(const char *date, asn_err *e);
+/* The --chat-date option's help, the same in every tool that formats
+ * prompts. */
+#define ASN_CHAT_DATE_HELP                                                                            \
+    "\"Today Date\" of the llama3.1 chat template (Llama 3.1-3.3's system block), as DD Mon YYYY " \
+    "(default: 26 Jul 2024)"
+const char *asn_chat_date(void);
+
+/* 1 when family id writes asn_chat_date() into its prompts (llama3.1). */
+int asn_chat_dated(int id);
+
 /* The family to use for a model. model_tmpl is the GGUF's
  * tokenizer.chat_template (NULL when the key is absent); override_name is a
  * family name the user chose (NULL for none).
@@ -141,5 +181,11 @@ char *asn_chat_format(int id, const asn_chat_msg *msgs, size_t n, int add_genera
  *     no family is an error that says to choose one by name.
  * Returns the id, or -1 with e set. */
 int asn_chat_for_model(const char *model_tmpl, const char *override_name, asn_err *e);
+
+/* The family the model's own template text renders as: asn_chat_detect's
+ * llama.cpp family, refined to one of asn's Jinja families (llama3.1,
+ * qwen2.5, smollm2, gemma3, tinyllama, deepseek-r1, chatml-think) when the text holds
+ * that template's marks. -1 when nothing matches. */
+int asn_chat_detect_jinja(const char *tmpl);
 
 #endif

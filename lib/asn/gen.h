@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #include "asn/model.h"
+#include <jansson.h>
+
 #include "asn/sampling.h"
 #include "asn/vocab.h"
 
@@ -29,6 +31,12 @@ typedef struct asn_gen_settings {
     int max_new_tokens;
     const char *const *stop; /* stop strings (may be NULL) */
     int n_stop;
+    /* stop token-id sequences: sequence k is stop_ids[stop_off[k] ..
+     * stop_off[k + 1]); generation stops when the tokens end with one (the
+     * sequence is kept in tokens, not in the text) */
+    const int32_t *stop_ids;
+    const int *stop_off; /* n_stop_ids + 1 offsets */
+    int n_stop_ids;
     /* Optional: called after each step, in the calling thread, for every
      * sampled token (job = index in the jobs array), for streaming. */
     void (*on_token)(void *ctx, int job, int32_t token);
@@ -125,13 +133,26 @@ int asn_gen_stream_pending(const asn_gen_stream *s);
 int asn_gen_stream_step(asn_gen_stream *s, asn_err *e);
 
 /* How a generation ends, from its tokens (gen[0..n)) and the settings: the
- * text (detokenized, special tokens removed, cut at the first stop string)
+ * text (detokenized, special tokens removed, cut at the first stop string,
+ * or before a stop token-id sequence the tokens end with)
  * and the finish reason (ASN_FINISH_NONE while it goes on). Text is
  * computed when it can matter (stops set, or the generation ended); *text
  * is new or NULL. What the generator does after each token, for a client
  * that gets the tokens from elsewhere. */
 int asn_gen_ending(const asn_vocab *v, const asn_gen_settings *s, const int32_t *gen, int n, asn_finish *fin,
                    char **text, size_t *len, asn_err *e);
+
+/* Stop token-id sequences from their JSON form, [[id, ...], ...] (NULL:
+ * none): *ids and *off (new, the caller frees both) as asn_gen_settings
+ * holds them, *n of them. Ids must be in 0..n_vocab-1 and no sequence
+ * empty; 0, or -1 with e set naming the element. */
+int asn_gen_stop_ids_from_json(const json_t *j, int32_t n_vocab, int32_t **ids, int **off, int *n, asn_err *e);
+/* The same from command-line texts, each "ID,ID,..." one sequence;
+ * returns their number, or -1 with e set. */
+int asn_gen_stop_ids_parse(const char *const *texts, int n_texts, int32_t n_vocab, int32_t **ids, int **off,
+                           asn_err *e);
+/* Their JSON form. */
+json_t *asn_gen_stop_ids_json(const int32_t *ids, const int *off, int n);
 
 /* The end-of-generation ids (ctx->eos) set to -inf while fewer than
  * min_new_tokens tokens were generated, unless the text is constrained (h
@@ -148,9 +169,18 @@ void asn_gen_mask_eog(const asn_heuristic *h, const asn_heuristic *pc, int min_n
 int asn_gen_process_row(const asn_heuristic *h, const asn_heuristic *pc, int min_new_tokens, float *row, int V,
                         const asn_seq_ctx *ctx, asn_seq_state *st, asn_workspace *ws, asn_err *e);
 
-/* The prompt as the model sees it: system and user message through the
- * chat template (ASN_CHAT_* id), tokenized with BOS as the model adds it
- * and special tokens parsed. *ids is new (caller frees). */
+/* The prompt text: the system message (when non-empty) and the user
+ * message through the chat template (ASN_CHAT_* id) with the assistant's
+ * turn opened. malloc'd; NULL with e set on a bad id. */
+char *asn_gen_prompt_text(int chat_template, const char *system, const char *prompt, asn_err *e);
+
+/* A prompt text tokenized as a prompt: BOS as the model adds it, special
+ * tokens parsed, and exactly one BOS (a text that itself opens with the
+ * BOS token's text does not get a second). *ids is new (caller frees). */
+int asn_gen_tokenize_prompt(const asn_vocab *v, const char *text, int32_t **ids, int *n, asn_err *e);
+
+/* The prompt as the model sees it: asn_gen_prompt_text, tokenized by
+ * asn_gen_tokenize_prompt. *ids is new (caller frees). */
 int asn_gen_prompt_tokens(const asn_vocab *v, int chat_template, const char *system,
                           const char *prompt, int32_t **ids, int *n, asn_err *e);
 

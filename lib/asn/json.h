@@ -58,6 +58,15 @@ int asn_jsonl_next(asn_jsonl *r, json_t **rec, asn_err *e);
 const char *asn_jsonl_path(const asn_jsonl *r); /* "<stdin>" for "-" */
 long asn_jsonl_lineno(const asn_jsonl *r);      /* line of the last record read */
 void asn_jsonl_close(asn_jsonl *r);
+/* A reader over an open stream (not closed by asn_jsonl_close), named
+ * `name` in messages. */
+asn_jsonl *asn_jsonl_over(FILE *f, const char *name);
+/* Where the last record's line lies in the stream: its byte offset, and in
+ * *len its length (line end included). */
+long long asn_jsonl_offset(const asn_jsonl *r, size_t *len);
+/* A record's line (as asn_jsonl_offset locates it) parsed again, as
+ * asn_jsonl_next parses it; NULL if it is not JSON. */
+json_t *asn_jsonl_parse_line(const char *text, size_t len);
 
 /* ---------------------------------------------------- typed field access */
 

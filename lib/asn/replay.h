@@ -37,6 +37,12 @@ typedef struct asn_candidate {
  * prompt is formatted and tokenized with v as gen-candidates does. Errors
  * name the field ("field \"tokens\": ..."); the caller adds file and line. */
 int asn_candidate_from_json(asn_candidate *c, const json_t *rec, const asn_vocab *v, asn_err *e);
+/* Reads a record of the research pipeline's (prompt, system_prompt,
+ * sampler_info {name, config}, seed, generation), as its supervised
+ * training reads one: the prompt formatted with chat family `chat` (the
+ * model's; its records do not name one), the generation tokenized (no
+ * BOS, special tokens as text) as the generated tokens, min_new_tokens 0. */
+int asn_candidate_from_reference(asn_candidate *c, const json_t *rec, const asn_vocab *v, int chat, asn_err *e);
 void asn_candidate_clear(asn_candidate *c);
 
 typedef struct asn_replayer asn_replayer;

@@ -150,6 +150,12 @@ struct json_t;
 typedef int (*asn_record_fn)(struct json_t *rec, void *ctx, const char *path, long line, asn_err *e);
 long asn_map_records(char **files, int skip_invalid, int show_progress, asn_record_fn fn, void *ctx);
 
+/* For asn_group_on_file: a file of the research pipeline's records gets
+ * one line on stderr, "tool: FILE: reading the research pipeline's
+ * records (...)"; asn's own records are read silently. asn_map_groups
+ * sets it. */
+void asn_note_record_format(const char *path, int format, void *ctx);
+
 /* The loop of a tool that labels records a prompt at a time: reads the
  * JSONL records of files (as asn_map_records) grouped by prompt
  * (asn_group_next of asn/records.h), calls fn on each group and writes the

@@ -510,6 +510,14 @@ int asn_group_map_invalid(asn_group_map *m, size_t i, const asn_err *why, asn_er
     return 0;
 }
 
+void asn_note_record_format(const char *path, int format, void *ctx)
+{
+    (void)ctx;
+    if (format == ASN_REC_REFERENCE)
+        fprintf(stderr, "%s: %s: reading %s\n", asn_progname(), strcmp(path, "-") ? path : "<stdin>",
+                asn_rec_format_name(format));
+}
+
 long asn_map_groups(char **files, int skip_invalid, int show_progress, asn_group_fn fn, void *ctx)
 {
     char *def[] = {"-", NULL};
@@ -519,6 +527,7 @@ long asn_map_groups(char **files, int skip_invalid, int show_progress, asn_group
     asn_group_map m = {.skip_invalid = skip_invalid};
     if (!(m.gr = asn_group_open(files, &e)))
         asn_fatal("%s", e.msg);
+    asn_group_on_file(m.gr, asn_note_record_format, NULL);
     asn_progress *bar = asn_progress_new("records", 0, show_progress);
     json_t *recs;
     int r;

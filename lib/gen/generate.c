@@ -5,6 +5,7 @@
 #include "asn/chat.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,28 +50,45 @@ void asn_prompt_id(const char *system, const char *prompt, char out[17])
     out[16] = 0;
 }
 
-int asn_gen_prompt_tokens(const asn_vocab *v, int chat_template, const char *system,
-                          const char *prompt, int32_t **ids, int *n, asn_err *e)
+char *asn_gen_prompt_text(int chat_template, const char *system, const char *prompt, asn_err *e)
 {
     asn_chat_msg msgs[2];
     size_t nm = 0;
     if (system && *system)
         msgs[nm++] = (asn_chat_msg){"system", system};
     msgs[nm++] = (asn_chat_msg){"user", prompt};
-    char *text = asn_chat_format(chat_template, msgs, nm, 1, e);
-    if (!text)
-        return -1;
+    return asn_chat_format(chat_template, msgs, nm, 1, e);
+}
+
+int asn_gen_tokenize_prompt(const asn_vocab *v, const char *text, int32_t **ids, int *n, asn_err *e)
+{
     size_t len;
-    int rc = asn_tokenize(v, text, strlen(text), 1, 1, ids, &len, e);
-    free(text);
-    if (rc)
+    if (asn_tokenize(v, text, strlen(text), 1, 1, ids, &len, e))
         return -1;
+    /* a text that opens with the BOS token's own text (a template that
+     * writes it) gets no second one */
+    int32_t bos = asn_vocab_bos(v);
+    if (len >= 2 && bos >= 0 && (*ids)[0] == bos && (*ids)[1] == bos) {
+        memmove(*ids, *ids + 1, (len - 1) * sizeof **ids);
+        len--;
+    }
     if (len == 0) {
         free(*ids);
         return asn_err_set(e, "the prompt has no tokens");
     }
     *n = (int)len;
     return 0;
+}
+
+int asn_gen_prompt_tokens(const asn_vocab *v, int chat_template, const char *system,
+                          const char *prompt, int32_t **ids, int *n, asn_err *e)
+{
+    char *text = asn_gen_prompt_text(chat_template, system, prompt, e);
+    if (!text)
+        return -1;
+    int rc = asn_gen_tokenize_prompt(v, text, ids, n, e);
+    free(text);
+    return rc;
 }
 
 /* ------------------------------------------------------------ generator */
@@ -175,9 +193,17 @@ int asn_gen_ending(const asn_vocab *v, const asn_gen_settings *s, const int32_t 
     *len = 0;
     if (n > 0 && asn_vocab_is_eog(v, gen[n - 1]))
         *fin = ASN_FINISH_EOS;
+    int kept = n; /* the tokens the text is made of */
+    for (int k = 0; k < s->n_stop_ids && !*fin; k++) {
+        int L = s->stop_off[k + 1] - s->stop_off[k];
+        if (L > 0 && L <= n && !memcmp(gen + n - L, s->stop_ids + s->stop_off[k], (size_t)L * sizeof *gen)) {
+            *fin = ASN_FINISH_STOP;
+            kept = n - L;
+        }
+    }
     if (!s->n_stop && !*fin && n < s->max_new_tokens)
         return 0;
-    if (asn_detokenize(v, gen, (size_t)n, 1, 0, text, len, e))
+    if (asn_detokenize(v, gen, (size_t)kept, 1, 0, text, len, e))
         return -1;
     const char *at = find_stop(s, *text, *len);
     if (at) { /* a stop string, before an EOS too: cut there */
@@ -188,6 +214,79 @@ int asn_gen_ending(const asn_vocab *v, const asn_gen_settings *s, const int32_t 
     if (*fin == ASN_FINISH_NONE && n >= s->max_new_tokens)
         *fin = ASN_FINISH_LENGTH;
     return 0;
+}
+
+int asn_gen_stop_ids_from_json(const json_t *j, int32_t n_vocab, int32_t **ids, int **off, int *n, asn_err *e)
+{
+    *ids = NULL, *off = NULL, *n = 0;
+    if (!j || json_is_null(j))
+        return 0;
+    if (!json_is_array(j))
+        return asn_err_set(e, "stop token ids must be a list of lists of token ids");
+    size_t total = 0, k, i;
+    const json_t *seq, *t;
+    json_array_foreach(j, k, seq) {
+        if (!json_is_array(seq) || !json_array_size(seq))
+            return asn_err_set(e, "stop token ids: element %zu is not a non-empty list of token ids", k);
+        total += json_array_size(seq);
+    }
+    *ids = asn_xmalloc((total ? total : 1) * sizeof **ids);
+    *off = asn_xmalloc((json_array_size(j) + 1) * sizeof **off);
+    size_t at = 0;
+    (*off)[0] = 0;
+    json_array_foreach(j, k, seq) {
+        json_array_foreach(seq, i, t) {
+            if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) >= n_vocab) {
+                free(*ids), free(*off);
+                *ids = NULL, *off = NULL;
+                return asn_err_set(e, "stop token ids: element %zu.%zu is not a token id of this model (0..%d)", k, i,
+                                   (int)n_vocab - 1);
+            }
+            (*ids)[at++] = (int32_t)json_integer_value(t);
+        }
+        (*off)[k + 1] = (int)at;
+    }
+    *n = (int)json_array_size(j);
+    return 0;
+}
+
+int asn_gen_stop_ids_parse(const char *const *texts, int n_texts, int32_t n_vocab, int32_t **ids, int **off,
+                           asn_err *e)
+{
+    json_t *j = json_array();
+    for (int k = 0; k < n_texts; k++) {
+        json_t *seq = json_array();
+        const char *s = texts[k];
+        for (;;) {
+            char *end;
+            long long v = strtoll(s, &end, 10);
+            if (end == s || v < 0 || v > INT32_MAX || (*end && *end != ',')) {
+                json_decref(seq), json_decref(j);
+                return asn_err_set(e, "\"%.60s\" is not a comma-separated list of token ids", texts[k]);
+            }
+            json_array_append_new(seq, json_integer(v));
+            if (!*end)
+                break;
+            s = end + 1;
+        }
+        json_array_append_new(j, seq);
+    }
+    int n;
+    int rc = asn_gen_stop_ids_from_json(j, n_vocab, ids, off, &n, e);
+    json_decref(j);
+    return rc ? -1 : n;
+}
+
+json_t *asn_gen_stop_ids_json(const int32_t *ids, const int *off, int n)
+{
+    json_t *j = json_array();
+    for (int k = 0; k < n; k++) {
+        json_t *seq = json_array();
+        for (int i = off[k]; i < off[k + 1]; i++)
+            json_array_append_new(seq, json_integer(ids[i]));
+        json_array_append_new(j, seq);
+    }
+    return j;
 }
 
 void asn_gen_mask_eog(const asn_heuristic *h, const asn_heuristic *pc, int min_new_tokens, float *row,

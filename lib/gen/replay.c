@@ -3,6 +3,7 @@
 #include "asn/replay.h"
 #include "asn/chat.h"
 #include "asn/gen.h"
+#include "asn/records.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -63,6 +64,10 @@ int asn_candidate_from_json(asn_candidate *c, const json_t *rec, const asn_vocab
     int tmpl = asn_chat_from_name(json_is_string(tn) ? json_string_value(tn) : "none");
     if (tmpl < 0)
         return asn_err_set(e, "field \"settings.chat_template\": unknown template \"%s\"", json_string_value(tn));
+    /* the date a dated template (llama3.1) wrote into the prompt */
+    const json_t *cd = json_object_get(st, "chat_date");
+    if (cd && (!json_is_string(cd) || asn_chat_set_date(json_string_value(cd), e)))
+        return field_err(e, "settings.chat_date", "must be a date DD Mon YYYY");
 
     if (asn_heuristic_init(&c->heuristic, json_string_value(hn), json_object_get(h, "processors"), e))
         return asn_err_prefix(e, "field \"heuristic\"");
@@ -95,6 +100,46 @@ int asn_candidate_from_json(asn_candidate *c, const json_t *rec, const asn_vocab
     c->prompt_id = asn_xstrdup(pid);
     c->seed = (uint64_t)json_integer_value(seed);
     c->min_new_tokens = mn ? (int)json_integer_value(mn) : 0;
+    return 0;
+fail:
+    asn_candidate_clear(c);
+    return -1;
+}
+
+int asn_candidate_from_reference(asn_candidate *c, const json_t *rec, const asn_vocab *v, int chat, asn_err *e)
+{
+    memset(c, 0, sizeof *c);
+    int bad = 0;
+    const char *prompt = get_str(rec, "prompt", 1, e, &bad);
+    const char *gen = bad ? NULL : get_str(rec, "generation", 1, e, &bad);
+    const char *system = bad ? NULL : get_str(rec, "system_prompt", 0, e, &bad);
+    if (bad)
+        return -1;
+    const json_t *si = json_object_get(rec, "sampler_info");
+    if (!json_is_object(si))
+        return field_err(e, "sampler_info", si ? "must be an object {name, config}" : "missing");
+    const json_t *sn = json_object_get(si, "name");
+    if (!json_is_string(sn))
+        return field_err(e, "sampler_info.name", sn ? "must be a string" : "missing");
+    long long seed;
+    if (asn_rec_seed(rec, &seed, e))
+        return -1;
+    if (asn_heuristic_init(&c->heuristic, json_string_value(sn), json_object_get(si, "config"), e))
+        return asn_err_prefix(e, "field \"sampler_info\"");
+    size_t n;
+    if (asn_tokenize(v, gen, strlen(gen), 0, 0, &c->gen, &n, e)) {
+        asn_err_prefix(e, "field \"generation\"");
+        goto fail;
+    }
+    c->n_gen = (int)n;
+    if (asn_gen_prompt_tokens(v, chat, system, prompt, &c->prompt, &c->n_prompt, e)) {
+        asn_err_prefix(e, "field \"prompt\"");
+        goto fail;
+    }
+    char pid[17];
+    asn_prompt_id(system, prompt, pid);
+    c->prompt_id = asn_xstrdup(pid);
+    c->seed = (uint64_t)seed;
     return 0;
 fail:
     asn_candidate_clear(c);

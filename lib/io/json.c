@@ -304,7 +304,32 @@ struct asn_jsonl {
     char *line;
     size_t cap;
     long lineno, rec_line;
+    long long pos, rec_pos; /* byte offsets: the next line's, the last record's */
+    size_t rec_len;         /* the last record's line, newline included */
 };
+
+asn_jsonl *asn_jsonl_over(FILE *f, const char *name)
+{
+    asn_jsonl *r = asn_xcalloc(1, sizeof *r);
+    r->f = f;
+    r->path = asn_xstrdup(name);
+    return r;
+}
+
+long long asn_jsonl_offset(const asn_jsonl *r, size_t *len)
+{
+    *len = r->rec_len;
+    return r->rec_pos;
+}
+
+json_t *asn_jsonl_parse_line(const char *text, size_t len)
+{
+    if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) /* UTF-8 BOM */
+        text += 3, len -= 3;
+    while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+        len--;
+    return json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL);
+}
 
 asn_jsonl *asn_jsonl_open(const char *path, asn_err *e)
 {
@@ -341,6 +366,9 @@ int asn_jsonl_next(asn_jsonl *r, json_t **rec, asn_err *e)
             return 0;
         }
         r->lineno++;
+        r->rec_pos = r->pos;
+        r->rec_len = (size_t)n;
+        r->pos += n;
         size_t len = (size_t)n;
         char *text = r->line;
         if (r->lineno == 1 && len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) /* UTF-8 BOM */

@@ -2,7 +2,9 @@
  * prompt-grouped record reader. */
 #include "asn/records.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,11 +93,27 @@ asn_checks asn_rec_checks(const json_t *rec)
 
 /* --------------------------------------------------------------- groups */
 
-/* A set of strings (prompt keys already finished), open addressing. */
-typedef struct strset {
-    char **slot;
+int asn_rec_format(const json_t *rec)
+{
+    if (json_object_get(rec, "heuristic") || json_object_get(rec, "prompt_id"))
+        return ASN_REC_ASN;
+    return json_object_get(rec, "sampler_info") ? ASN_REC_REFERENCE : ASN_REC_ASN;
+}
+
+const char *asn_rec_format_name(int format)
+{
+    return format == ASN_REC_REFERENCE ? "the research pipeline's records (grouped by prompt text; sampler_info, "
+                                         "system_prompt, incidence_vector)"
+                                       : "asn's records (grouped by prompt_id)";
+}
+
+/* Prompt keys -> group ids, open addressing; the keys are the only text
+ * kept (one per prompt). */
+typedef struct keymap {
+    char **key;
+    size_t *id;
     size_t cap, n;
-} strset;
+} keymap;
 
 static uint64_t hash(const char *s)
 {
@@ -105,47 +123,63 @@ static uint64_t hash(const char *s)
     return h;
 }
 
-static int set_has(const strset *s, const char *k)
+/* The group id of key, added (as id n) when new. */
+static size_t key_id(keymap *m, const char *k)
 {
-    if (!s->cap)
-        return 0;
-    for (size_t i = hash(k) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
-        if (!s->slot[i])
-            return 0;
-        if (!strcmp(s->slot[i], k))
-            return 1;
+    if (2 * (m->n + 1) > m->cap) {
+        keymap t = {asn_xcalloc(m->cap ? 2 * m->cap : 64, sizeof(char *)),
+                    asn_xcalloc(m->cap ? 2 * m->cap : 64, sizeof(size_t)), m->cap ? 2 * m->cap : 64, 0};
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->key[i]) {
+                size_t j = hash(m->key[i]) & (t.cap - 1);
+                while (t.key[j])
+                    j = (j + 1) & (t.cap - 1);
+                t.key[j] = m->key[i], t.id[j] = m->id[i];
+            }
+        t.n = m->n;
+        free(m->key), free(m->id);
+        *m = t;
     }
+    size_t i = hash(k) & (m->cap - 1);
+    for (; m->key[i]; i = (i + 1) & (m->cap - 1))
+        if (!strcmp(m->key[i], k))
+            return m->id[i];
+    m->key[i] = asn_xstrdup(k);
+    m->id[i] = m->n;
+    return m->n++;
 }
 
-static void set_add(strset *s, const char *k)
-{
-    if (2 * (s->n + 1) > s->cap) {
-        strset t = {asn_xcalloc(s->cap ? 2 * s->cap : 64, sizeof(char *)), s->cap ? 2 * s->cap : 64, 0};
-        for (size_t i = 0; i < s->cap; i++)
-            if (s->slot[i])
-                set_add(&t, s->slot[i]), free(s->slot[i]);
-        free(s->slot);
-        *s = t;
-    }
-    size_t i = hash(k) & (s->cap - 1);
-    while (s->slot[i])
-        i = (i + 1) & (s->cap - 1);
-    s->slot[i] = asn_xstrdup(k);
-    s->n++;
-}
+typedef struct recpos {
+    long long off;
+    size_t len;
+    long line;
+    int file;
+    size_t group;
+} recpos;
 
 struct asn_group_reader {
     char *const *files;
-    int fi;
-    asn_jsonl *in;
-    json_t *ahead;   /* the first record of the next group */
-    long ahead_line;
-    int ahead_file;
-    strset done;
+    int nfiles;
+    FILE **fp;       /* per file; stdin is copied to a temporary file first */
+    int *format;     /* per file: ASN_REC_*, -1 before its first record */
+    int indexed;     /* the first pass ran */
+    recpos *rec;     /* every valid record, in input order */
+    size_t nrec, rec_cap;
+    size_t ngroups;
+    size_t *order;   /* record indices grouped: group g is order[gstart[g] .. gstart[g + 1]) */
+    size_t *gstart;
+    size_t next;     /* the next group to return */
+    size_t end;      /* groups before this one are returned; then err */
+    int failed;
+    asn_err err;
+    asn_group_file_fn on_file;
+    void *on_file_ctx;
     long skipped, records;
     int *where_file; /* per record of the last group: index in files, line */
     long *where_line;
     size_t where_cap;
+    char *line;
+    size_t line_cap;
 };
 
 static void where_set(asn_group_reader *g, size_t i, int file, long line)
@@ -168,81 +202,156 @@ asn_group_reader *asn_group_open(char *const *files, asn_err *e)
 {
     asn_group_reader *g = asn_xcalloc(1, sizeof *g);
     g->files = files;
-    if (files[0] && !(g->in = asn_jsonl_open(files[0], e))) {
-        free(g);
-        return NULL;
+    while (files[g->nfiles])
+        g->nfiles++;
+    g->fp = asn_xcalloc((size_t)g->nfiles + 1, sizeof *g->fp);
+    g->format = asn_xmalloc(((size_t)g->nfiles + 1) * sizeof *g->format);
+    for (int i = 0; i < g->nfiles; i++) {
+        g->format[i] = -1;
+        if (strcmp(files[i], "-")) {
+            if (!(g->fp[i] = fopen(files[i], "rb"))) {
+                asn_err_set(e, "%s: %s", files[i], strerror(errno));
+                asn_group_close(g);
+                return NULL;
+            }
+            continue;
+        }
+        /* stdin: copied, so that a prompt's records can be read again */
+        FILE *t = tmpfile();
+        char buf[1 << 16];
+        size_t k;
+        if (!t) {
+            asn_err_set(e, "<stdin>: cannot make a temporary copy: %s", strerror(errno));
+            asn_group_close(g);
+            return NULL;
+        }
+        while ((k = fread(buf, 1, sizeof buf, stdin)) > 0)
+            if (fwrite(buf, 1, k, t) != k) {
+                asn_err_set(e, "<stdin>: cannot copy to a temporary file: %s", strerror(errno));
+                fclose(t);
+                asn_group_close(g);
+                return NULL;
+            }
+        if (ferror(stdin) || fflush(t) || fseeko(t, 0, SEEK_SET)) {
+            asn_err_set(e, "<stdin>: read error: %s", strerror(errno));
+            fclose(t);
+            asn_group_close(g);
+            return NULL;
+        }
+        g->fp[i] = t;
     }
     return g;
 }
 
-/* The next valid record of the stream, with its line; 0 at the end. */
-static int next_record(asn_group_reader *g, int skip_invalid, json_t **rec, long *line, asn_err *e)
+void asn_group_on_file(asn_group_reader *g, asn_group_file_fn fn, void *ctx)
 {
-    for (;;) {
-        if (!g->in)
-            return 0;
-        int r = asn_jsonl_next(g->in, rec, e);
-        if (r == 0) {
-            asn_jsonl_close(g->in);
-            g->in = NULL;
-            if (g->files[++g->fi] && !(g->in = asn_jsonl_open(g->files[g->fi], e)))
-                return -1;
-            continue;
+    g->on_file = fn;
+    g->on_file_ctx = ctx;
+}
+
+int asn_group_file_format(const asn_group_reader *g, int file)
+{
+    return file >= 0 && file < g->nfiles ? g->format[file] : -1;
+}
+
+/* The first pass: every record's place and prompt, in order; then the
+ * records grouped by prompt in order of first appearance. An error stops
+ * the pass: the groups complete before it are returned, except the one
+ * the stream was in (as a streaming reader would have it), then the
+ * error. */
+static void index_input(asn_group_reader *g, int skip_invalid)
+{
+    keymap km = {0};
+    size_t last_group = (size_t)-1;
+    for (int fi = 0; fi < g->nfiles && !g->failed; fi++) {
+        asn_jsonl *in = asn_jsonl_over(g->fp[fi], strcmp(g->files[fi], "-") ? g->files[fi] : "<stdin>");
+        for (;;) {
+            json_t *rec;
+            asn_err e;
+            int r = asn_jsonl_next(in, &rec, &e);
+            if (r == 0)
+                break;
+            if (r > 0 && !asn_rec_prompt_key(rec)) {
+                json_decref(rec);
+                r = asn_err_set(&e, "%s:%ld: record has neither \"prompt_id\" nor \"prompt\"", asn_jsonl_path(in),
+                                asn_jsonl_lineno(in));
+            }
+            if (r == -1 && skip_invalid) {
+                g->skipped++;
+                continue;
+            }
+            if (r < 0) {
+                g->failed = 1;
+                g->err = e;
+                break;
+            }
+            if (g->format[fi] < 0) {
+                g->format[fi] = asn_rec_format(rec);
+                if (g->on_file)
+                    g->on_file(g->files[fi], g->format[fi], g->on_file_ctx);
+            }
+            asn_grow((void **)&g->rec, &g->rec_cap, g->nrec + 1, sizeof *g->rec);
+            recpos *p = &g->rec[g->nrec++];
+            p->off = asn_jsonl_offset(in, &p->len);
+            p->line = asn_jsonl_lineno(in);
+            p->file = fi;
+            p->group = last_group = key_id(&km, asn_rec_prompt_key(rec));
+            json_decref(rec);
         }
-        if (r > 0 && !asn_rec_prompt_key(*rec)) {
-            json_decref(*rec);
-            r = asn_err_set(e, "%s:%ld: record has neither \"prompt_id\" nor \"prompt\"",
-                            asn_jsonl_path(g->in), asn_jsonl_lineno(g->in));
-        }
-        if (r == -1 && skip_invalid) {
-            g->skipped++;
-            continue;
-        }
-        if (r < 0)
-            return -1;
-        *line = asn_jsonl_lineno(g->in);
-        return 1;
+        asn_jsonl_close(in);
     }
+    g->ngroups = km.n;
+    for (size_t i = 0; i < km.cap; i++)
+        free(km.key[i]);
+    free(km.key), free(km.id);
+    /* counting sort of the records by group, input order kept within one */
+    g->gstart = asn_xcalloc(g->ngroups + 1, sizeof *g->gstart);
+    g->order = asn_xmalloc((g->nrec ? g->nrec : 1) * sizeof *g->order);
+    for (size_t i = 0; i < g->nrec; i++)
+        g->gstart[g->rec[i].group + 1]++;
+    for (size_t k = 0; k < g->ngroups; k++)
+        g->gstart[k + 1] += g->gstart[k];
+    size_t *fill = asn_xmalloc((g->ngroups + 1) * sizeof *fill);
+    memcpy(fill, g->gstart, (g->ngroups + 1) * sizeof *fill);
+    for (size_t i = 0; i < g->nrec; i++)
+        g->order[fill[g->rec[i].group]++] = i;
+    free(fill);
+    g->end = g->ngroups;
+    if (g->failed && last_group != (size_t)-1) /* the group the stream was in */
+        g->end = last_group < g->end ? last_group : g->end;
+    g->indexed = 1;
 }
 
 int asn_group_next(asn_group_reader *g, int skip_invalid, json_t **group, asn_err *e)
 {
     *group = NULL;
-    json_t *rec;
-    long line;
-    if (!g->ahead) {
-        int r = next_record(g, skip_invalid, &rec, &line, e);
-        if (r <= 0)
-            return r;
-        g->ahead = rec;
-        g->ahead_line = line;
-        g->ahead_file = g->fi;
-    }
-    const char *key = asn_rec_prompt_key(g->ahead);
-    if (set_has(&g->done, key))
-        return asn_err_set(e, "%s:%ld: the records of prompt \"%.80s\" are not contiguous (sort the "
-                              "input by prompt, or keep the order asn wrote)",
-                           g->in ? asn_jsonl_path(g->in) : "input", g->ahead_line, key);
-    json_t *arr = json_array();
-    json_array_append_new(arr, g->ahead);
-    where_set(g, 0, g->ahead_file, g->ahead_line);
-    g->ahead = NULL;
-    int r;
-    while ((r = next_record(g, skip_invalid, &rec, &line, e)) > 0) {
-        if (strcmp(asn_rec_prompt_key(rec), asn_rec_prompt_key(json_array_get(arr, 0)))) {
-            g->ahead = rec;
-            g->ahead_line = line;
-            g->ahead_file = g->fi;
-            break;
+    if (!g->indexed)
+        index_input(g, skip_invalid);
+    if (g->next >= g->end) {
+        if (g->failed) {
+            *e = g->err;
+            return -1;
         }
-        where_set(g, json_array_size(arr), g->fi, line);
+        return 0;
+    }
+    size_t gi = g->next++;
+    json_t *arr = json_array();
+    for (size_t k = g->gstart[gi]; k < g->gstart[gi + 1]; k++) {
+        const recpos *p = &g->rec[g->order[k]];
+        FILE *f = g->fp[p->file];
+        asn_grow((void **)&g->line, &g->line_cap, p->len + 1, 1);
+        json_t *rec = NULL;
+        if (fseeko(f, (off_t)p->off, SEEK_SET) == 0 && fread(g->line, 1, p->len, f) == p->len)
+            rec = asn_jsonl_parse_line(g->line, p->len);
+        if (!rec) {
+            json_decref(arr);
+            return asn_err_set(e, "%s:%ld: the record changed while it was read (read error: %s)",
+                               strcmp(g->files[p->file], "-") ? g->files[p->file] : "<stdin>", p->line,
+                               ferror(f) ? strerror(errno) : "different text");
+        }
+        where_set(g, k - g->gstart[gi], p->file, p->line);
         json_array_append_new(arr, rec);
     }
-    if (r < 0) {
-        json_decref(arr);
-        return -1;
-    }
-    set_add(&g->done, asn_rec_prompt_key(json_array_get(arr, 0)));
     g->records += (long)json_array_size(arr);
     *group = arr;
     return 1;
@@ -255,12 +364,16 @@ void asn_group_close(asn_group_reader *g)
 {
     if (!g)
         return;
-    json_decref(g->ahead);
-    asn_jsonl_close(g->in);
-    for (size_t i = 0; i < g->done.cap; i++)
-        free(g->done.slot[i]);
-    free(g->done.slot);
+    for (int i = 0; i < g->nfiles; i++)
+        if (g->fp[i])
+            fclose(g->fp[i]);
+    free(g->fp);
+    free(g->format);
+    free(g->rec);
+    free(g->order);
+    free(g->gstart);
     free(g->where_file);
     free(g->where_line);
+    free(g->line);
     free(g);
 }

@@ -21,14 +21,13 @@ enum { PASS_TOKENS = 2048 };
 
 /* ------------------------------------------------------------ template */
 
+/* The research pipeline's pairwise-judge question (its reward scorer's
+ * prompt template), byte for byte: the same question, the same tokens. */
+
 const char asn_judge_default_template[] =
-    "You are an impartial judge. Two AI assistants have answered the user question shown below; "
-    "decide which of them follows the user's instructions and answers the question better.\n"
-    "Weigh helpfulness, relevance, accuracy, depth, creativity and level of detail. The order in "
-    "which the answers appear must not affect your decision, nor their length, nor the assistants' "
-    "names. Be as objective as possible.\n"
-    "Reply with one letter and nothing else: \"A\" if assistant A's answer is better, \"B\" if "
-    "assistant B's answer is better.\n"
+    "Please act as an impartial judge and evaluate the quality of the responses provided by two AI assistants to the user question displayed below. You should choose the assistant that follows the user's instructions and answers the user's question better.\n"
+    "Your evaluation should consider factors such as the helpfulness, relevance, accuracy, depth, creativity, and level of detail of their responses. Avoid any position biases and ensure that the order in which the responses were presented does not influence your decision. Do not allow the length of the responses to influence your evaluation. Do not favor certain names of the assistants. Be as objective as possible.\n"
+    "Please directly output your final verdict by strictly following this format: \"A\" if assistant A is better, \"B\" if assistant B is better.\n"
     "[User Question]\n"
     "{input}\n"
     "[The Start of Assistant A's Answer]\n"
@@ -295,7 +294,7 @@ struct asn_pairwise {
     size_t cap;
 };
 
-asn_pairwise *asn_pairwise_new(asn_model *m, int chat, const asn_judge_tmpl *t, int batch, asn_pool *pool,
+asn_pairwise *asn_pairwise_new(asn_model *m, int chat, const asn_judge_tmpl *t, int batch, int n_ctx, asn_pool *pool,
                                asn_err *e)
 {
     const asn_vocab *v = asn_model_vocab(m, e);
@@ -315,7 +314,7 @@ asn_pairwise *asn_pairwise_new(asn_model *m, int chat, const asn_judge_tmpl *t, 
         asn_err_set(e, "pairwise judge: chat template id %d is not a family", chat);
         return NULL;
     }
-    asn_engine *en = asn_engine_new(m, 0, pool, e);
+    asn_engine *en = asn_engine_new(m, n_ctx, pool, e);
     if (!en)
         return NULL;
     asn_pairwise *j = asn_xcalloc(1, sizeof *j);
@@ -454,9 +453,9 @@ struct asn_llscorer {
     size_t cap;
 };
 
-asn_llscorer *asn_llscorer_new(asn_model *m, int batch, asn_pool *pool, asn_err *e)
+asn_llscorer *asn_llscorer_new(asn_model *m, int batch, int n_ctx, asn_pool *pool, asn_err *e)
 {
-    asn_engine *en = asn_engine_new(m, 0, pool, e);
+    asn_engine *en = asn_engine_new(m, n_ctx, pool, e);
     if (!en)
         return NULL;
     asn_llscorer *s = asn_xcalloc(1, sizeof *s);

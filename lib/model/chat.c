@@ -71,6 +71,13 @@ static const struct family {
     [ASN_CHAT_GROK2] = {"grok-2", 1},
     [ASN_CHAT_PANGU_EMBED] = {"pangu-embedded", 1},
     [ASN_CHAT_SOLAR_OPEN] = {"solar-open", 1},
+    [ASN_CHAT_LLAMA3_1] = {"llama3.1", 0},
+    [ASN_CHAT_QWEN2_5] = {"qwen2.5", 0},
+    [ASN_CHAT_SMOLLM2] = {"smollm2", 0},
+    [ASN_CHAT_GEMMA3] = {"gemma3", 0},
+    [ASN_CHAT_TINYLLAMA] = {"tinyllama", 0},
+    [ASN_CHAT_DEEPSEEK_R1] = {"deepseek-r1", 0},
+    [ASN_CHAT_CHATML_THINK] = {"chatml-think", 0},
 };
 
 const char *asn_chat_name(int id)
@@ -893,6 +900,98 @@ static void fmt_pangu(sbuf *b, const asn_chat_msg *m, size_t n, int gen)
     fmt_roles(b, m, n, gen, PANGU, "[unused9]助手：");
 }
 
+/* ------------------------------------------------------ Jinja families */
+
+static char chat_date[16] = "26 Jul 2024";
+
+int asn_chat_set_date(const char *d, asn_err *e)
+{
+    static const char *months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                   "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    int ok = d && strlen(d) == 11 && d[0] >= '0' && d[0] <= '3' && d[1] >= '0' && d[1] <= '9' && d[2] == ' ' &&
+             d[6] == ' ' && strspn(d + 7, "0123456789") == 4 && (d[0] != '0' || d[1] != '0');
+    int month = 0;
+    for (int i = 0; ok && i < 12; i++)
+        month |= !strncmp(d + 3, months[i], 3);
+    if (!ok || !month)
+        return asn_err_set(e, "chat date \"%.40s\" is not of the form DD Mon YYYY (e.g. \"26 Jul 2024\")",
+                           d ? d : "");
+    memcpy(chat_date, d, 12);
+    return 0;
+}
+
+const char *asn_chat_date(void) { return chat_date; }
+
+int asn_chat_dated(int id) { return id == ASN_CHAT_LLAMA3_1; }
+
+/* HF's Llama 3.1 / 3.2 / 3.3 template: a system block always (the dated
+ * lines, then the system text trimmed), every content trimmed. */
+static void fmt_llama31(sbuf *b, const asn_chat_msg *m, size_t n, int gen)
+{
+    size_t first = 0;
+    put(b, "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: ");
+    put(b, chat_date);
+    put(b, "\n\n");
+    if (n > 0 && is(m[0].role, "system")) {
+        put_trim(b, m[0].content);
+        first = 1;
+    }
+    put(b, "<|eot_id|>");
+    fmt_header(b, m + first, n - first, gen, "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>");
+}
+
+/* chatml, with the template's default system text when there is none. */
+static void fmt_chatml_default(sbuf *b, const asn_chat_msg *m, size_t n, int gen, const char *sys)
+{
+    if (!(n > 0 && is(m[0].role, "system"))) {
+        put(b, "<|im_start|>system\n");
+        put(b, sys);
+        put(b, "<|im_end|>\n");
+    }
+    fmt_chatml(b, m, n, gen);
+}
+
+/* Gemma 3: the first message, if a system one, opens the first turn as
+ * written (not trimmed) followed by a blank line. */
+static void fmt_gemma3(sbuf *b, const asn_chat_msg *m, size_t n, int gen)
+{
+    const char *sys = n > 0 && is(m[0].role, "system") ? m[0].content : NULL;
+    for (size_t i = sys ? 1 : 0; i < n; i++) {
+        put(b, "<start_of_turn>");
+        put(b, is(m[i].role, "assistant") ? "model" : m[i].role);
+        put(b, "\n");
+        if (sys) {
+            put(b, sys);
+            put(b, "\n\n");
+            sys = NULL;
+        }
+        put_trim(b, m[i].content);
+        put(b, "<end_of_turn>\n");
+    }
+    if (gen)
+        put(b, "<start_of_turn>model\n");
+}
+
+/* DeepSeek R1 distills: the system text first, as is; the assistant's
+ * opening holds "<think>\n". */
+static void fmt_deepseek_r1(sbuf *b, const asn_chat_msg *m, size_t n, int gen)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (is(m[i].role, "system")) {
+            put(b, m[i].content);
+        } else if (is(m[i].role, "user")) {
+            put(b, "<｜User｜>");
+            put(b, m[i].content);
+        } else {
+            put(b, "<｜Assistant｜>");
+            put(b, m[i].content);
+            put(b, "<｜end▁of▁sentence｜>");
+        }
+    }
+    if (gen)
+        put(b, "<｜Assistant｜><think>\n");
+}
+
 static void format_family(sbuf *b, int id, const asn_chat_msg *m, size_t n, int gen)
 {
     switch ((asn_chat_tmpl)id) {
@@ -972,6 +1071,21 @@ static void format_family(sbuf *b, int id, const asn_chat_msg *m, size_t n, int 
     case ASN_CHAT_SOLAR_OPEN:
         fmt_wrap(b, m, n, gen, "<|begin|>", "<|content|>", "<|end|>", "<|begin|>assistant");
         break;
+    case ASN_CHAT_LLAMA3_1: fmt_llama31(b, m, n, gen); break;
+    case ASN_CHAT_QWEN2_5:
+        fmt_chatml_default(b, m, n, gen, "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
+        break;
+    case ASN_CHAT_SMOLLM2:
+        fmt_chatml_default(b, m, n, gen, "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
+        break;
+    case ASN_CHAT_GEMMA3: fmt_gemma3(b, m, n, gen); break;
+    case ASN_CHAT_TINYLLAMA: fmt_role_bars(b, m, n, gen, "", "\n", "</s>\n", "<|assistant|>\n"); break;
+    case ASN_CHAT_DEEPSEEK_R1: fmt_deepseek_r1(b, m, n, gen); break;
+    case ASN_CHAT_CHATML_THINK:
+        fmt_chatml(b, m, n, gen);
+        if (gen)
+            put(b, "<think>\n");
+        break;
     case ASN_CHAT_COUNT: break;
     }
 }
@@ -1013,6 +1127,35 @@ static void list_names(char *out, size_t cap)
     }
 }
 
+int asn_chat_detect_jinja(const char *t)
+{
+#define HAS(s) (strstr(t, (s)) != NULL)
+    int id = asn_chat_detect(t);
+    if (id < 0 || (FAMILIES[id].by_name && !strcmp(t, FAMILIES[id].name)))
+        return id; /* a family name: as named */
+    switch (id) {
+    case ASN_CHAT_LLAMA3:
+        return HAS("Cutting Knowledge Date") ? ASN_CHAT_LLAMA3_1 : id;
+    case ASN_CHAT_CHATML:
+        if (HAS("You are Qwen, created by Alibaba Cloud. You are a helpful assistant."))
+            return ASN_CHAT_QWEN2_5;
+        if (HAS("You are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>"))
+            return ASN_CHAT_SMOLLM2;
+        if (HAS("'<|im_start|>assistant\\n<think>\\n'"))
+            return ASN_CHAT_CHATML_THINK;
+        return id;
+    case ASN_CHAT_GEMMA:
+        return HAS("first_user_prefix") ? ASN_CHAT_GEMMA3 : id;
+    case ASN_CHAT_GLMEDGE:
+        return HAS("<|system|>") && HAS("message['content'] + eos_token") ? ASN_CHAT_TINYLLAMA : id;
+    case ASN_CHAT_DEEPSEEK3:
+        return HAS("<｜Assistant｜><think>\\n") ? ASN_CHAT_DEEPSEEK_R1 : id;
+    default:
+        return id;
+    }
+#undef HAS
+}
+
 int asn_chat_for_model(const char *model_tmpl, const char *override_name, asn_err *e)
 {
     if (override_name) {
@@ -1026,7 +1169,7 @@ int asn_chat_for_model(const char *model_tmpl, const char *override_name, asn_er
     }
     if (!model_tmpl || !model_tmpl[0])
         return ASN_CHAT_CHATML; /* llama.cpp's choice for a model without a template */
-    int id = asn_chat_detect(model_tmpl);
+    int id = asn_chat_detect_jinja(model_tmpl);
     if (id < 0)
         return asn_err_set(e,
                            "the model's tokenizer.chat_template is not one of the template families "

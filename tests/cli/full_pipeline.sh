@@ -135,14 +135,14 @@ expect_status "merge: with --shard is a usage error" 2 MG --shard 1/2 --merge "$
 mkdir -p "$TMP/src/data"
 head -4 "$TMP/prompts.jsonl" > "$TMP/src/data/a.jsonl"
 printf '{"question": "Name a colour."}\n{"question": "Count to three."}\n{"question": "Say hello."}\n' > "$TMP/src/data/b.jsonl"
-cat > "$TMP/src/sources.yaml" <<'EOF'
+cat > "$TMP/src/sources.yaml" <<EOF
 datasets:
   - name: "first"
-    path: "data/a.jsonl"
+    path: "$TMP/src/data/a.jsonl"
     prompt_key: "prompt"
     incidence_vector: {check_factual: false, check_ifeval_or_math_or_gsm8k: false, check_diversity: true}
   - name: "second"
-    path: "data/b.jsonl"
+    path: "$TMP/src/data/b.jsonl"
     prompt_key: "question"
 EOF
 "$BIN/gen-candidates" -m "$M" -H "$H" --seeds 0-1 -n 12 --min-new-tokens 2 --system "$SYS" -t 1 \

@@ -102,14 +102,51 @@ datasets:
     prompt_key: "text"
     incidence_vector: {check_factual: false, check_ifeval_or_math_or_gsm8k: false, check_diversity: true}
 YEOF
-expect_status "--sources YAML in the reference format" 0 G --seeds 0 --only "Test Eta Sampling" --sources "$TMP/src.yaml"
-check "sources: ids, pass-through fields and checks from incidence_vector" $PY - "$TMP/out" <<'PYEOF'
+expect_status "--sources YAML in the reference format (--sources-paths yaml)" 0 G --seeds 0 --only "Test Eta Sampling" --sources-paths yaml --sources "$TMP/src.yaml"
+check "sources: ids, pass-through fields, incidence_vector kept and as checks" $PY - "$TMP/out" <<'PYEOF'
 import json, sys
 a, b = [json.loads(l) for l in open(sys.argv[1])]
 assert a["prompt_id"] == "q1" and a["dataset"] == "gsm8k" and a["ground_truth"] == "42" and a["source"] == "math"
 assert a["checks"] == {"diversity": False, "verifiable": True, "factual": False}
-assert b["prompt"] == "Tell a joke." and b["checks"]["diversity"] is True and "incidence_vector" not in b
+assert a["incidence_vector"] == {"check_factual": False, "check_ifeval_or_math_or_gsm8k": True, "check_diversity": False}
+assert b["prompt"] == "Tell a joke." and b["checks"]["diversity"] is True and b["incidence_vector"]["check_diversity"] is True
 PYEOF
+cp "$TMP/out" "$TMP/yaml.out"
+# the research pipeline's rule: paths from the working directory
+mkdir -p "$TMP/elsewhere"
+expect_status "--sources: paths from the working directory by default (not found from elsewhere)" 1 sh -c 'cd "$1" && shift && "$@"' sh "$TMP/elsewhere" "$BIN/gen-candidates" -m "$M" -H "$H" --seeds 0 -n 4 -t 1 --only "Test Eta Sampling" --sources "$TMP/src.yaml"
+expect_stderr "... the error names the path as given" 'data/a\.jsonl: No such file'
+(cd "$TMP" && "$BIN/gen-candidates" -m "$M" -H "$H" -n 16 --min-new-tokens 4 --seeds 0 --only "Test Eta Sampling" --sources "$TMP/src.yaml" > "$TMP/cwd.out" 2> "$TMP/cwd.err")
+check "--sources from the YAML's working directory: the same candidates as --sources-paths yaml" cmp "$TMP/cwd.out" "$TMP/yaml.out"
+# a prompt twice, as the research pipeline: generated twice
+printf '{"prompt":"Say hello."}\n{"prompt":"Say hello."}\n' > "$TMP/data/dup.jsonl"
+printf 'datasets:\n  - {name: d, path: "%s/data/dup.jsonl", prompt_key: prompt, incidence_vector: {check_diversity: true}}\n' "$TMP" > "$TMP/dup.yaml"
+expect_status "--sources: a prompt that comes twice is generated twice" 0 G --seeds 0 --only "Test Eta Sampling" --sources "$TMP/dup.yaml"
+check "... the second under ID#2" $PY -c "
+import json; rs = [json.loads(l) for l in open('$TMP/out')]
+assert len(rs) == 2 and rs[1]['prompt_id'] == rs[0]['prompt_id'] + '#2', rs"
+expect_stderr "... and a warning says so" 'generated again as'
+# stop conditions as token-id sequences
+G --seeds 0 --only "Test Eta Sampling" "$TMP/data/a.jsonl" > "$TMP/free.jsonl" 2> /dev/null
+ids=$($PY -c "
+import json; t = json.loads(open('$TMP/free.jsonl').readline())['tokens']; assert len(t) >= 6, t; print('%d,%d' % (t[3], t[4]))")
+expect_status "--stop-ids: a token-id sequence" 0 G --seeds 0 --only "Test Eta Sampling" --stop-ids "$ids" "$TMP/data/a.jsonl"
+cp "$TMP/out" "$TMP/stopids.jsonl"
+check "--stop-ids: stops after the sequence (kept in tokens), the text before it, finish stop, recorded" $PY - "$TMP/free.jsonl" "$TMP/stopids.jsonl" "$ids" <<'PYEOF'
+import json, sys
+free = json.loads(open(sys.argv[1]).readline()); got = json.loads(open(sys.argv[2]).readline())
+seq = [int(x) for x in sys.argv[3].split(",")]
+t = free["tokens"]
+k = next(i for i in range(len(t) - 1) if t[i:i + 2] == seq)  # the first occurrence
+assert got["tokens"] == t[:k + 2] and got["finish"] == "stop", (got["tokens"], t)
+assert got["settings"]["stop_token_ids"] == [seq], got["settings"]
+assert free["generation"].startswith(got["generation"]), (free["generation"], got["generation"])
+PYEOF
+expect_status "--stop-ids: verify -m accepts the text without the sequence" 0 "$BIN/verify" -m "$M" "$TMP/stopids.jsonl"
+expect_stderr "... and keeps the prompt" "1 written"
+expect_status "--stop-ids: not ids" 2 G --stop-ids "1,x" "$TMP/data/a.jsonl"
+expect_stderr "... says so" "not a comma-separated list of token ids"
+expect_status "--sources-paths: cwd or yaml" 2 G --sources-paths here --sources "$TMP/src.yaml"
 expect_status "a system message and the chatml template" 0 G --seeds 0 --only "Test Eta Sampling" --chat-template chatml --system "Be brief." "$TMP/data/a.jsonl"
 expect_stdout "system and template are recorded" '"system":"Be brief.".*"chat_template":"chatml"'
 printf '{"prompt":"a"}\n{"prompt":7}\n' > "$TMP/bad.jsonl"

@@ -4,6 +4,7 @@
 # output), the shipped expansions, --append, and grid validation.
 . "$(dirname "$0")/../lib/cli.sh"
 
+PY=/usr/bin/python3
 GEN="$BIN/gen-heuristics"
 GRID="$ROOT/configs/heuristics/grid.yaml"
 REF="$DATA/reference-configs/generated_config_qwen2.5_3b.yaml"
@@ -36,6 +37,25 @@ done
 check "llama: process-logits applies \"official temp 0.3\"" apply "$TMP/llama.yaml" "official temp 0.3"
 check "gemma: process-logits applies \"official temp 2.5\"" apply "$TMP/gemma.yaml" "official temp 2.5"
 grep -q 'official' "$TMP/none.yaml" && not_ok "none: no official row" "found one" || ok "none: no official row"
+
+# --- (2b) the research pipeline's current grids: its names ("_") and processors
+for g in full filtered; do
+    CUR="$DATA/reference-configs/current_${g}_llama.yaml"
+    expect_status "reference-$g: expands" 0 "$GEN" --grid "$ROOT/configs/heuristics/reference-$g-grid.yaml" --family llama -o "$TMP/r-$g.yaml"
+    check "reference-$g (llama): the pipelines its current generator writes" compare_heuristics "$TMP/r-$g.yaml" "$CUR"
+    check "reference-$g (llama): byte-identical to its output after the header comment" \
+        sh -c 'tail -n +3 "$1" | cmp - "$2"' _ "$TMP/r-$g.yaml" "$CUR"
+    for f in gemma qwen none; do
+        "$GEN" --grid "$ROOT/configs/heuristics/reference-$g-grid.yaml" --family "$f" > "$TMP/r-$g-$f.yaml"
+        check "reference-$g ($f): its pipelines with $f's official rows" compare_heuristics --official "$f" "$TMP/r-$g-$f.yaml" "$CUR"
+    done
+done
+check "reference-filtered: min_p at 1.7 and 2.1, the other rows not" $PY -c "
+import yaml; n = [p['name'] for p in yaml.safe_load(open('$TMP/r-filtered.yaml'))['sampling_pipelines']]
+assert 'min_p_0.1_temp_2.1' in n and 'top_k_256_temp_1.4' in n and 'temp_1.7' not in n and 'epsilon_1.0e-03_temp_2.1' not in n and len(n) == 143, len(n)"
+printf 'temperatures: [0.5]\nfamilies: {none: []}\nsweeps:\n  - {row: nope}\n' > "$TMP/badrow.yaml"
+expect_status "a row other than temp or official" 1 "$GEN" --grid "$TMP/badrow.yaml" --family none
+expect_stderr "... says so" 'row.* must be temp or official'
 
 # --- (3) the shipped expansions are what the tool generates now
 for f in llama gemma qwen none; do

@@ -255,8 +255,11 @@ import json; r = json.loads(open('$TMP/ll.jsonl').readline()); r['tokens'] = r['
 expect_status "rank-bt reference-ll: an answer longer than the judge's context" 1 "$RB" -j reference-ll -m "$TINY" "$TMP/long.jsonl"
 expect_stderr "rank-bt reference-ll: ... says so" "long.jsonl:1: prompt and answer are [0-9]+ tokens, more than the judge model's context of 256"
 printf '{"prompt":"a","seed":0,"generation":"x"}\n{"prompt":"b","seed":0,"generation":"y"}\n{"prompt":"a","seed":0,"generation":"z"}\n' > "$TMP/split.jsonl"
-expect_status "rank-bt: a prompt's records must be contiguous" 1 "$RB" -j pairwise -m "$JA" "$TMP/split.jsonl"
-expect_stderr "rank-bt: ... and the error says so" 'not contiguous'
+expect_status "rank-bt: a prompt's records need not be contiguous" 0 "$RB" -j pairwise -m "$JA" "$TMP/split.jsonl"
+check "rank-bt: ... they are grouped (a, a, b) and a's two play each other" $PY -c "
+import json; rs = [json.loads(l) for l in open('$TMP/out')]
+assert [r['generation'] for r in rs] == ['x', 'z', 'y'], rs
+assert rs[0]['quality']['games'] >= 1 and rs[2]['quality']['bt'] is None, rs"
 
 expect_status "rank-bt: --judge is required" 2 "$RB" -m "$JA" "$TMP/one.jsonl"
 expect_status "rank-bt: an unknown judge" 2 "$RB" -j oracle -m "$JA" "$TMP/one.jsonl"

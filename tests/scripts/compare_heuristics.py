@@ -9,7 +9,7 @@ same processor names in the same order, same parameter keys and values, with
 the Python type of every value (int vs float) preserved. Prints the first
 mismatch and exits 1; prints "N pipelines match" and exits 0.
 
---official FAMILY rewrites EXPECTED's "official temp T" rows first, so the
+--official FAMILY rewrites EXPECTED's "official temp T" (or "official_temp_T") rows first, so the
 qwen-family reference output can stand for any family's: FAMILY's official
 defaults follow the temperature, and for family none the rows are dropped.
 """
@@ -39,7 +39,8 @@ def pipelines(path):
 def refamily(pls, family):
     out = []
     for p in pls:
-        if not str(p.get("name", "")).startswith("official temp "):
+        name = str(p.get("name", ""))
+        if not (name.startswith("official temp ") or name.startswith("official_temp_")):
             out.append(p)
             continue
         if OFFICIAL[family] is None:

@@ -397,6 +397,21 @@ static void test_template(void)
     buf[n] = 0;
     T_OK("judge template: configs/judges/pairwise.txt is the built-in template",
          !strcmp(buf, asn_judge_default_template), "they differ");
+    /* the question the research pipeline builds (Python's str.format of its
+     * template, recorded in tests/data/compat/; tests/cli/compat_reference.sh
+     * checks the recording) */
+    char *in = NULL, *ra = NULL, *rb = NULL, *want = NULL;
+    size_t ln;
+    asn_read_file(data_path("data/compat/judge-input.txt"), &in, &ln, &e);
+    asn_read_file(data_path("data/compat/judge-a.txt"), &ra, &ln, &e);
+    asn_read_file(data_path("data/compat/judge-b.txt"), &rb, &ln, &e);
+    asn_read_file(data_path("data/compat/judge-question.txt"), &want, &ln, &e);
+    t = asn_judge_tmpl_parse(asn_judge_default_template, "built-in", &e);
+    s = in && ra && rb && want && t ? asn_judge_tmpl_format(t, in, ra, rb) : NULL;
+    T_OK("judge template: the question is byte-identical to the research pipeline's", s && !strcmp(s, want),
+         "%s", s ? s : "(test data missing)");
+    free(s), free(in), free(ra), free(rb), free(want);
+    asn_judge_tmpl_free(t);
     t = asn_judge_tmpl_parse("{{x}} {input} {{ {response_a}}} {response_b}", "t", &e);
     s = t ? asn_judge_tmpl_format(t, "I", "a{b}", "B") : NULL;
     T_EQ_STR("judge template: braces and values", s, "{x} I { a{b}} B");
@@ -442,9 +457,9 @@ static void test_pairwise_models(void)
         return;
     asn_judge_tmpl *t = asn_judge_tmpl_parse(asn_judge_default_template, "built-in", &e);
     int chat = asn_chat_from_name("chatml");
-    asn_pairwise *ja = asn_pairwise_new(ma, chat, t, 3, NULL, &e);
+    asn_pairwise *ja = asn_pairwise_new(ma, chat, t, 3, 0, NULL, &e);
     T_OK("pairwise: judge over the always-A model", ja != NULL, "%s", e.msg);
-    asn_pairwise *jn = asn_pairwise_new(mn, chat, t, 3, NULL, &e);
+    asn_pairwise *jn = asn_pairwise_new(mn, chat, t, 3, 0, NULL, &e);
     T_OK("pairwise: a vocabulary without the token \"B\" is an error", !jn && strstr(e.msg, "\"B\""), "got %s",
          jn ? "a judge" : e.msg);
     asn_pair_req req[4] = {{"Which?", "yes", "no"}, {"Which?", "no", "yes"}, {"Which?", "!!!", "..."},
@@ -454,7 +469,7 @@ static void test_pairwise_models(void)
     T_OK("pairwise: an always-A judge scores every pair 0.5 after both orders",
          rc == 0 && p[0] == 0.5 && p[1] == 0.5 && p[2] == 0.5 && p[3] == 0.5, "rc %d: %.17g %.17g %.17g %.17g",
          rc, p[0], p[1], p[2], p[3]);
-    asn_pairwise *jb = asn_pairwise_new(mb, chat, t, 2, NULL, &e);
+    asn_pairwise *jb = asn_pairwise_new(mb, chat, t, 2, 0, NULL, &e);
     asn_pair_req rb[3] = {{"Q", "!!!...", "......"}, {"Q", "......", "!!!..."}, {"Q", "!.....", "!!...."}};
     double pb[3], pb1[3];
     rc = asn_pairwise_score(jb, rb, 3, pb, &e);
@@ -485,7 +500,7 @@ static void test_llscorer(void)
         return;
     int32_t prompt[] = {1, 15043, 3186}, ans1[] = {29892, 920, 526, 366, 29973}, ans2[] = {2}, ans3[] = {450, 4799};
     asn_ll_req req[4] = {{prompt, 3, ans1, 5}, {prompt, 3, ans2, 1}, {prompt, 3, ans3, 2}, {prompt, 3, ans3, 0}};
-    asn_llscorer *s = asn_llscorer_new(m, 2, NULL, &e);
+    asn_llscorer *s = asn_llscorer_new(m, 2, 0, NULL, &e);
     double mean[4];
     int rc = asn_llscorer_score(s, req, 4, mean, &e);
     T_OK("ll: scores", rc == 0, "%s", e.msg);

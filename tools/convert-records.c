@@ -1,0 +1,104 @@
+/* convert-records — asn's candidate records in the research pipeline's
+ * format (its generation, rating and filtered records), for its scripts. */
+#include "asn/json.h"
+#include "asn/records.h"
+#include "asn/tool.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *opt_to = "reference";
+static int opt_skip_invalid, opt_progress;
+
+static const asn_option options[] = {
+    {"to", 0, ASN_OPT_STRING, &opt_to, "FORMAT", "the format to write: reference (the research pipeline's)"},
+    {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about malformed records, drop them and go on"},
+    {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show the progress bar even when stderr is not a terminal"},
+    {0},
+};
+
+static const asn_tool tool = {
+    "convert-records", "[OPTIONS] [FILE...]",
+    "Write asn's candidate records in the research pipeline's format, for its scripts.",
+    "Reads asn's records (gen-candidates output, labelled or filtered by any\n"
+    "stage) and writes each one, in input order, as the research pipeline's\n"
+    "generation_candidates_multi writes a generation record and its labelling\n"
+    "scripts extend it:\n"
+    "  prompt, the source record's own fields   kept as they are\n"
+    "  system_prompt                            from system\n"
+    "  sampler_info {name, config}              from heuristic {name, processors}\n"
+    "  generation, seed                         kept\n"
+    "  incidence_vector {check_factual,         from checks {factual, verifiable,\n"
+    "    check_ifeval_or_math_or_gsm8k,           diversity} (a record that has an\n"
+    "    check_diversity}                         incidence_vector keeps it)\n"
+    "  bradley_terry_rating, verifiable_reward, diversity {self_bleu,\n"
+    "    embedding_entropy}                     kept (rank-bt, score-verifiable and\n"
+    "                                           score-diversity write them so)\n"
+    "  normalized_quality, normalized_diversity, combined_scores\n"
+    "                                           from filter-topk's score {quality,\n"
+    "                                           diversity, combined_scores}\n"
+    "The fields only asn has (id, prompt_id, heuristic, system, checks, score,\n"
+    "rank) are left out, so that the result is grouped by prompt text and its\n"
+    "sampler_info is what the research pipeline's scripts compare; tokens,\n"
+    "model, settings, quality and the other labels pass through (its scripts\n"
+    "ignore fields they do not know). asn's tools read the result as the\n"
+    "research pipeline's records. A record without prompt, generation, seed or\n"
+    "heuristic {name, processors} is an error naming file, line and field\n"
+    "(with --skip-invalid: a warning, and the record is left out).\n"
+    "The research pipeline's records need no conversion into asn: every asn\n"
+    "tool reads them as they are (detected per file).\n",
+    options,
+};
+
+static int convert(json_t *rec, void *ctx, const char *path, long line, asn_err *e)
+{
+    (void)ctx, (void)path, (void)line;
+    if (asn_rec_format(rec) == ASN_REC_REFERENCE && !json_object_get(rec, "heuristic"))
+        return 0; /* already the research pipeline's */
+    static const char *need[] = {"prompt", "generation"};
+    for (size_t i = 0; i < 2; i++)
+        if (!json_is_string(json_object_get(rec, need[i])))
+            return asn_err_set(e, "field \"%s\" %s", need[i], json_object_get(rec, need[i]) ? "must be a string" : "is missing");
+    long long seed;
+    if (asn_rec_seed(rec, &seed, e))
+        return -1;
+    const json_t *h = json_object_get(rec, "heuristic");
+    if (!json_is_object(h) || !json_is_string(json_object_get(h, "name")) ||
+        !json_is_array(json_object_get(h, "processors")))
+        return asn_err_set(e, "field \"heuristic\" must be {name, processors}");
+    json_t *si = json_pack("{s:O,s:O}", "name", json_object_get(h, "name"), "config", json_object_get(h, "processors"));
+    json_object_set_new(rec, "sampler_info", si);
+    const json_t *sys = json_object_get(rec, "system");
+    json_object_set(rec, "system_prompt", sys && json_is_string(sys) ? (json_t *)sys : json_null());
+    if (!json_object_get(rec, "incidence_vector")) {
+        asn_checks c = asn_rec_checks(rec);
+        json_object_set_new(rec, "incidence_vector",
+                            json_pack("{s:b,s:b,s:b}", "check_factual", c.factual, "check_ifeval_or_math_or_gsm8k",
+                                      c.verifiable, "check_diversity", c.diversity));
+    }
+    const json_t *score = json_object_get(rec, "score");
+    if (json_is_object(score)) {
+        const json_t *q = json_object_get(score, "quality"), *d = json_object_get(score, "diversity");
+        const json_t *cs = json_object_get(score, "combined_scores");
+        if (q && !json_is_null(q))
+            json_object_set(rec, "normalized_quality", (json_t *)q);
+        if (d && !json_is_null(d))
+            json_object_set(rec, "normalized_diversity", (json_t *)d);
+        if (json_is_object(cs))
+            json_object_set(rec, "combined_scores", (json_t *)cs);
+    }
+    static const char *asn_only[] = {"id", "prompt_id", "heuristic", "system", "checks", "score", "rank"};
+    for (size_t i = 0; i < sizeof asn_only / sizeof *asn_only; i++)
+        json_object_del(rec, asn_only[i]);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    int nops = asn_tool_parse(&tool, argc, argv);
+    if (strcmp(opt_to, "reference"))
+        asn_usage_error("--to must be reference, not \"%s\"", opt_to);
+    asn_map_records(nops ? argv + 1 : NULL, opt_skip_invalid, opt_progress, convert, NULL);
+    asn_close_out(stdout, "-");
+    return 0;
+}
