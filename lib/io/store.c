@@ -198,7 +198,9 @@ asn_store *asn_store_open(const char *path, asn_err *e)
         free(s);
         return NULL;
     }
-    sqlite3_busy_timeout(s->db, 10000);
+    /* a writer holds the database for the whole of its input (one
+     * transaction: all or nothing), so another waits that long */
+    sqlite3_busy_timeout(s->db, 300000);
     char *msg = NULL;
     e->msg[0] = 0;
     if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, &msg)) {
