@@ -236,9 +236,8 @@ static void add_prompt(prompts *ps, json_t *rec, const char *prompt_key, const c
         char *hash = strrchr(base, '#');
         if (copy > 2 && hash)
             *hash = 0;
-        if (strlen(base) + 12 >= sizeof p.id)
-            asn_fatal("%s: prompt id \"%s\" appears twice", where, p.id);
-        snprintf(p.id, sizeof p.id, "%s#%d", base, copy);
+        if (snprintf(p.id, sizeof p.id, "%s#%d", base, copy) >= (int)sizeof p.id)
+            asn_fatal("%s: prompt id \"%s\" appears twice (too long to number its copies)", where, base);
         if (copy == 2)
             asn_warn("%s: prompt id \"%s\" again: generated again as \"%s\"", where, base, p.id);
     }
