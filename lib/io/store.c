@@ -203,7 +203,17 @@ asn_store *asn_store_open(const char *path, asn_err *e)
     sqlite3_busy_timeout(s->db, 300000);
     char *msg = NULL;
     e->msg[0] = 0;
-    if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL, &msg)) {
+    /* switching a new database to WAL takes an exclusive lock, and SQLite
+     * does not call the busy handler for it: writers opening one new
+     * database at once retry here (for as long as the busy timeout) */
+    int rc;
+    for (int tries = 0; (rc = sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL,
+                                           &msg)) == SQLITE_BUSY && tries < 30000; tries++) {
+        sqlite3_free(msg);
+        msg = NULL;
+        sqlite3_sleep(10);
+    }
+    if (rc) {
         asn_err_set(e, "%s: %s", path, msg ? msg : sqlite3_errmsg(s->db));
         sqlite3_free(msg);
         asn_store_close(s);
