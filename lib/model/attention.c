@@ -118,10 +118,7 @@ typedef struct attn_task {
     int layer, window; /* window: positions a token sees (0: all) */
 } attn_task;
 
-/* x[0..n) = softmax(cap * tanh(scale * x / cap)) (no cap when 0), 16
- * positions at a time: exp of asn/vexp.h, the sum over 16 lane-wise partial
- * sums added in a fixed tree. Inlined into attn_run's clones; every clone
- * gives the same bits. */
+/* cap * tanh(v * sc / cap) lane by lane (v * sc when cap is 0). */
 static inline __attribute__((always_inline)) v16f sm_scale(v16f v, v16f sc, float cap)
 {
     v *= sc;
@@ -151,6 +148,10 @@ static inline __attribute__((always_inline)) v16f sm_scale(v16f v, v16f sc, floa
         }                                                                                         \
     } while (0)
 
+/* x[0..n) = softmax(cap * tanh(scale * x / cap)) (no cap when 0), 16
+ * positions at a time: exp of asn/vexp.h, the sum over 16 lane-wise partial
+ * sums added in a fixed tree. Inlined into each copy of attn_body; every copy
+ * gives the same bits. */
 static inline __attribute__((always_inline)) void softmax(float *x, int n, float scale, float cap)
 {
     v16f mx = splat16(-INFINITY), sc = splat16(scale), v;
@@ -222,15 +223,15 @@ PV_DEFINE(16, v16f)
 PV_DEFINE(8, v8f)
 PV_DEFINE(4, v4f)
 
-/* Cloned per instruction set: the loops over positions and head
- * dimensions are element-wise (no reduction changes order with the vector
- * width, and multiply-adds are not fused in this file), so every clone
- * gives the same bits.
+/* One copy per instruction set (attn_run), W its native vector width: the
+ * loops over positions and head dimensions are element-wise (no reduction
+ * changes order with the vector width, and multiply-adds are not fused in
+ * this file), so every copy gives the same bits.
  *
  * A job is one head of a group of up to ATT_GROUP consecutive tokens of
  * one sequence (a prompt's tokens in prefill): their scores against each
- * KV page are one small matrix product, and each V row is loaded once for
- * all of them. A token's results do not depend on its group: each score is
+ * KV page are sixteen dot products a token (asn_dot_cols16 over the page's
+ * transposed keys), and each V row is loaded once for all of them. A token's results do not depend on its group: each score is
  * asn/linalg.h's fixed-order dot product, each output sums its visible
  * positions in order. */
 static inline __attribute__((always_inline)) void attn_body(void *arg, int ith, int nth, int W)

@@ -75,31 +75,14 @@ QG_FN QG(vi) QG(madd)(QG(vi) acc, QG(vi) p, QG(vi) s)
 #if QG_VNNI
     return QG_DPWSSD(acc, p, s);
 #else
-#if QG_L == 16
-    return _mm512_add_epi32(acc, _mm512_madd_epi16(p, s));
-#else
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, s));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, s)); /* without VNNI: the 256-bit variants only */
 #endif
-#endif
-}
-
-/* The pairwise products of weights w (as qg_form stores them) with the
- * broadcast quants x, as int16 pairs. */
-QG_FN QG(vi) QG(pairs)(int sgn, QG(vi) w, QG(vi) x)
-{
-#if QG_L == 8
-    if (sgn)
-        return QG_MADDUBS(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
-#else
-    (void)sgn;
-#endif
-    return QG_MADDUBS(w, x);
 }
 
 /* acc[v][i] += the products of quads k_lo .. k_hi - 1 of the super-block
- * (wq, its repacked weights; qb[i], token i's quants): with VNNI and no
- * scales one vpdpbusd each, else the pairs widened against the scales s
- * (or ones). */
+ * (wq, its repacked weights; qb[i], token i's quants): with VNNI one
+ * vpdpbusd each; without, the vpmaddubsw pairs (signed weights through
+ * vpsignb, sgn) widened against the scales s (NULL: ones). */
 QG_FN void QG(quads)(const int32_t *wq, const int8_t *const *qb, int k_lo, int k_hi, int sgn, const QG(vi) *s,
                      QG(vi) acc[QG_NR][QG_NT])
 {
@@ -112,12 +95,13 @@ QG_FN void QG(quads)(const int32_t *wq, const int8_t *const *qb, int k_lo, int k
             QG(vi) x = QG_SET1(qg_ld32(qb[i] + 4 * k4));
             for (int v = 0; v < QG_NR; v++) {
 #if QG_VNNI
-                if (!s) {
-                    acc[v][i] = QG_DPBUSD(acc[v][i], w[v], x);
-                    continue;
-                }
+                (void)sgn, (void)s;
+                acc[v][i] = QG_DPBUSD(acc[v][i], w[v], x);
+#else
+                QG(vi) pr = sgn ? QG_MADDUBS(_mm256_sign_epi8(w[v], w[v]), _mm256_sign_epi8(x, w[v]))
+                                : QG_MADDUBS(w[v], x);
+                acc[v][i] = QG(madd)(acc[v][i], pr, s ? s[v] : QG_SET1(0x10001));
 #endif
-                acc[v][i] = QG(madd)(acc[v][i], QG(pairs)(sgn, w[v], x), s ? s[v] : QG_SET1(0x10001));
             }
         }
     }
@@ -151,29 +135,29 @@ QG_FN void QG(tile)(const qjob *j, const qpanel *p, const int *tk, uint32_t t, Q
             QG(quads)(wq, qb, 0, S / 4, f.sgn, NULL, acc);
         } else {
             const int32_t *scv = p->scv + (size_t)b * (S / 16) * QG_R;
-            /* with VNNI: exact sums over each run of weights that share a
-             * scale (16, or 32 where pairs of scales are equal), then one
-             * multiply by the scale */
+#if QG_VNNI
+            /* exact sums over each run of weights that share a scale (16,
+             * or 32 where pairs of scales are equal), then one multiply
+             * by the scale */
             const int G = f.g32 ? 2 : 1;
-            for (int h = 0; h < S / 16; h += QG_VNNI && f.mullo ? G : 1) {
+            for (int h = 0; h < S / 16; h += G) {
+                QG(vi) tmp[QG_NR][QG_NT];
+                for (int v = 0; v < QG_NR; v++)
+                    for (int i = 0; i < QG_NT; i++)
+                        tmp[v][i] = QG_ZERO();
+                QG(quads)(wq, qb, 4 * h, 4 * (h + G), 0, NULL, tmp);
+                for (int v = 0; v < QG_NR; v++)
+                    for (int i = 0; i < QG_NT; i++)
+                        acc[v][i] = QG_ADD(acc[v][i], QG_MULLO(tmp[v][i], QG_LOAD(scv + (size_t)h * QG_R + v * QG_L)));
+            }
+#else
+            for (int h = 0; h < S / 16; h++) {
                 QG(vi) s[QG_NR];
                 for (int v = 0; v < QG_NR; v++)
                     s[v] = QG_LOAD(scv + (size_t)h * QG_R + v * QG_L);
-#if QG_VNNI
-                if (f.mullo) {
-                    QG(vi) tmp[QG_NR][QG_NT];
-                    for (int v = 0; v < QG_NR; v++)
-                        for (int i = 0; i < QG_NT; i++)
-                            tmp[v][i] = QG_ZERO();
-                    QG(quads)(wq, qb, 4 * h, 4 * (h + G), 0, NULL, tmp);
-                    for (int v = 0; v < QG_NR; v++)
-                        for (int i = 0; i < QG_NT; i++)
-                            acc[v][i] = QG_ADD(acc[v][i], QG_MULLO(tmp[v][i], s[v]));
-                    continue;
-                }
-#endif
                 QG(quads)(wq, qb, 4 * h, 4 * h + 4, f.sgn, s, acc);
             }
+#endif
         }
         /* the offset's share or the mins (super-blocks of 256), then the
          * float steps, lane by lane */
@@ -208,7 +192,7 @@ QG_FN void QG(tile)(const qjob *j, const qpanel *p, const int *tk, uint32_t t, Q
 /* Rows r0 .. r0 + R - 1 (fewer at the end of W) against every token. */
 QG_FN void QG(panel_t)(const qjob *j, int r0, qpanel *p, uint32_t t)
 {
-    qg_repack(j, r0, QG_R, t, qg_form_of(t, QG_VNNI), p);
+    qg_repack(j, r0, QG_R, t, QG_VNNI, p);
     int rn = j->N - r0 < QG_R ? j->N - r0 : QG_R;
     for (int t0 = 0; t0 < j->T; t0 += QG_NT) {
         int tk[QG_NT];

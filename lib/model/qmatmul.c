@@ -62,9 +62,10 @@ typedef struct qrows {
     float *D, *Dm;
 } qrows;
 
-/* A panel of R rows repacked for the panel kernels (qgemm_x86.h): wq[k / 4][R] words of four weights (k..k+3
- * of each row), scv[K / 16][R] the scales (as int16 pairs, or plain with
- * mullo), cv[nsb][8][R] pairs of mins or -off * scales, D and Dm [nsb][R]. */
+/* A panel of R rows repacked for the panel kernels (qgemm_x86.h):
+ * wq[k / 4][R] words of four weights (k..k+3 of each row), scv[K / 16][R]
+ * the scales (int16 pairs, or plain int32 with VNNI), cv[nsb][8][R] pairs
+ * of mins or -off * scales, D and Dm [nsb][R]. */
 typedef struct qpanel {
     int8_t *wq;
     int32_t *scv, *cv;
@@ -654,18 +655,16 @@ QK_INLINE void block_t(const qjob *j, int r0, qrows *u, uint32_t t, int NT, int 
 /* How a variant multiplies a type's weights (see qgemm_x86.h): as unsigned
  * bytes u = w + off (adj: what to add to k_group's bytes to get u), or
  * signed with vpsignb (sgn); with VNNI the types with scales sum each run
- * of weights under one scale exactly and multiply by it (mullo, the scales
- * plain int32; g32: runs of 32, where pairs of scales are equal); cv: a
- * super-block of 256 whose offset share is taken off with the stored
- * -off * sc[h]. */
+ * of weights under one scale exactly and multiply by it (g32: runs of 32,
+ * where pairs of scales are equal); cv: a super-block of 256 whose offset
+ * share is taken off with the stored -off * sc[h]. */
 typedef struct qg_form {
-    int off, adj, sgn, mullo, g32, cv;
+    int off, adj, sgn, g32, cv;
 } qg_form;
 
 QK_INLINE qg_form qg_form_of(uint32_t t, int vnni)
 {
-    qg_form f = {0, 0, 0, 0, 0, 0};
-    f.mullo = vnni && !k_unit(t);
+    qg_form f = {0, 0, 0, 0, 0};
     f.g32 = t == ASN_T_Q4_K || t == ASN_T_Q5_K || t == ASN_T_IQ4_XS;
     switch (t) {
     case ASN_T_Q8_0: case ASN_T_IQ4_NL:
@@ -701,9 +700,10 @@ QK_INLINE int32_t qg_pair(int a, int b)
     return (int32_t)((uint32_t)(uint16_t)a | (uint32_t)(uint16_t)b << 16);
 }
 
-QK_INLINE void qg_repack(const qjob *j, int r0, int R, uint32_t t, qg_form f, qpanel *p)
+QK_INLINE void qg_repack(const qjob *j, int r0, int R, uint32_t t, int vnni, qpanel *p)
 {
     const int S = qu_super(t), nb = qu_bytes(t);
+    const qg_form f = qg_form_of(t, vnni);
     int32_t *wq = (int32_t *)p->wq;
     for (int r = 0; r < R; r++) {
         const uint8_t *x = j->W + (size_t)(r0 + r < j->N ? r0 + r : j->N - 1) * j->row_bytes;
@@ -713,7 +713,7 @@ QK_INLINE void qg_repack(const qjob *j, int r0, int R, uint32_t t, qg_form f, qp
             k_meta(t, xb, sc, mn, &p->D[(size_t)b * R + r], &p->Dm[(size_t)b * R + r]);
             if (!k_unit(t))
                 for (int h = 0; h < S / 16; h++)
-                    p->scv[((size_t)b * (S / 16) + h) * R + r] = f.mullo ? sc[h] : qg_pair(sc[h], sc[h]);
+                    p->scv[((size_t)b * (S / 16) + h) * R + r] = vnni ? sc[h] : qg_pair(sc[h], sc[h]);
             if (S == 256 && (f.cv || has_min(t)))
                 for (int q = 0; q < 8; q++)
                     p->cv[((size_t)b * 8 + q) * R + r] =
