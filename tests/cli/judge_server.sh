@@ -9,15 +9,6 @@ REF="$ROOT/examples/models/demo-ref.gguf"
 TINY="$DATA/models/tiny-spm-q8_0.gguf"
 PY=/usr/bin/python3
 RB="$BIN/rank-bt"
-PIDS=""
-trap 'for p in $PIDS; do kill $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
-
-start_serve() { # start_serve NAME MODEL: port in $TMP/NAME.port
-    name=$1; shift
-    timeout 120 "$BIN/serve" -m "$1" --port 0 --port-file "$TMP/$name.port" -t 1 > /dev/null 2> "$TMP/$name.log" &
-    PIDS="$PIDS $!"
-    for i in $(seq 200); do [ -s "$TMP/$name.port" ] && break; sleep 0.05; done
-}
 
 # candidates of the demo: 4 prompts, 2 seeds, a sixth of the grid
 "$BIN/gen-heuristics" --grid "$ROOT/configs/heuristics/demo-grid.yaml" --family none -o "$TMP/all.yaml"

@@ -7,15 +7,6 @@ RM="$DATA/models/tiny-rm-q8_0.gguf"
 TINY="$DATA/models/tiny-spm-q8_0.gguf"
 SR="$BIN/score-reward"
 PY=/usr/bin/python3
-PIDS=""
-trap 'for p in $PIDS; do kill $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
-
-start_serve() { # start_serve NAME MODEL: port in $TMP/NAME.port
-    name=$1; shift
-    timeout 120 "$BIN/serve" -m "$1" --port 0 --port-file "$TMP/$name.port" -t 1 > /dev/null 2> "$TMP/$name.log" &
-    PIDS="$PIDS $!"
-    for i in $(seq 200); do [ -s "$TMP/$name.port" ] && break; sleep 0.05; done
-}
 
 $PY - > "$TMP/c.jsonl" <<'PYEOF'
 import json

@@ -6,7 +6,20 @@ ROOT=${ASN_ROOT:?}
 # Sanitized builds: memory errors fail, leaks at exit do not (see Makefile).
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+# servers a test started with start_serve are stopped at exit (TERM, which
+# timeout passes on to the server)
+SERVE_PIDS=""
+trap 'for p in $SERVE_PIDS; do kill $p 2>/dev/null; done; rm -rf "$TMP"' EXIT
+
+# start_serve NAME MODEL [ARGS...]: serve on a free loopback port, bounded
+# by timeout; its port in $TMP/NAME.port (waited for), its log $TMP/NAME.log
+start_serve() {
+    name=$1; shift
+    model=$1; shift
+    timeout 120 "$BIN/serve" -m "$model" --port 0 --port-file "$TMP/$name.port" -t 1 "$@" > /dev/null 2> "$TMP/$name.log" &
+    SERVE_PIDS="$SERVE_PIDS $!"
+    for i in $(seq 200); do [ -s "$TMP/$name.port" ] && break; sleep 0.05; done
+}
 
 ok()     { echo "ok - $1"; }
 # skip NAME WHY: a check that cannot run here (tests/run.sh counts it as skipped)
