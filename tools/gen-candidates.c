@@ -21,7 +21,7 @@
 static const char *opt_model, *opt_heuristics, *opt_seeds = "0", *opt_system, *opt_template,
                   *opt_shard, *opt_out, *opt_sources, *opt_skip_from, *opt_tokenizer, *opt_kind,
                   *opt_api_key, *opt_sources_paths = "cwd";
-static long opt_min_new = 50, opt_max_new = 250, opt_threads, opt_batch = 64, opt_ctx, opt_inflight = 64,
+static long opt_min_new = 50, opt_max_new = 250, opt_threads, opt_batch = 64, opt_ctx, opt_inflight = 256,
             opt_retries = 8;
 static double opt_timeout = 600;
 static int opt_resume, opt_progress, opt_no_system, opt_nucleus;
@@ -108,7 +108,8 @@ static const asn_tool tool = {
     "(serve says it), else the tokenizer GGUF's. Without --server-kind the\n"
     "kind is asked of the server (/v1/models owned_by, else /props,\n"
     "/get_model_info, /version) and said on stderr; a llama-server gets at\n"
-    "most its slots' count of requests at once. What each kind can express:\n"
+    "most its slots' count of requests at once, serve twice its batch. What\n"
+    "each kind can express:\n"
     "docs/servers.md. llama-server's tokens depend on what else its batch\n"
     "holds: --max-inflight 1 makes its records repeatable.\n"
     "\n"

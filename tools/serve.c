@@ -943,9 +943,10 @@ static void handle(void *ctx, const asn_http_request *hr, asn_http_response *out
     if (!strcmp(p, "/v1/models")) {
         if (!get)
             { error_json(out, 405, "use GET for %s", p); return; }
-        json_t *j = json_pack("{s:s,s:[{s:s,s:s,s:i,s:s,s:i,s:{s:s,s:s,s:i}}]}", "object", "list", "data", "id",
+        json_t *j = json_pack("{s:s,s:[{s:s,s:s,s:i,s:s,s:i,s:{s:s,s:s,s:i,s:i,s:i}}]}", "object", "list", "data", "id",
                               S.name, "object", "model", "created", 0, "owned_by", "asn", "max_model_len", S.n_ctx,
-                              "asn", "sha256", S.sha, "chat_template", asn_chat_name(S.tmpl), "n_vocab", S.V);
+                              "asn", "sha256", S.sha, "chat_template", asn_chat_name(S.tmpl), "n_vocab", S.V,
+                              "batch", (int)opt_batch, "queue", (int)opt_queue);
         asn_http_json(out, 200, asn_json_dumps(j, 0));
         json_decref(j);
         return;

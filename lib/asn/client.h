@@ -104,7 +104,8 @@ typedef struct asn_server_info {
     char *model;        /* /v1/models data[0].id (NULL: none) */
     char *sha256;       /* serve's digest of its GGUF (NULL: not said) */
     int max_model_len;  /* the model's context (0: not said) */
-    int slots;          /* llama-server's total_slots (0: not said) */
+    int slots;          /* llama-server's total_slots, serve's batch (0: not said) */
+    int limit;          /* requests the client keeps in flight there (0: no limit of its own) */
 } asn_server_info;
 
 /* The kind of a /v1/models answer by its data[0].owned_by (or serve's
@@ -113,8 +114,8 @@ int asn_server_models_kind(const json_t *models);
 
 /* Asks the servers of c: the kind named by kind_name, or when NULL
  * detected (/v1/models owned_by, else /props, /get_model_info, /version);
- * the model's id, digest and context; for llama-server each server's
- * slots set as its limit of requests in flight. -1 with e when the kind
+ * the model's id, digest and context; each server's limit of requests in
+ * flight: llama-server's slots, twice serve's batch. -1 with e when the kind
  * cannot be told. */
 int asn_server_probe(asn_client *c, const char *kind_name, asn_server_info *info, asn_err *e);
 void asn_server_info_free(asn_server_info *info);

@@ -14,7 +14,10 @@
  *   sglang        GET /get_model_info: {"model_path": ..., "is_generation": ...}
  *   vllm          GET /version: {"version": "0.x.y"}
  * llama-server's /props also gives total_slots, the requests it runs at
- * once: the client keeps at most that many in flight there. */
+ * once: the client keeps at most that many in flight there. serve's "asn"
+ * object gives its batch and queue: the client keeps twice the batch in
+ * flight there (at most the queue), so that a finished sequence's slot
+ * takes a waiting request at once rather than after a round trip. */
 #include "asn/client.h"
 #include "asn/json.h"
 #include "asn/tool.h"
@@ -112,12 +115,26 @@ int asn_server_probe(asn_client *c, const char *kind_name, asn_server_info *info
         }
         json_decref(o);
     }
-    json_decref(models);
     if (info->kind < 0) {
+        json_decref(models);
         asn_server_info_free(info);
         return asn_err_set(e, "%s: cannot tell the server's kind (no known owned_by in /v1/models, no /props, "
                               "/get_model_info or /version); give --server-kind", asn_client_url(c, srv));
     }
+    if (info->kind == ASN_SERVER_ASN)
+        for (int i = 0; i < n; i++) { /* twice its batch in flight: its queue refills a slot at once */
+            json_t *mi = i == srv ? NULL : get_json(c, i, "/v1/models", NULL, &e2);
+            const json_t *a = json_object_get(json_array_get(json_object_get(mi ? mi : models, "data"), 0), "asn");
+            json_int_t batch = json_integer_value(json_object_get(a, "batch"));
+            json_int_t queue = json_integer_value(json_object_get(a, "queue"));
+            if (batch > 0 && batch < (1 << 20) && queue > 0) {
+                int limit = (int)(2 * batch < queue ? 2 * batch : queue);
+                asn_client_set_limit(c, i, limit);
+                if (i == srv)
+                    info->slots = (int)batch, info->limit = limit;
+            }
+            json_decref(mi);
+        }
     if (info->kind == ASN_SERVER_LLAMA)
         for (int i = 0; i < n; i++) { /* each server's slots bound its requests in flight */
             json_t *props = get_json(c, i, "/props", NULL, &e2);
@@ -125,10 +142,11 @@ int asn_server_probe(asn_client *c, const char *kind_name, asn_server_info *info
             if (slots > 0 && slots < (1 << 20)) {
                 asn_client_set_limit(c, i, (int)slots);
                 if (i == srv)
-                    info->slots = (int)slots;
+                    info->slots = info->limit = (int)slots;
             }
             json_decref(props);
         }
+    json_decref(models);
     return 0;
 }
 
@@ -146,6 +164,7 @@ void asn_server_say(const asn_client *c, const asn_server_info *info)
     fprintf(stderr, "%s: %s is %s (detected: %s", asn_progname(), asn_client_url(c, 0),
             asn_server_kind_name(info->kind), info->how);
     if (info->slots)
-        fprintf(stderr, "; %d slots, at most %d requests in flight there", info->slots, info->slots);
+        fprintf(stderr, "; %d %s, at most %d requests in flight there", info->slots,
+                info->kind == ASN_SERVER_ASN ? "in a batch" : "slots", info->limit);
     fprintf(stderr, ")\n");
 }

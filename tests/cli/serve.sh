@@ -148,7 +148,11 @@ st, out, _ = call("/health", key=None); assert st == 200 and json.loads(out)["st
 st, out, _ = call("/v1/models"); m = json.loads(out)["data"][0]
 import hashlib
 assert m["asn"]["sha256"] == hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest()
+assert m["asn"]["batch"] == 16 and m["asn"]["queue"] == 4, m["asn"]  # the default batch, --queue 4
 PYEOF
+expect_status "a client keeps twice serve's batch in flight, at most its queue" 0 "$BIN/gen-candidates" --server "$URL" \
+    --api-key sekret --tokenizer "$M" -H "$H" -n 4 --min-new-tokens 1 --seeds 0 --no-system "$TMP/p.jsonl"
+expect_stderr "  ... and says so" "16 in a batch, at most 4 requests in flight there"
 
 check "malformed and hostile requests: 4xx JSON errors naming the field; the server stays up" $PY - "$TMP/ref.jsonl" <<'PYEOF'
 import json, sys
