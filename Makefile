@@ -63,7 +63,7 @@ BENCHES  := $(BENCH_SRC:bench/%.c=$(O)/build/bench/%)
 DEPS_OK  := build/.deps-ok
 
 .SECONDARY:
-.PHONY: FORCE all deps deps-cluster deps-report test test-faults test-unit test-san test-arm oracle-llama bench bench-client bench-serve bench-quant bench-kl maskbench fuzz install clean demo demo-models demo-check
+.PHONY: FORCE all deps deps-cluster deps-report test test-faults test-unit test-san test-arm oracle-llama bench bench-client bench-serve bench-quant bench-kl maskbench fuzz fuzz-totals install clean demo demo-models demo-check
 all: $(TOOLS) $(TESTS) $(REPLAYS) $(BENCHES) $(LIBSO)
 
 # Missing Debian packages are installed (as root) or named with the exact
@@ -231,12 +231,16 @@ bench-kl: all
 	@sh bench/sampler_kl.sh $(DEMO_OUT)
 
 # libFuzzer targets (clang), run by hand: make fuzz FUZZ_SECONDS=120
-# (FUZZ_TARGETS=fuzz_gguf to run some). The library is compiled once for
-# them (build/fuzz/obj). Each run's statistics go to build/fuzz/log-NAME.txt
-# and crashing inputs to build/fuzz/crashes-NAME/; crashes found are fixed
-# and their inputs kept in tests/fuzz/regressions/NAME/, which the unit
-# tests replay (test_replay_fuzz_NAME).
+# (FUZZ_TARGETS=fuzz_gguf to run some; FUZZ_TIMEOUT: seconds one input may
+# take). The library is compiled once for them (build/fuzz/obj).
+# scripts/fuzz-run.sh runs them on corpora kept in build/fuzz/ and appends
+# each run (wall and CPU seconds, executions, coverage) to
+# tests/fuzz/ledger.tsv; `make fuzz-totals` sums it per target. Crashing
+# inputs go to build/fuzz/crashes-NAME/; crashes found are fixed and their
+# inputs kept in tests/fuzz/regressions/NAME/, which the unit tests replay
+# (test_replay_fuzz_NAME).
 FUZZ_SECONDS ?= 60
+FUZZ_TIMEOUT ?= 30
 FUZZ_TARGETS ?= $(FUZZ_SRC:tests/fuzz/%.c=%)
 FUZZ_CFLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -Ilib $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
               -fsanitize=address,undefined
@@ -249,15 +253,12 @@ build/fuzz/libasn.a: $(FUZZ_OBJ)
 build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c build/fuzz/libasn.a
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer $< build/fuzz/libasn.a -o $@ $(LDLIBS)
 fuzz: $(FUZZ_TARGETS:%=build/fuzz/%)
-	@for n in $(FUZZ_TARGETS); do \
-	  mkdir -p build/fuzz/corpus-$$n build/fuzz/crashes-$$n; \
-	  echo "fuzzing $$n for $(FUZZ_SECONDS)s"; \
-	  build/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -timeout=30 -print_final_stats=1 \
-	    -artifact_prefix=build/fuzz/crashes-$$n/ build/fuzz/corpus-$$n tests/fuzz/seeds/$$n \
-	    > build/fuzz/log-$$n.txt 2>&1; \
-	  grep -E '^stat::number_of_executed_units|^#[0-9]+.*DONE|ERROR: ' build/fuzz/log-$$n.txt | tail -3; \
-	  ls build/fuzz/crashes-$$n | sed "s|^|  crash: build/fuzz/crashes-$$n/|"; \
-	done
+	@sh scripts/fuzz-run.sh $(FUZZ_SECONDS) $(FUZZ_TIMEOUT) $(FUZZ_TARGETS)
+fuzz-totals:
+	@awk -F'\t' 'NR > 1 { w[$$2] += $$3; c[$$2] += $$4; x[$$2] += $$5; r[$$2]++; k[$$2] += $$9; cv[$$2] = $$6 } \
+	  END { printf "%-18s %5s %8s %8s %14s %8s %7s\n", "target", "runs", "wall h", "cpu h", "executions", "cov", "crashes"; \
+	  for (t in w) printf "%-18s %5d %8.2f %8.2f %14d %8d %7d\n", t, r[t], w[t] / 3600, c[t] / 3600, x[t], cv[t], k[t] }' \
+	  tests/fuzz/ledger.tsv | sort
 
 # The whole pipeline on the shipped demo models (pipelines/demo.mk).
 DEMO_OUT ?= out/demo

@@ -6,43 +6,91 @@
 #define ASN_VEXP_H
 
 #include <stdint.h>
+#include <string.h>
 
 #pragma GCC diagnostic ignored "-Wpsabi"
 typedef float v16f __attribute__((vector_size(64)));
 typedef int32_t v16i __attribute__((vector_size(64)));
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+typedef float v4f __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
 
-static inline v16f splat16(float x) { return (v16f){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
-static inline v16f sel16(v16i mask, v16f a, v16f b)
-{
-    return (v16f)(((v16i)a & mask) | ((v16i)b & ~mask));
-}
+static inline __attribute__((always_inline)) v16f splat16(float x) { return (v16f){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
+static inline __attribute__((always_inline)) v8f splat8(float x) { return (v8f){x, x, x, x, x, x, x, x}; }
+static inline __attribute__((always_inline)) v4f splat4(float x) { return (v4f){x, x, x, x}; }
+
+/* mask ? a : b, lane by lane */
+#define ASN_VSEL_DEFINE(W)                                                                        \
+    static inline __attribute__((always_inline)) v##W##f sel##W(v##W##i mask, v##W##f a, v##W##f b)                              \
+    {                                                                                             \
+        return (v##W##f)(((v##W##i)a & mask) | ((v##W##i)b & ~mask));                              \
+    }
+ASN_VSEL_DEFINE(16)
+ASN_VSEL_DEFINE(8)
+ASN_VSEL_DEFINE(4)
 
 /* exp(x): x = n ln2 + r with |r| <= ln2/2, e^r by a degree-7 Taylor
  * polynomial in float Horner form, 2^n applied as two exponent-field
  * multiplies so that results down into the subnormal range come out right.
  * Within 2 ulp of glibc's expf on [-104, 88.7] (test_sampling.c); 0 below
  * -104, where expf's result is 0 or a subnormal under 2^-149. Rounding of n
- * uses the 1.5 * 2^23 trick (round to nearest even, no branch). */
-static inline v16f exp16(v16f x)
+ * uses the 1.5 * 2^23 trick (round to nearest even, no branch).
+ *
+ * expW works on W lanes: a caller uses its target's native width (16 with
+ * AVX-512, 8 with AVX2, 4 with SSE2 or NEON), since a vector wider than the
+ * registers is split through memory, its compares lane by lane. asn_exp1
+ * is one lane. Every lane of every width takes the same steps: the same
+ * bits (test_sampling.c checks it). */
+#define ASN_VEXP_DEFINE(W)                                                                        \
+    static inline __attribute__((always_inline)) v##W##f exp##W(v##W##f x)                                                      \
+    {                                                                                             \
+        const v##W##f lo = splat##W(-104.0f), hi = splat##W(88.7f), magic = splat##W(12582912.0f); \
+        v##W##i under = x < lo;                                                                    \
+        x = sel##W(under, lo, x);                                                                  \
+        x = sel##W(x > hi, hi, x);                                                                 \
+        v##W##f fn = (x * splat##W(1.44269504088896341f) + magic) - magic;                         \
+        v##W##i n = __builtin_convertvector(fn, v##W##i);                                          \
+        v##W##f r = (x - fn * splat##W(0.693359375f)) - fn * splat##W(-2.12194440e-4f);            \
+        v##W##f p = splat##W(1.0f / 5040.0f);                                                      \
+        p = p * r + splat##W(1.0f / 720.0f);                                                       \
+        p = p * r + splat##W(1.0f / 120.0f);                                                       \
+        p = p * r + splat##W(1.0f / 24.0f);                                                        \
+        p = p * r + splat##W(1.0f / 6.0f);                                                         \
+        p = p * r + splat##W(0.5f);                                                                \
+        p = p * r + splat##W(1.0f);                                                                \
+        p = p * r + splat##W(1.0f);                                                                \
+        v##W##i n1 = n >> 1, n2 = n - n1;                                                          \
+        v##W##f s1 = (v##W##f)((n1 + 127) << 23), s2 = (v##W##f)((n2 + 127) << 23);                \
+        return sel##W(under, splat##W(0.0f), p * s1 * s2);                                         \
+    }
+ASN_VEXP_DEFINE(16)
+ASN_VEXP_DEFINE(8)
+ASN_VEXP_DEFINE(4)
+
+static inline float asn_exp1(float x)
 {
-    const v16f lo = splat16(-104.0f), hi = splat16(88.7f), magic = splat16(12582912.0f);
-    v16i under = x < lo;
-    x = sel16(under, lo, x);
-    x = sel16(x > hi, hi, x);
-    v16f fn = (x * splat16(1.44269504088896341f) + magic) - magic;
-    v16i n = __builtin_convertvector(fn, v16i);
-    v16f r = (x - fn * splat16(0.693359375f)) - fn * splat16(-2.12194440e-4f);
-    v16f p = splat16(1.0f / 5040.0f);
-    p = p * r + splat16(1.0f / 720.0f);
-    p = p * r + splat16(1.0f / 120.0f);
-    p = p * r + splat16(1.0f / 24.0f);
-    p = p * r + splat16(1.0f / 6.0f);
-    p = p * r + splat16(0.5f);
-    p = p * r + splat16(1.0f);
-    p = p * r + splat16(1.0f);
-    v16i n1 = n >> 1, n2 = n - n1;
-    v16f s1 = (v16f)((n1 + 127) << 23), s2 = (v16f)((n2 + 127) << 23);
-    return sel16(under, splat16(0.0f), p * s1 * s2);
+    if (x != x) /* NaN: what the vector lanes give, without converting NaN to an integer */
+        return x + x;
+    int under = x < -104.0f;
+    x = under ? -104.0f : x;
+    x = x > 88.7f ? 88.7f : x;
+    float fn = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    int32_t n = (int32_t)fn;
+    float r = (x - fn * 0.693359375f) - fn * -2.12194440e-4f;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    int32_t n1 = n >> 1, n2 = n - n1, b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
+    float s1, s2;
+    memcpy(&s1, &b1, sizeof s1);
+    memcpy(&s2, &b2, sizeof s2);
+    return under ? 0.0f : p * s1 * s2;
 }
 
 #endif

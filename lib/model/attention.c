@@ -118,55 +118,69 @@ typedef struct attn_task {
     int layer, window; /* window: positions a token sees (0: all) */
 } attn_task;
 
-/* cap * tanh(v * sc / cap) lane by lane (v * sc when cap is 0). */
-static inline __attribute__((always_inline)) v16f sm_scale(v16f v, v16f sc, float cap)
-{
-    v *= sc;
-    if (cap > 0)
-        for (int l = 0; l < 16; l++)
-            v[l] = cap * tanhf(v[l] / cap);
-    return v;
-}
-
-/* Each pass over x: whole chunks of 16 with constant-size copies (a
- * variable size sends GCC's 64-byte vectors through memory), then the
- * rest padded with -inf. */
-#define SM_PASS(BODY)                                                                             \
+/* softmax_W: x[0..n) = softmax(cap * tanh(scale * x / cap)) (no cap when
+ * 0), 16 positions at a time as 16 / W vectors of the target's native
+ * width W (a wider vector would be split through memory, its compares
+ * lane by lane): exp of asn/vexp.h, the maximum and the sum over 16
+ * lane-wise partial results combined in one fixed tree. Every W gives the
+ * same bits. Each pass takes whole chunks of 16 with constant-size copies,
+ * then the rest padded with -inf. */
+#define SM_PASS(W, BODY)                                                                          \
     do {                                                                                          \
         int j = 0;                                                                                \
-        for (; j + 16 <= n; j += 16) {                                                            \
-            memcpy(&v, x + j, 64);                                                                \
-            BODY;                                                                                 \
-            memcpy(x + j, &v, 64);                                                                \
-        }                                                                                         \
+        for (; j + 16 <= n; j += 16)                                                              \
+            for (int q = 0; q < 16 / W; q++) {                                                    \
+                memcpy(&v, x + j + q * W, sizeof v);                                              \
+                BODY;                                                                             \
+                memcpy(x + j + q * W, &v, sizeof v);                                              \
+            }                                                                                     \
         if (j < n) {                                                                              \
+            float pad[16];                                                                        \
             size_t k = (size_t)(n - j) * sizeof(float);                                           \
-            v = splat16(-INFINITY);                                                               \
-            memcpy(&v, x + j, k);                                                                 \
-            BODY;                                                                                 \
-            memcpy(x + j, &v, k);                                                                 \
+            for (int l = 0; l < 16; l++)                                                          \
+                pad[l] = -INFINITY;                                                               \
+            memcpy(pad, x + j, k);                                                                \
+            for (int q = 0; q < 16 / W; q++) {                                                    \
+                memcpy(&v, pad + q * W, sizeof v);                                                \
+                BODY;                                                                             \
+                memcpy(pad + q * W, &v, sizeof v);                                                \
+            }                                                                                     \
+            memcpy(x + j, pad, k);                                                                \
         }                                                                                         \
     } while (0)
 
-/* x[0..n) = softmax(cap * tanh(scale * x / cap)) (no cap when 0), 16
- * positions at a time: exp of asn/vexp.h, the sum over 16 lane-wise partial
- * sums added in a fixed tree. Inlined into each copy of attn_body; every copy
- * gives the same bits. */
-static inline __attribute__((always_inline)) void softmax(float *x, int n, float scale, float cap)
-{
-    v16f mx = splat16(-INFINITY), sc = splat16(scale), v;
-    SM_PASS(v = sm_scale(v, sc, cap); mx = sel16(v > mx, v, mx));
-    for (int w = 8; w >= 1; w /= 2)
-        for (int l = 0; l < w; l++)
-            mx[l] = mx[l + w] > mx[l] ? mx[l + w] : mx[l];
-    v16f acc = {0}, m = splat16(mx[0]);
-    SM_PASS(v = exp16(v - m); acc += v); /* -inf (the padding) gives 0 */
-    for (int w = 8; w >= 1; w /= 2)
-        for (int l = 0; l < w; l++)
-            acc[l] += acc[l + w];
-    v16f sum = splat16(acc[0]);
-    SM_PASS(v /= sum);
-}
+#define SM_DEFINE(W)                                                                              \
+    static inline __attribute__((always_inline)) void softmax_##W(float *x, int n, float scale,   \
+                                                                  float cap)                      \
+    {                                                                                             \
+        v##W##f mx[16 / W], acc[16 / W], sc = splat##W(scale), v;                                 \
+        for (int q = 0; q < 16 / W; q++)                                                          \
+            mx[q] = splat##W(-INFINITY), acc[q] = splat##W(0.0f);                                 \
+        SM_PASS(W, {                                                                              \
+            v *= sc;                                                                              \
+            if (cap > 0)                                                                          \
+                for (int l = 0; l < W; l++)                                                       \
+                    v[l] = cap * tanhf(v[l] / cap);                                               \
+            mx[q] = sel##W(v > mx[q], v, mx[q]);                                                  \
+        });                                                                                       \
+        float m16[16], a16[16];                                                                   \
+        memcpy(m16, mx, sizeof m16);                                                              \
+        for (int w = 8; w >= 1; w /= 2)                                                           \
+            for (int l = 0; l < w; l++)                                                           \
+                m16[l] = m16[l + w] > m16[l] ? m16[l + w] : m16[l];                               \
+        v##W##f m = splat##W(m16[0]);                                                             \
+        SM_PASS(W, { v = exp##W(v - m); acc[q] += v; }); /* -inf (the padding) gives 0 */        \
+        memcpy(a16, acc, sizeof a16);                                                             \
+        for (int w = 8; w >= 1; w /= 2)                                                           \
+            for (int l = 0; l < w; l++)                                                           \
+                a16[l] += a16[l + w];                                                             \
+        v##W##f sum = splat##W(a16[0]);                                                           \
+        SM_PASS(W, v /= sum);                                                                     \
+    }
+
+SM_DEFINE(16)
+SM_DEFINE(8)
+SM_DEFINE(4)
 #undef SM_PASS
 
 /* pv_span_W: out[i * qd + d] = sum over j = j_lo..j_hi in order of
@@ -217,8 +231,6 @@ static inline __attribute__((always_inline)) void softmax(float *x, int n, float
         }                                                                                         \
     }
 
-typedef float v8f __attribute__((vector_size(32)));
-typedef float v4f __attribute__((vector_size(16)));
 PV_DEFINE(16, v16f)
 PV_DEFINE(8, v8f)
 PV_DEFINE(4, v4f)
@@ -269,8 +281,16 @@ static inline __attribute__((always_inline)) void attn_body(void *arg, int ith, 
                 memcpy(scores + i * ld + j0, sc, (size_t)nj * sizeof(float));
             }
         }
-        for (int i = 0; i < nt; i++)
-            softmax(scores + i * ld + from[i], to[i] - from[i] + 1, scale, cap);
+        for (int i = 0; i < nt; i++) {
+            float *x = scores + i * ld + from[i];
+            int n = to[i] - from[i] + 1;
+            if (W == 16)
+                softmax_16(x, n, scale, cap);
+            else if (W == 8)
+                softmax_8(x, n, scale, cap);
+            else
+                softmax_4(x, n, scale, cap);
+        }
         /* a token's weights outside its range are zero: every token of
          * the group then runs over the same positions, without a branch,
          * and gets the same sums (the accumulators start at +0 and never

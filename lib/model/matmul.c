@@ -275,6 +275,38 @@ DEFINE_ROWS(tile4)
         }                                                                                          \
     }
 
+/* The same sums for targets with 16 vector registers (AVX2, SSE2): p[l]
+ * for all 16 lanes would not fit beside the operands, so lanes l and l + 8
+ * are summed one after the other, each over its whole k chain, and added
+ * at once (the tree's first level): eight vectors live instead of
+ * sixteen, no accumulator goes through the stack, and each lane gets the
+ * same multiply-adds in the same order. */
+#define DEFINE_COLS16_PAIRS(NAME, TARGET, V, VW)                                                   \
+    static inline __attribute__((always_inline)) V NAME##_lane(const float *x, int K, const float *Wt, \
+                                                                int c, int l)                      \
+    {                                                                                              \
+        V p = (V){0};                                                                              \
+        for (int k = l; k < K; k += 16) {                                                          \
+            V w;                                                                                   \
+            memcpy(&w, Wt + (size_t)k * 16 + c, sizeof w);                                         \
+            p += w * x[k];                                                                         \
+        }                                                                                          \
+        return p;                                                                                  \
+    }                                                                                              \
+                                                                                                   \
+    TARGET static void NAME(const float *x, int K, const float *Wt, float *out)                    \
+    {                                                                                              \
+        _Pragma("GCC unroll 4") for (int c = 0; c < 16; c += VW) {                                 \
+            V s[8];                                                                                \
+            _Pragma("GCC unroll 8") for (int l = 0; l < 8; l++)                                    \
+                s[l] = NAME##_lane(x, K, Wt, c, l) + NAME##_lane(x, K, Wt, c, l + 8);              \
+            _Pragma("GCC unroll 4") for (int h = 4; h > 0; h /= 2)                                 \
+                _Pragma("GCC unroll 8") for (int l = 0; l < h; l++)                                \
+                    s[l] += s[l + h];                                                              \
+            memcpy(out + c, &s[0], sizeof s[0]);                                                   \
+        }                                                                                          \
+    }
+
 typedef void (*cols16_fn)(const float *, int, const float *, float *);
 static cols16_fn cols16_impl;
 
@@ -298,8 +330,8 @@ DEFINE_DOT(dot_avx512, V4_TARGET, tile16)
 DEFINE_DOT(dot_avx2, V3_TARGET, tile8)
 DEFINE_DOT(dot_base, V1_TARGET, tile4)
 DEFINE_COLS16(cols16_avx512, V4_TARGET, v16, 16)
-DEFINE_COLS16(cols16_avx2, V3_TARGET, v8, 8)
-DEFINE_COLS16(cols16_base, V1_TARGET, v4, 4)
+DEFINE_COLS16_PAIRS(cols16_avx2, V3_TARGET, v8, 8)
+DEFINE_COLS16_PAIRS(cols16_base, V1_TARGET, v4, 4)
 
 static block_fn block_impl;
 

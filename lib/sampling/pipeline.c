@@ -487,8 +487,9 @@ int asn_sample_row(const float *row, int V, double u)
     for (int i = 0; i < V; i++)
         m = row[i] > m ? row[i] : m;
     double S = 0;
-    for (int i = 0; i < V; i++)
-        S += (double)asn_expf(row[i] - m);
+    for (int i = 0; i < V; i++) /* a removed token adds exp(-inf) = +0: nothing */
+        if (row[i] != -INFINITY)
+            S += (double)asn_expf(row[i] - m);
     double target = u * S, acc = 0;
     int last = -1;
     for (int i = 0; i < V; i++) {

@@ -19,43 +19,33 @@
 #define ASN_CLONES
 #endif
 
-/* Eight floats at a time with GCC's vector extensions: at the baseline ISA
- * this is two SSE registers, in the AVX2 / AVX-512 clones one YMM register.
- * Comparisons give lane masks (all ones or zero) for branch-free selects. */
-/* The helpers below are static and inlined: no vector crosses an ABI boundary. */
-#pragma GCC diagnostic ignored "-Wpsabi"
-typedef float v8f __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
+/* Eight floats at a time with GCC's vector extensions (asn/vexp.h): at the
+ * baseline ISA this is two SSE registers, in the AVX2 / AVX-512 clones one
+ * YMM register. Comparisons give lane masks (all ones or zero) for
+ * branch-free selects. The helpers are static and inlined: no vector
+ * crosses an ABI boundary. */
+#define sel sel8
+#define splat splat8
 
-static inline v8f sel(v8i mask, v8f a, v8f b) /* mask ? a : b, per lane */
-{
-    return (v8f)(((v8i)a & mask) | ((v8i)b & ~mask));
-}
-
-static inline v8f splat(float x) { return (v8f){x, x, x, x, x, x, x, x}; }
-
+/* one lane of the vector exp: the same steps, the same bits */
 float asn_expf(float x)
 {
-    return exp16(splat16(x))[0];
+    return asn_exp1(x);
 }
 
 ASN_CLONES
 void asn_exp_shifted(const float *x, float m, float *out, int n)
 {
-    const v16f mv = splat16(m);
+    const v8f mv = splat(m);
     int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        v16f v;
+    for (; i + 8 <= n; i += 8) {
+        v8f v;
         memcpy(&v, x + i, sizeof v);
-        v = exp16(v - mv); /* -inf - m = -inf, below the floor: 0 */
+        v = exp8(v - mv); /* -inf - m = -inf, below the floor: 0 */
         memcpy(out + i, &v, sizeof v);
     }
-    if (i < n) {
-        v16f v = splat16(-INFINITY);
-        memcpy(&v, x + i, (size_t)(n - i) * sizeof *x);
-        v = exp16(v - mv);
-        memcpy(out + i, &v, (size_t)(n - i) * sizeof *x);
-    }
+    for (; i < n; i++)
+        out[i] = asn_exp1(x[i] - m);
 }
 
 ASN_CLONES
