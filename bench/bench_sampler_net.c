@@ -9,7 +9,8 @@
  * (libm expf, one thread) is the unit every time is also given in ("x
  * softmax"), and the fast pass is given as a speedup over the exact one.
  * Times are the fastest of the runs made in `budget` seconds (argv[1],
- * default 0.3; at least 3 runs): what the code costs when nothing else
+ * default 0.3; at least 3 runs; argv[2], when given, times only the
+ * samplers whose label starts with it, and no training step): what the code costs when nothing else
  * competes for the cores; the median is printed next to it as a measure of
  * the noise. "cpu" is the calling thread's CPU time (1 thread), the others
  * wall time.
@@ -199,6 +200,7 @@ typedef struct bcase {
 int main(int argc, char **argv)
 {
     double budget = argc > 1 ? atof(argv[1]) : 0.3;
+    const char *only = argc > 2 ? argv[2] : NULL;
     static const int Vs[] = {32000, 128000};
     bcase cases[] = {
         {"Local h=8", {ASN_SAMPLER_LOCAL, 8, 0, 0, 0, 0, 0, 0}, 0.1, 1},
@@ -235,6 +237,8 @@ int main(int argc, char **argv)
     printf("\n%-13s %6s %-5s %17s %17s %17s %9s %s\n", "sampler", "V", "pass", "1 thr cpu", "1 thread", "2 threads",
            "x softmax", "");
     for (int k = 0; k < n_cases; k++) {
+        if (only && strncmp(cases[k].label, only, strlen(only)))
+            continue;
         asn_err e;
         asn_sampler *s = asn_sampler_new(&cases[k].cfg, 1, &e);
         if (!s)
@@ -292,7 +296,7 @@ int main(int argc, char **argv)
     printf("%-13s %17s %17s %9s %12s %14s\n", "sampler", "1 thread", "2 threads", "x softmax", "rows/s (1t)",
            "tokens/s (1t)");
     for (int k = 0; k < n_cases; k++) {
-        if (!cases[k].train)
+        if (!cases[k].train || only)
             continue;
         asn_err e;
         asn_sampler *s = asn_sampler_new(&cases[k].cfg, 1, &e);

@@ -216,10 +216,44 @@ void asn_nn_linear_backward(float *dinp, int lddi, float *dw, int lddw, float *d
 
 /* --------------------------------------------------------------- LayerNorm */
 
+/* vhsum of the 16 lanes a, in scalars: the same additions in the same
+ * order (float addition is commutative). */
+static inline float hsum16(const float *a)
+{
+    float b[8], c[4];
+    for (int j = 0; j < 8; j++)
+        b[j] = a[j] + a[j + 8];
+    for (int j = 0; j < 4; j++)
+        c[j] = b[j] + b[j + 4];
+    return (c[0] + c[2]) + (c[1] + c[3]);
+}
+
 NN_CLONES
 void asn_nn_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                               const float *b, int n, int C)
 {
+    if (C < VL) { /* rows narrower than a vector (SamplingNetwork's small d_model): the
+                   * arithmetic of the loop below, lane by lane, without its partial loads */
+        for (int r = 0; r < n; r++) {
+            const float *x = inp + (size_t)r * C;
+            float *o = out + (size_t)r * C;
+            float a[VL] = {0};
+            for (int j = 0; j < C; j++)
+                a[j] = 0.0f + x[j];
+            float m = hsum16(a) / (float)C;
+            for (int j = 0; j < C; j++) {
+                float dv = x[j] - m;
+                a[j] = 0.0f + dv * dv;
+            }
+            float var = hsum16(a) / (float)C;
+            float rs = 1.0f / sqrtf(var + ASN_NN_LN_EPS);
+            for (int j = 0; j < C; j++)
+                o[j] = (x[j] - m) * rs * w[j] + b[j];
+            mean[r] = m;
+            rstd[r] = rs;
+        }
+        return;
+    }
     for (int r = 0; r < n; r++) {
         const float *x = inp + (size_t)r * C;
         float *o = out + (size_t)r * C;
@@ -333,6 +367,25 @@ void asn_nn_silu_backward(float *dinp, const float *dout, const float *inp, size
 NN_CLONES
 void asn_nn_elu1_forward(float *out, int ldo, const float *inp, int ldi, int n, int w)
 {
+    if (w < VL) { /* narrow rows: the elements of several rows in each vector (element-wise, the same bits) */
+        float buf[VL] = {0};
+        int r0 = 0, j0 = 0, k = 0;
+        for (int r = 0; r < n; r++)
+            for (int j = 0; j < w; j++) {
+                buf[k++] = inp[(size_t)r * ldi + j];
+                if (k == VL || (r == n - 1 && j == w - 1)) {
+                    vf x = vload(buf, VL);
+                    vstore(buf, vsel(x > vsplat(0.0f), x + 1.0f, vexp(vmin(x, vsplat(0.0f)))), VL);
+                    for (int q = 0; q < k; q++) {
+                        out[(size_t)r0 * ldo + j0] = buf[q];
+                        if (++j0 == w)
+                            j0 = 0, r0++;
+                    }
+                    k = 0;
+                }
+            }
+        return;
+    }
     for (int r = 0; r < n; r++) {
         float *o = out + (size_t)r * ldo;
         const float *in = inp + (size_t)r * ldi;

@@ -57,6 +57,8 @@ typedef struct fast_state {
     int64_t *tcnt, *tks;      /* per thread */
     int cap_blk;
     int *bmin;                /* per block of tokens: its smallest bin */
+    int cap_tok;
+    int32_t *tbin;            /* per finite token: its bin (bins_block) */
     /* representatives and interpolation */
     int cap_r;
     float *rlp, *rw, *rl;
@@ -95,7 +97,7 @@ void asn__sampler_fast_free(void *p)
     if (!f)
         return;
     asn_sampler_ws_free(f->rws);
-    free(f->c), free(f->sc), free(f->cnt), free(f->ks), free(f->tcnt), free(f->tks), free(f->bmin);
+    free(f->c), free(f->sc), free(f->cnt), free(f->ks), free(f->tcnt), free(f->tks), free(f->bmin), free(f->tbin);
     free(f->kb), free(f->km);
     free(f->rlp), free(f->rw), free(f->rl), free(f->brep), free(f->bm), free(f->bq);
     free(f->hpos), free(f->hl), free(f->ho), free(f->tbuf);
@@ -170,17 +172,18 @@ static int bins_block(bin_geo g, const float *restrict c, const float *restrict 
     return bmin;
 }
 
-/* l = mult (lp + l') of a block of tokens, l' interpolated (head tokens:
- * anything, they are written afterwards): the cubic of the token's side of
- * its bin's representative, in dm = lp - (its lp). */
+/* l = mult (lp + l') of a block of tokens in bins bin (bins_block's),
+ * l' interpolated (head tokens: anything, they are written afterwards): the
+ * cubic of the token's side of its bin's representative, in dm = lp - (its
+ * lp). */
 FAST_CLONES
-static void interp_block(bin_geo g, const float *restrict bm, const float *restrict bq, const float *restrict x, int n,
-                         float xhi, float xlo, float mult, int b_head, float *restrict l)
+static void interp_block(const int32_t *restrict bin, const float *restrict bm, const float *restrict bq,
+                         const float *restrict x, int n, float xhi, float xlo, float mult, int b_head,
+                         float *restrict l)
 {
     for (int i = 0; i < n; i++) {
         float lp = (x[i] - xhi) - xlo;
-        int b = bin_of(g, g.top - lp);
-        b = b >= b_head ? b : b_head;
+        int b = bin[i] >= b_head ? bin[i] : b_head;
         float dm = lp - bm[b];
         const float *q = bq + 4 * (2 * b + (dm < 0.0f));
         l[i] = mult * (lp + (q[0] + dm * (q[1] + dm * (q[2] + dm * q[3]))));
@@ -251,9 +254,10 @@ static void bin_thread(void *ctx, int ith, int nth)
     memset(ks, 0, (size_t)f->nb * sizeof *ks);
     int b0, b1;
     asn_split(bc->nblk, ith, nth, 1, &b0, &b1);
-    int32_t *bin = (int32_t *)(f->tbuf + (size_t)ith * 2 * FB), *k = bin + FB;
+    int32_t *k = (int32_t *)(f->tbuf + (size_t)ith * 2 * FB);
     for (int blk = b0; blk < b1; blk++) {
         int lo = blk * FB, hi = lo + FB < bc->row->n ? lo + FB : bc->row->n, cn = hi - lo;
+        int32_t *bin = f->tbin + lo;
         f->bmin[blk] = bins_block(geo_of(f), f->c, f->sc, bc->row->x + lo, cn, bc->hi, bc->lo, bin, k);
         int cur = bin[0]; /* runs of tokens in one bin add up in registers */
         int64_t rc = 0, rk = 0;
@@ -290,7 +294,7 @@ static void out_thread(void *ctx, int ith, int nth)
     asn_split(oc->nblk, ith, nth, 1, &b0, &b1);
     for (int blk = b0; blk < b1; blk++) {
         int l0 = blk * FB, l1 = l0 + FB < oc->row->n ? l0 + FB : oc->row->n, cn = l1 - l0;
-        interp_block(geo_of(f), f->bm, f->bq, oc->row->x + l0, cn, oc->hi, oc->lo, oc->mult, oc->b_head, l);
+        interp_block(f->tbin + l0, f->bm, f->bq, oc->row->x + l0, cn, oc->hi, oc->lo, oc->mult, oc->b_head, l);
         asn_nn_trunc_forward(o, l, oc->scale, oc->thr, cn);
         if (oc->row->idx)
             for (int i = 0; i < cn; i++)
@@ -359,8 +363,13 @@ static void interp_setup(fast_state *f, int b_head, int n_tail)
 
 /* ---------------------------------------------------------------- the pass */
 
-static void fast_reserve(fast_state *f, int nth, int nblk, int R, int H)
+static void fast_reserve(fast_state *f, int nth, int nblk, int R, int H, int n)
 {
+    if (n > f->cap_tok) {
+        free(f->tbin);
+        f->tbin = asn_xmalloc((size_t)n * sizeof(int32_t));
+        f->cap_tok = n;
+    }
     int nb = (int)ceil(FINE_RANGE / f->o.bin_width) + (GEO_OCTAVES << GEO_BITS);
     if (nb > f->cap_nb) {
         free(f->c), free(f->sc), free(f->cnt), free(f->ks), free(f->brep), free(f->bm), free(f->bq);
@@ -423,7 +432,7 @@ int asn_sampler_forward_fast(const asn_sampler *s, asn_sampler_ws *ws, asn_pool 
     if (!f->rws)
         f->rws = asn_sampler_ws_new(s, 0);
     int nth = asn_pool_size(pool), nblk = (row.n + FB - 1) / FB;
-    fast_reserve(f, nth, nblk, 1, 1);
+    fast_reserve(f, nth, nblk, 1, 1, row.n);
     /* lp as the exact pass computes it: (x - hi) - lo */
     float hi = (float)row.lse, lo = (float)(row.lse - hi);
     float top = (row.xmax - hi) - lo, bottom = (row.xmin - hi) - lo;
@@ -459,21 +468,19 @@ int asn_sampler_forward_fast(const asn_sampler *s, asn_sampler_ws *ws, asn_pool 
     for (int b = b_head; b < f->nb; b++)
         n_tail += f->cnt[b] > 0;
     int R = (int)nh + n_tail;
-    fast_reserve(f, nth, nblk, R, (int)nh > 0 ? (int)nh : 1);
+    fast_reserve(f, nth, nblk, R, (int)nh > 0 ? (int)nh : 1, row.n);
 
     /* representatives: the head tokens (in row order), then the bins */
     int r = 0;
     const float *x = row.x;
-    bin_geo g = geo_of(f);
     for (int blk = 0; blk < nblk && r < nh; blk++) {
         if (f->bmin[blk] >= b_head)
             continue;
         int l0 = blk * FB, l1 = l0 + FB < row.n ? l0 + FB : row.n;
         for (int i = l0; i < l1; i++) {
-            float lp = (x[i] - hi) - lo;
-            if (bin_of(g, top - lp) < b_head) {
+            if (f->tbin[i] < b_head) {
                 f->hpos[r] = i;
-                f->rlp[r] = lp;
+                f->rlp[r] = (x[i] - hi) - lo;
                 f->rw[r] = 1.0f;
                 r++;
             }
