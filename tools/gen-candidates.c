@@ -10,6 +10,7 @@
 #include "asn/store.h"
 #include "asn/tool.h"
 #include "asn/yaml.h"
+#include "asn/sbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -825,23 +826,19 @@ int main(int argc, char **argv)
         int k = 0;
         for (size_t i = p0; i < p1; i++) {
             prompt *p = &ps.v[i];
-            char *buf = NULL;
-            size_t len = 0, cap = 0;
+            asn_sbuf buf = ASN_SBUF_INIT;
             for (int h = 0; h < r.n_hs; h++)
                 for (int s = 0; s < r.n_seeds; s++, k++) {
                     json_t *c = candidate(&r, p, r.hs[h], r.seeds[s], &jobs[k]);
                     char *line = asn_json_dumps(c, 0);
-                    size_t ll = strlen(line);
-                    asn_grow((void **)&buf, &cap, len + ll + 1, 1);
-                    memcpy(buf + len, line, ll);
-                    buf[len + ll] = '\n';
-                    len += ll + 1;
+                    asn_sbuf_adds(&buf, line);
+                    asn_sbuf_addc(&buf, '\n');
                     free(line);
                     json_decref(c);
                     asn_gen_job_clear(&jobs[k]);
                 }
-            write_all(fd, buf, len); /* a prompt's records in one write */
-            free(buf);
+            write_all(fd, buf.buf, buf.len); /* a prompt's records in one write */
+            asn_sbuf_release(&buf);
             prompt_clear(p);
             written += per_prompt;
             asn_stop_point(written, "candidates (whole prompts)");

@@ -4,6 +4,7 @@
  * str / re semantics that every verifier shares (PCRE2 in Unicode mode,
  * Unicode white space and case). */
 #include "asn/verifiers.h"
+#include "asn/sbuf.h"
 #include "asn/json.h"
 
 #include <ctype.h>
@@ -18,21 +19,6 @@
 #include <pcre2.h>
 
 /* ------------------------------------------------------- small strings */
-
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-} sbuf;
-
-static void sb_addn(sbuf *b, const char *s, size_t n)
-{
-    asn_grow((void **)&b->p, &b->cap, b->n + n + 1, 1);
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-static void sb_add(sbuf *b, const char *s) { sb_addn(b, s, strlen(s)); }
-static char *sb_done(sbuf *b) { return b->p ? b->p : asn_xstrdup(""); }
 
 static char *xstrndup(const char *s, size_t n)
 {
@@ -648,12 +634,12 @@ size_t asn_ifeval_count_capital_words(const char *text)
 {
     char *s = asn_xstrdup(text);
     apply_rules(&s, nltk_start, sizeof nltk_start / sizeof *nltk_start);
-    sbuf b = {0};
-    sb_add(&b, " ");
-    sb_add(&b, s);
-    sb_add(&b, " ");
+    asn_sbuf b = {0};
+    asn_sbuf_adds(&b, " ");
+    asn_sbuf_adds(&b, s);
+    asn_sbuf_adds(&b, " ");
     free(s);
-    s = b.p;
+    s = b.buf;
     apply_rules(&s, nltk_end, sizeof nltk_end / sizeof *nltk_end);
     size_t k = 0;
     py_split_ws(s, upper_cb, &k);
@@ -1298,11 +1284,11 @@ static void title_cb(size_t so, size_t eo, void *arg)
 /* Escapes nothing: Google builds these patterns by concatenation. */
 static char *concat3(const char *a, const char *b, const char *c)
 {
-    sbuf o = {0};
-    sb_add(&o, a);
-    sb_add(&o, b);
-    sb_add(&o, c);
-    return sb_done(&o);
+    asn_sbuf o = {0};
+    asn_sbuf_adds(&o, a);
+    asn_sbuf_adds(&o, b);
+    asn_sbuf_adds(&o, c);
+    return asn_sbuf_detach(&o, NULL);
 }
 
 static const char *const constrained_options[] = {"My answer is yes.", "My answer is no.", "My answer is maybe."};
@@ -1812,25 +1798,25 @@ static int ref_func(const char *f, const json_t *c, const char *text, int *ok)
         if (!rnum(c, "N", &n))
             return 0;
         /* "\n".join(line.strip() for line in text.splitlines()).strip() */
-        sbuf cl = {0};
+        asn_sbuf cl = {0};
         const char *p = text;
         int first = 1;
         while (*p) {
             size_t len = strcspn(p, "\n\r\v\f\x1c\x1d\x1e");
             if (!first)
-                sb_add(&cl, "\n");
+                asn_sbuf_adds(&cl, "\n");
             first = 0;
             size_t b, e;
             strip_span(p, len, &b, &e);
-            sb_addn(&cl, p + b, e - b);
+            asn_sbuf_add(&cl, p + b, e - b);
             p += len;
             if (*p == '\r' && p[1] == '\n')
                 p++;
             if (*p)
                 p++;
         }
-        char *cleaned = asn_py_strip(sb_done(&cl));
-        free(cl.p);
+        char *cleaned = asn_py_strip(asn_sbuf_str(&cl));
+        asn_sbuf_release(&cl);
         tok *pieces;
         size_t np = split_str(cleaned, "* * *", &pieces), nonblank = 0;
         for (size_t i = 0; i < np; i++)
@@ -1968,31 +1954,31 @@ static int ref_func(const char *f, const json_t *c, const char *text, int *ok)
  * without <answer> tags, stripped. */
 static char *remove_thinking(const char *prediction)
 {
-    sbuf a = {0};
+    asn_sbuf a = {0};
     const char *p = prediction, *q;
     while ((q = strstr(p, "<|assistant|>"))) {
-        sb_addn(&a, p, (size_t)(q - p));
+        asn_sbuf_add(&a, p, (size_t)(q - p));
         p = q + 13;
     }
-    sb_add(&a, p);
-    char *s = asn_py_strip(sb_done(&a));
-    free(a.p);
+    asn_sbuf_adds(&a, p);
+    char *s = asn_py_strip(asn_sbuf_str(&a));
+    asn_sbuf_release(&a);
     const char *last = s;
     while ((q = strstr(last, "</think>")))
         last = q + 8;
-    sbuf b = {0};
+    asn_sbuf b = {0};
     p = last;
     for (;;) {
         const char *x = strstr(p, "<answer>"), *y = strstr(p, "</answer>");
         q = x && (!y || x < y) ? x : y;
         if (!q)
             break;
-        sb_addn(&b, p, (size_t)(q - p));
+        asn_sbuf_add(&b, p, (size_t)(q - p));
         p = q + (q == x ? 8 : 9);
     }
-    sb_add(&b, p);
-    char *r = asn_py_strip(sb_done(&b));
-    free(b.p);
+    asn_sbuf_adds(&b, p);
+    char *r = asn_py_strip(asn_sbuf_str(&b));
+    asn_sbuf_release(&b);
     free(s);
     return r;
 }
