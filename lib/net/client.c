@@ -4,6 +4,7 @@
 #include "asn/client.h"
 
 #include <curl/curl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,14 +40,19 @@ typedef struct retry {
     double at;
 } retry;
 
+/* libcurl's global start, once per process (curl_global_init is not
+ * thread-safe; clients may be made from several threads). */
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_started;
+static void curl_start(void) { curl_started = curl_global_init(CURL_GLOBAL_DEFAULT); }
+
 asn_client *asn_client_new(const asn_client_settings *s, asn_err *e)
 {
     if (s->n_urls < 1)
         return asn_err_set(e, "no server"), NULL;
-    static int inited;
-    if (!inited && curl_global_init(CURL_GLOBAL_DEFAULT))
+    pthread_once(&curl_once, curl_start);
+    if (curl_started)
         return asn_err_set(e, "libcurl cannot start"), NULL;
-    inited = 1;
     asn_client *c = asn_xcalloc(1, sizeof *c);
     c->s = *s;
     if (c->s.max_inflight < 1)
