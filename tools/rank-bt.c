@@ -8,6 +8,7 @@
 #include "asn/model.h"
 #include "asn/records.h"
 #include "asn/remote.h"
+#include "asn/record_loop.h"
 #include "asn/tool.h"
 #include "asn/vocab.h"
 
