@@ -7,6 +7,7 @@
 #include "asn/grammar.h"
 #include "asn/json.h"
 #include "asn/sampling.h"
+#include "asn/record_loop.h"
 #include "asn/tool.h"
 #include "asn/vocab.h"
 

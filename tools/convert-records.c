@@ -2,6 +2,7 @@
  * format (its generation, rating and filtered records), for its scripts. */
 #include "asn/json.h"
 #include "asn/records.h"
+#include "asn/record_loop.h"
 #include "asn/tool.h"
 
 #include <stdlib.h>

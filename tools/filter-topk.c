@@ -5,6 +5,7 @@
 #include "asn/json.h"
 #include "asn/records.h"
 #include "asn/scores.h"
+#include "asn/record_loop.h"
 #include "asn/tool.h"
 #include "asn/yaml.h"
 

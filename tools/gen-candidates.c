@@ -10,6 +10,7 @@
 #include "asn/store.h"
 #include "asn/tool.h"
 #include "asn/yaml.h"
+#include "asn/sbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,49 +19,85 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *opt_model, *opt_heuristics, *opt_seeds = "0", *opt_system, *opt_template,
-                  *opt_shard, *opt_out, *opt_sources, *opt_skip_from, *opt_tokenizer, *opt_kind,
-                  *opt_api_key, *opt_sources_paths = "cwd";
-static long opt_min_new = 50, opt_max_new = 250, opt_threads, opt_batch = 64, opt_ctx, opt_inflight = 256,
-            opt_retries = 8;
-static double opt_timeout = 600;
-static int opt_resume, opt_progress, opt_no_system, opt_nucleus;
-static asn_strlist opt_stop, opt_only, opt_merge, opt_server, opt_stop_ids;
+/* The command line, as asn_tool_parse fills it. */
+typedef struct gc_options {
+    const char *model;
+    const char *heuristics;
+    const char *seeds;
+    const char *system;
+    const char *template;
+    const char *shard;
+    const char *out;
+    const char *sources;
+    const char *skip_from;
+    const char *tokenizer;
+    const char *kind;
+    const char *api_key;
+    const char *sources_paths;
+    long min_new;
+    long max_new;
+    long threads;
+    long batch;
+    long ctx;
+    long inflight;
+    long retries;
+    double timeout;
+    int resume;
+    int progress;
+    int no_system;
+    int nucleus;
+    asn_strlist stop;
+    asn_strlist only;
+    asn_strlist merge;
+    asn_strlist server;
+    asn_strlist stop_ids;
+    const char *chat_date;
+} gc_options;
 
-static const char *opt_chat_date;
+/* The options, with their defaults (the table below points into it). */
+static gc_options opts = {
+    .seeds = "0",
+    .sources_paths = "cwd",
+    .min_new = 50,
+    .max_new = 250,
+    .batch = 64,
+    .inflight = 256,
+    .retries = 8,
+    .timeout = 600,
+};
 
 static const asn_option options[] = {
-    {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF model (or --server)"},
-    {"server", 0, ASN_OPT_LIST, &opt_server, "URL", "generate on this OpenAI-compatible server instead (repeat: several share the load)"},
-    {"server-kind", 0, ASN_OPT_STRING, &opt_kind, "KIND", "asn (serve), vllm, sglang or llama-server (default: asked of the server)"},
-    {"tokenizer", 0, ASN_OPT_STRING, &opt_tokenizer, "GGUF", "with --server: tokenizer and chat template (default: --model's)"},
-    {"max-inflight", 0, ASN_OPT_INT, &opt_inflight, "N", "with --server: most requests in flight"},
-    {"timeout", 0, ASN_OPT_DOUBLE, &opt_timeout, "S", "with --server: seconds a request may take"},
-    {"retries", 0, ASN_OPT_INT, &opt_retries, "N", "with --server: tries after the first (429, 5xx, lost connections)"},
-    {"api-key", 0, ASN_OPT_STRING, &opt_api_key, "KEY", "with --server: bearer key"},
-    {"heuristics", 'H', ASN_OPT_STRING, &opt_heuristics, "FILE", "heuristics YAML (required)"},
-    {"only", 0, ASN_OPT_LIST, &opt_only, "NAME", "use only this heuristic of the file"},
-    {"seeds", 's', ASN_OPT_STRING, &opt_seeds, "LIST", "seeds: 0-7, 0,3,5 or a mix"},
-    {"sources", 0, ASN_OPT_STRING, &opt_sources, "FILE", "dataset-sources YAML (reference format) instead of prompt files"},
-    {"sources-paths", 0, ASN_OPT_STRING, &opt_sources_paths, "RULE", "with --sources: the datasets' relative paths are from cwd (the working directory, as the research pipeline opens them) or yaml (the YAML's folder)"},
-    {"system", 0, ASN_OPT_STRING, &opt_system, "TEXT", "system message (default: \"You are a helpful assistant.\" when the model has a chat template)"},
-    {"no-system", 0, ASN_OPT_FLAG, &opt_no_system, NULL, "no system message"},
-    {"chat-template", 0, ASN_OPT_STRING, &opt_template, "NAME", "chat template (default: the model's; none without one)"},
-    {"chat-date", 0, ASN_OPT_STRING, &opt_chat_date, "DATE", ASN_CHAT_DATE_HELP},
-    {"min-new-tokens", 0, ASN_OPT_INT, &opt_min_new, "N", "end-of-generation masked before N new tokens"},
-    {"max-new-tokens", 'n', ASN_OPT_INT, &opt_max_new, "N", "at most N new tokens"},
-    {"stop", 0, ASN_OPT_LIST, &opt_stop, "TEXT", "stop before this text"},
-    {"stop-ids", 0, ASN_OPT_LIST, &opt_stop_ids, "IDS", "stop after this token-id sequence (ID,ID,...; kept in tokens, not in the text)"},
-    {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
-    {"batch", 'b', ASN_OPT_INT, &opt_batch, "N", "sequences decoding at once"},
-    {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "context size (0: the model's)"},
-    {"shard", 0, ASN_OPT_STRING, &opt_shard, "K/N", "only the prompts of shard K of N (stable by prompt id)"},
-    {"output", 'o', ASN_OPT_STRING, &opt_out, "FILE", "write to FILE instead of stdout (through FILE.part, renamed when complete)"},
-    {"resume", 0, ASN_OPT_FLAG, &opt_resume, NULL, "with -o: keep the complete prompts already in FILE.part (or FILE), redo the rest"},
-    {"skip-from", 0, ASN_OPT_STRING, &opt_skip_from, "DB", "skip the prompts whose candidates are all in this index"},
-    {"merge", 0, ASN_OPT_LIST, &opt_merge, "FILE", "generate nothing: merge these shard outputs into the unsharded order of the prompts"},
-    {"nucleus", 0, ASN_OPT_FLAG, &opt_nucleus, NULL, "record \"nucleus\": the tokens the heuristic kept (not -inf), mean per step"},
-    {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
+    {"model", 'm', ASN_OPT_STRING, &opts.model, "FILE", "GGUF model (or --server)"},
+    {"server", 0, ASN_OPT_LIST, &opts.server, "URL", "generate on this OpenAI-compatible server instead (repeat: several share the load)"},
+    {"server-kind", 0, ASN_OPT_STRING, &opts.kind, "KIND", "asn (serve), vllm, sglang or llama-server (default: asked of the server)"},
+    {"tokenizer", 0, ASN_OPT_STRING, &opts.tokenizer, "GGUF", "with --server: tokenizer and chat template (default: --model's)"},
+    {"max-inflight", 0, ASN_OPT_INT, &opts.inflight, "N", "with --server: most requests in flight"},
+    {"timeout", 0, ASN_OPT_DOUBLE, &opts.timeout, "S", "with --server: seconds a request may take"},
+    {"retries", 0, ASN_OPT_INT, &opts.retries, "N", "with --server: tries after the first (429, 5xx, lost connections)"},
+    {"api-key", 0, ASN_OPT_STRING, &opts.api_key, "KEY", "with --server: bearer key"},
+    {"heuristics", 'H', ASN_OPT_STRING, &opts.heuristics, "FILE", "heuristics YAML (required)"},
+    {"only", 0, ASN_OPT_LIST, &opts.only, "NAME", "use only this heuristic of the file"},
+    {"seeds", 's', ASN_OPT_STRING, &opts.seeds, "LIST", "seeds: 0-7, 0,3,5 or a mix"},
+    {"sources", 0, ASN_OPT_STRING, &opts.sources, "FILE", "dataset-sources YAML (reference format) instead of prompt files"},
+    {"sources-paths", 0, ASN_OPT_STRING, &opts.sources_paths, "RULE", "with --sources: the datasets' relative paths are from cwd (the working directory, as the research pipeline opens them) or yaml (the YAML's folder)"},
+    {"system", 0, ASN_OPT_STRING, &opts.system, "TEXT", "system message (default: \"You are a helpful assistant.\" when the model has a chat template)"},
+    {"no-system", 0, ASN_OPT_FLAG, &opts.no_system, NULL, "no system message"},
+    {"chat-template", 0, ASN_OPT_STRING, &opts.template, "NAME", "chat template (default: the model's; none without one)"},
+    {"chat-date", 0, ASN_OPT_STRING, &opts.chat_date, "DATE", ASN_CHAT_DATE_HELP},
+    {"min-new-tokens", 0, ASN_OPT_INT, &opts.min_new, "N", "end-of-generation masked before N new tokens"},
+    {"max-new-tokens", 'n', ASN_OPT_INT, &opts.max_new, "N", "at most N new tokens"},
+    {"stop", 0, ASN_OPT_LIST, &opts.stop, "TEXT", "stop before this text"},
+    {"stop-ids", 0, ASN_OPT_LIST, &opts.stop_ids, "IDS", "stop after this token-id sequence (ID,ID,...; kept in tokens, not in the text)"},
+    {"threads", 't', ASN_OPT_INT, &opts.threads, "N", "threads (0: all cores)"},
+    {"batch", 'b', ASN_OPT_INT, &opts.batch, "N", "sequences decoding at once"},
+    {"ctx", 'c', ASN_OPT_INT, &opts.ctx, "N", "context size (0: the model's)"},
+    {"shard", 0, ASN_OPT_STRING, &opts.shard, "K/N", "only the prompts of shard K of N (stable by prompt id)"},
+    {"output", 'o', ASN_OPT_STRING, &opts.out, "FILE", "write to FILE instead of stdout (through FILE.part, renamed when complete)"},
+    {"resume", 0, ASN_OPT_FLAG, &opts.resume, NULL, "with -o: keep the complete prompts already in FILE.part (or FILE), redo the rest"},
+    {"skip-from", 0, ASN_OPT_STRING, &opts.skip_from, "DB", "skip the prompts whose candidates are all in this index"},
+    {"merge", 0, ASN_OPT_LIST, &opts.merge, "FILE", "generate nothing: merge these shard outputs into the unsharded order of the prompts"},
+    {"nucleus", 0, ASN_OPT_FLAG, &opts.nucleus, NULL, "record \"nucleus\": the tokens the heuristic kept (not -inf), mean per step"},
+    {"progress", 0, ASN_OPT_FLAG, &opts.progress, NULL, "show progress even when stderr is not a terminal"},
     {0},
 };
 
@@ -206,7 +243,7 @@ static void add_prompt(prompts *ps, json_t *rec, const char *prompt_key, const c
     if (asn_oai_constraint(rec, &p.constraint_json, &e))
         asn_fatal("%s: %s", where, e.msg);
     if (p.constraint_json) {
-        if (opt_server.n)
+        if (opts.server.n)
             asn_fatal("%s: a prompt's own constraint is not sent to servers yet: put it in a heuristic", where);
         json_t *list = json_pack("[O]", p.constraint_json);
         p.constraint = asn_xcalloc(1, sizeof *p.constraint);
@@ -229,7 +266,7 @@ static void add_prompt(prompts *ps, json_t *rec, const char *prompt_key, const c
             i++;
         if (i == ps->n)
             break;
-        if (!opt_sources)
+        if (!opts.sources)
             asn_fatal("%s: prompt id \"%s\" appears twice", where, p.id);
         /* --sources: as the research pipeline, the prompt again (ID#2, ...) */
         char base[sizeof p.id];
@@ -285,7 +322,7 @@ static void read_sources(prompts *ps, const char *path)
     if (!json_is_array(list))
         asn_fatal("%s: expected \"datasets: [{name, path, prompt_key, incidence_vector}]\"", path);
     char dir[4096] = "";
-    if (!strcmp(opt_sources_paths, "yaml")) {
+    if (!strcmp(opts.sources_paths, "yaml")) {
         snprintf(dir, sizeof dir, "%s", path);
         char *slash = strrchr(dir, '/');
         if (slash)
@@ -341,7 +378,7 @@ static json_t *candidate(const run *r, const prompt *p, const asn_heuristic *h, 
                           r->model_json, "settings", r->settings);
     if (!p->system)
         json_object_set_new(c, "system", json_null());
-    if (opt_nucleus)
+    if (opts.nucleus)
         json_object_set_new(c, "nucleus", json_real(round(j->kept_mean * 100) / 100));
     if (p->constraint) { /* valid: a complete sentence of the constraint, never when cut */
         json_t *pc = json_deep_copy(p->constraint_json);
@@ -500,20 +537,20 @@ static void remote_open(remote *rm, run *r, const asn_gen_settings *gs, const as
                         const char *gguf_path)
 {
     asn_err e;
-    if (opt_kind && asn_server_kind_from_name(opt_kind) < 0)
+    if (opts.kind && asn_server_kind_from_name(opts.kind) < 0)
         asn_usage_error("--server-kind must be asn, vllm, sglang or llama-server");
-    asn_client_settings cs = {opt_server.v, opt_server.n, opt_api_key, (int)opt_inflight, opt_timeout,
-                              (int)opt_retries};
+    asn_client_settings cs = {opts.server.v, opts.server.n, opts.api_key, (int)opts.inflight, opts.timeout,
+                              (int)opts.retries};
     if (!(rm->c = asn_client_new(&cs, &e)))
         asn_usage_error("%s", e.msg);
     asn_server_info info;
-    if (asn_server_probe(rm->c, opt_kind, &info, &e))
+    if (asn_server_probe(rm->c, opts.kind, &info, &e))
         asn_fatal("%s", e.msg);
     asn_server_say(rm->c, &info);
     rm->kind = info.kind;
     for (int i = 0; i < r->n_hs; i++)
         if (asn_server_check(rm->kind, r->hs[i], gs, &e))
-            asn_fatal("%s: %s", opt_heuristics, e.msg);
+            asn_fatal("%s: %s", opts.heuristics, e.msg);
     rm->gs = gs;
     rm->v = v;
     rm->V = asn_vocab_n_tokens(v);
@@ -605,7 +642,7 @@ static void remote_close(remote *rm)
     double dt = asn_now() - rm->t0;
     long sent, retried;
     asn_client_counts(rm->c, &sent, &retried);
-    if (opt_progress)
+    if (opts.progress)
         fprintf(stderr, "gen-candidates: %ld request%s (%ld retried), %ld token%s in %.2f s: %.0f requests/s, %.0f tokens/s\n",
                 sent - retried, ASN_PLURAL(sent - retried), retried, rm->tokens, ASN_PLURAL(rm->tokens), dt, dt > 0 ? (sent - retried) / dt : 0, dt > 0 ? rm->tokens / dt : 0);
     asn_client_free(rm->c);
@@ -621,9 +658,9 @@ static void merge_shards(const prompts *ps, FILE *out)
     for (size_t i = 0; i < ps->n; i++)
         ids[i] = ps->v[i].id;
     asn_err e;
-    if (asn_shard_merge(ids, ps->n, (char *const *)opt_merge.v, opt_merge.n, out, &e)) {
+    if (asn_shard_merge(ids, ps->n, (char *const *)opts.merge.v, opts.merge.n, out, &e)) {
         if (ferror(out))
-            asn_fatal("%s: %s", asn_out_name(out, opt_out, (char[4200]){0}, 4200), e.msg);
+            asn_fatal("%s: %s", asn_out_name(out, opts.out, (char[4200]){0}, 4200), e.msg);
         asn_fatal("%s", e.msg);
     }
     free(ids);
@@ -634,46 +671,46 @@ int main(int argc, char **argv)
     int nops = asn_tool_parse(&tool, argc, argv);
     {
         asn_err de;
-        if (opt_chat_date && asn_chat_set_date(opt_chat_date, &de))
+        if (opts.chat_date && asn_chat_set_date(opts.chat_date, &de))
             asn_usage_error("--chat-date: %s", de.msg);
     }
-    if ((!opt_model && !opt_server.n) || !opt_heuristics)
+    if ((!opts.model && !opts.server.n) || !opts.heuristics)
         asn_usage_error("--model (or --server) and --heuristics are required");
-    if (opt_server.n && !opt_model && !opt_tokenizer)
+    if (opts.server.n && !opts.model && !opts.tokenizer)
         asn_usage_error("--server needs --tokenizer GGUF (or --model GGUF) to make the prompts' tokens");
-    if (!opt_server.n && opt_tokenizer)
+    if (!opts.server.n && opts.tokenizer)
         asn_usage_error("--tokenizer goes with --server");
-    if (opt_inflight < 1 || opt_retries < 0 || !(opt_timeout > 0))
+    if (opts.inflight < 1 || opts.retries < 0 || !(opts.timeout > 0))
         asn_usage_error("--max-inflight must be >= 1, --retries >= 0, --timeout > 0");
-    if (opt_max_new < 1 || opt_min_new < 0 || opt_batch < 1)
+    if (opts.max_new < 1 || opts.min_new < 0 || opts.batch < 1)
         asn_usage_error("--max-new-tokens and --batch must be >= 1, --min-new-tokens >= 0");
-    if (opt_nucleus && opt_server.n)
+    if (opts.nucleus && opts.server.n)
         asn_usage_error("--nucleus needs the rows: not with --server");
-    if (strcmp(opt_sources_paths, "cwd") && strcmp(opt_sources_paths, "yaml"))
-        asn_usage_error("--sources-paths must be cwd or yaml, not \"%s\"", opt_sources_paths);
-    if (opt_resume && !opt_out)
+    if (strcmp(opts.sources_paths, "cwd") && strcmp(opts.sources_paths, "yaml"))
+        asn_usage_error("--sources-paths must be cwd or yaml, not \"%s\"", opts.sources_paths);
+    if (opts.resume && !opts.out)
         asn_usage_error("--resume needs -o FILE");
-    if (opt_sources && nops)
+    if (opts.sources && nops)
         asn_usage_error("--sources and prompt files do not go together");
-    if (opt_merge.n && (opt_shard || opt_resume || opt_skip_from))
+    if (opts.merge.n && (opts.shard || opts.resume || opts.skip_from))
         asn_usage_error("--merge does not go with --shard, --resume or --skip-from");
     asn_err e;
-    if (opt_shard && asn_shard_parse(opt_shard, &shard, &e))
+    if (opts.shard && asn_shard_parse(opts.shard, &shard, &e))
         asn_usage_error("%s", e.msg);
     run r = {0};
-    r.seeds = parse_seeds(opt_seeds, &r.n_seeds);
+    r.seeds = parse_seeds(opts.seeds, &r.n_seeds);
 
-    asn_heuristics *hs = asn_heuristics_load(opt_heuristics, &e);
+    asn_heuristics *hs = asn_heuristics_load(opts.heuristics, &e);
     if (!hs)
         asn_fatal("%s", e.msg);
     r.hs = asn_xcalloc((size_t)hs->n, sizeof *r.hs);
-    for (int i = 0; i < opt_only.n; i++)
-        if (asn_heuristics_find(hs, opt_only.v[i]) < 0)
-            asn_fatal("%s: no pipeline named \"%s\"", opt_heuristics, opt_only.v[i]);
+    for (int i = 0; i < opts.only.n; i++)
+        if (asn_heuristics_find(hs, opts.only.v[i]) < 0)
+            asn_fatal("%s: no pipeline named \"%s\"", opts.heuristics, opts.only.v[i]);
     for (int i = 0; i < hs->n; i++) {
-        int keep = !opt_only.n;
-        for (int k = 0; k < opt_only.n; k++)
-            keep |= !strcmp(opt_only.v[k], hs->h[i].name);
+        int keep = !opts.only.n;
+        for (int k = 0; k < opts.only.n; k++)
+            keep |= !strcmp(opts.only.v[k], hs->h[i].name);
         if (keep)
             r.hs[r.n_hs++] = &hs->h[i];
     }
@@ -682,15 +719,15 @@ int main(int argc, char **argv)
     asn_gguf *tok_gguf = NULL;
     asn_vocab *own_vocab = NULL;
     const asn_vocab *v;
-    const char *gguf_path = opt_server.n && opt_tokenizer ? opt_tokenizer : opt_model;
-    if (opt_server.n) { /* the tokenizer alone */
+    const char *gguf_path = opts.server.n && opts.tokenizer ? opts.tokenizer : opts.model;
+    if (opts.server.n) { /* the tokenizer alone */
         tok_gguf = asn_gguf_open(gguf_path, &e);
         v = own_vocab = tok_gguf ? asn_vocab_load(tok_gguf, &e) : NULL;
         if (!v)
             asn_fatal("%s: %s", gguf_path, e.msg);
     } else {
         const char *was = asn_alloc_context("loading the model");
-        m = asn_model_load(opt_model, &e);
+        m = asn_model_load(opts.model, &e);
         asn_alloc_context(was);
         v = m ? asn_model_vocab(m, &e) : NULL;
         if (!v)
@@ -701,28 +738,28 @@ int main(int argc, char **argv)
     if (asn_gguf_get_str(gg, "tokenizer.chat_template", 0, &tmpl_text, &e) ||
         asn_gguf_get_str(gg, "general.name", 0, &gname, &e))
         asn_fatal("%s", e.msg);
-    int tmpl = !opt_template && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opt_template, &e);
+    int tmpl = !opts.template && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opts.template, &e);
     if (tmpl < 0)
         asn_fatal("%s: %s", gguf_path, e.msg);
     r.tmpl_name = asn_chat_name(tmpl);
-    default_system = opt_no_system ? NULL : opt_system ? opt_system : tmpl_text ? "You are a helpful assistant." : NULL;
+    default_system = opts.no_system ? NULL : opts.system ? opts.system : tmpl_text ? "You are a helpful assistant." : NULL;
     free(tmpl_text);
     const char *base = strrchr(gguf_path, '/') ? strrchr(gguf_path, '/') + 1 : gguf_path;
-    asn_gen_settings gs = {.min_new_tokens = (int)opt_min_new, .max_new_tokens = (int)opt_max_new,
-                           .stop = opt_stop.v, .n_stop = opt_stop.n};
+    asn_gen_settings gs = {.min_new_tokens = (int)opts.min_new, .max_new_tokens = (int)opts.max_new,
+                           .stop = opts.stop.v, .n_stop = opts.stop.n};
     int32_t *stop_ids = NULL;
     int *stop_off = NULL;
-    if (opt_stop_ids.n) {
-        if (opt_server.n)
+    if (opts.stop_ids.n) {
+        if (opts.server.n)
             asn_usage_error("--stop-ids goes with a local model (-m), not --server");
-        int ns = asn_gen_stop_ids_parse((const char *const *)opt_stop_ids.v, opt_stop_ids.n,
+        int ns = asn_gen_stop_ids_parse((const char *const *)opts.stop_ids.v, opts.stop_ids.n,
                                         (int32_t)asn_vocab_n_tokens(v), &stop_ids, &stop_off, &e);
         if (ns < 0)
             asn_usage_error("--stop-ids: %s", e.msg);
         gs.stop_ids = stop_ids, gs.stop_off = stop_off, gs.n_stop_ids = ns;
     }
     remote rm = {0};
-    if (opt_server.n) {
+    if (opts.server.n) {
         remote_open(&rm, &r, &gs, v, gname ? gname : base, gguf_path);
     } else {
         const char *sha = asn_model_sha256(m, &e);
@@ -732,10 +769,10 @@ int main(int argc, char **argv)
     }
     free(gname);
     json_t *stops = json_array();
-    for (int i = 0; i < opt_stop.n; i++)
-        json_array_append_new(stops, json_string(opt_stop.v[i]));
+    for (int i = 0; i < opts.stop.n; i++)
+        json_array_append_new(stops, json_string(opts.stop.v[i]));
     r.settings = json_pack("{s:s?,s:s,s:I,s:I,s:o}", "system", default_system, "chat_template", r.tmpl_name,
-                           "min_new_tokens", (json_int_t)opt_min_new, "max_new_tokens", (json_int_t)opt_max_new,
+                           "min_new_tokens", (json_int_t)opts.min_new, "max_new_tokens", (json_int_t)opts.max_new,
                            "stop", stops);
     if (!default_system)
         json_object_set_new(r.settings, "system", json_null());
@@ -746,18 +783,18 @@ int main(int argc, char **argv)
         json_object_set_new(r.settings, "stop_token_ids", asn_gen_stop_ids_json(stop_ids, stop_off, gs.n_stop_ids));
 
     prompts ps = {0};
-    if (opt_sources) {
-        read_sources(&ps, opt_sources);
+    if (opts.sources) {
+        read_sources(&ps, opts.sources);
     } else {
         char *def[] = {"-", NULL};
         for (char **f = nops ? argv + 1 : def; *f; f++)
             read_jsonl(&ps, *f, "prompt", NULL);
     }
 
-    if (opt_merge.n) {
-        FILE *out = asn_open_out(opt_out ? opt_out : "-");
+    if (opts.merge.n) {
+        FILE *out = asn_open_out(opts.out ? opts.out : "-");
         merge_shards(&ps, out);
-        asn_close_out(out, opt_out ? opt_out : "-");
+        asn_close_out(out, opts.out ? opts.out : "-");
         for (size_t i = 0; i < ps.n; i++)
             prompt_clear(&ps.v[i]);
         free(ps.v);
@@ -766,25 +803,25 @@ int main(int argc, char **argv)
 
     int n_done = 0;
     char *part = NULL;
-    if (opt_out) {
-        part = asn_xmalloc(strlen(opt_out) + 6);
-        strcpy(part, opt_out);
+    if (opts.out) {
+        part = asn_xmalloc(strlen(opts.out) + 6);
+        strcpy(part, opts.out);
         strcat(part, ".part");
         part_path = part;
     }
-    char **done = opt_resume ? resume(part, opt_out, r.n_hs * r.n_seeds, &n_done) : NULL;
+    char **done = opts.resume ? resume(part, opts.out, r.n_hs * r.n_seeds, &n_done) : NULL;
     int fd = 1;
-    if (opt_out && (fd = open(part, O_WRONLY | O_CREAT | O_CLOEXEC | (opt_resume ? O_APPEND : O_TRUNC), 0666)) < 0)
+    if (opts.out && (fd = open(part, O_WRONLY | O_CREAT | O_CLOEXEC | (opts.resume ? O_APPEND : O_TRUNC), 0666)) < 0)
         asn_fatal("%s: %s", part, strerror(errno));
 
-    asn_pool *pool = m ? asn_pool_new((int)opt_threads) : NULL;
-    asn_generator *gen = m ? asn_generator_new(m, pool, (int)opt_batch, (int)opt_ctx, &gs, &e) : NULL;
+    asn_pool *pool = m ? asn_pool_new((int)opts.threads) : NULL;
+    asn_generator *gen = m ? asn_generator_new(m, pool, (int)opts.batch, (int)opts.ctx, &gs, &e) : NULL;
     if (m && !gen)
         asn_fatal("%s", e.msg);
 
     /* prompts still to do, in chunks of about 8 batches of jobs */
     asn_store *skip_db = NULL;
-    if (opt_skip_from && !(skip_db = asn_store_open(opt_skip_from, &e)))
+    if (opts.skip_from && !(skip_db = asn_store_open(opts.skip_from, &e)))
         asn_fatal("%s", e.msg);
     size_t todo = 0;
     for (size_t i = 0; i < ps.n; i++) {
@@ -798,12 +835,12 @@ int main(int argc, char **argv)
     }
     asn_store_close(skip_db);
     int per_prompt = r.n_hs * r.n_seeds;
-    prog pg = {asn_progress_new("candidates", (long)todo * per_prompt, opt_progress), 0};
-    size_t chunk = (size_t)((opt_server.n ? 8 * opt_inflight : 8 * opt_batch) / per_prompt + 1);
+    prog pg = {asn_progress_new("candidates", (long)todo * per_prompt, opts.progress), 0};
+    size_t chunk = (size_t)((opts.server.n ? 8 * opts.inflight : 8 * opts.batch) / per_prompt + 1);
     asn_gen_job *jobs = asn_xcalloc(chunk * (size_t)per_prompt, sizeof *jobs);
     long total_done = 0, written = 0;
     asn_catch_stop();
-    if (opt_out) {
+    if (opts.out) {
         static char hint[4200];
         snprintf(hint, sizeof hint, "; they are in %s: --resume continues", part);
         asn_stop_hint(hint);
@@ -826,37 +863,33 @@ int main(int argc, char **argv)
         int k = 0;
         for (size_t i = p0; i < p1; i++) {
             prompt *p = &ps.v[i];
-            char *buf = NULL;
-            size_t len = 0, cap = 0;
+            asn_sbuf buf = ASN_SBUF_INIT;
             for (int h = 0; h < r.n_hs; h++)
                 for (int s = 0; s < r.n_seeds; s++, k++) {
                     json_t *c = candidate(&r, p, r.hs[h], r.seeds[s], &jobs[k]);
                     char *line = asn_json_dumps(c, 0);
-                    size_t ll = strlen(line);
-                    asn_grow((void **)&buf, &cap, len + ll + 1, 1);
-                    memcpy(buf + len, line, ll);
-                    buf[len + ll] = '\n';
-                    len += ll + 1;
+                    asn_sbuf_adds(&buf, line);
+                    asn_sbuf_addc(&buf, '\n');
                     free(line);
                     json_decref(c);
                     asn_gen_job_clear(&jobs[k]);
                 }
-            write_all(fd, buf, len); /* a prompt's records in one write */
-            free(buf);
+            write_all(fd, buf.buf, buf.len); /* a prompt's records in one write */
+            asn_sbuf_release(&buf);
             prompt_clear(p);
             written += per_prompt;
             asn_stop_point(written, "candidates (whole prompts)");
         }
     }
     asn_progress_done(pg.bar);
-    if (opt_server.n)
+    if (opts.server.n)
         remote_close(&rm);
     if (fd != 1) { /* every prompt done: the whole file, synced, then its name */
         if ((fsync(fd) && errno != EINVAL) || close(fd))
             asn_fatal("%s: write error: %s", part, strerror(errno));
-        if (rename(part, opt_out))
-            asn_fatal("%s: cannot rename %s to it: %s", opt_out, part, strerror(errno));
-        asn_fsync_dir(opt_out);
+        if (rename(part, opts.out))
+            asn_fatal("%s: cannot rename %s to it: %s", opts.out, part, strerror(errno));
+        asn_fsync_dir(opts.out);
     }
     free(part);
     for (int i = 0; i < n_done; i++)
@@ -866,9 +899,9 @@ int main(int argc, char **argv)
     free(ps.v);
     free(r.seeds);
     free(r.hs);
-    free(opt_stop.v);
+    free(opts.stop.v);
     free(stop_ids), free(stop_off);
-    free(opt_only.v);
+    free(opts.only.v);
     json_decref(r.model_json);
     json_decref(r.settings);
     asn_generator_free(gen);

@@ -7,6 +7,7 @@
 #include "asn/sampling.h"
 #include "asn/tool.h"
 #include "asn/vocab.h"
+#include "asn/sbuf.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -119,15 +120,13 @@ typedef struct stream {
     asn_detok_stream ds;
     char *piece;
     size_t cap;
-    char *out;
-    size_t n, out_cap, printed;
+    asn_sbuf out;
+    size_t printed;
 } stream;
 
 static void append(stream *s, const char *p, size_t k)
 {
-    asn_grow((void **)&s->out, &s->out_cap, s->n + k + 1, 1);
-    memcpy(s->out + s->n, p, k);
-    s->n += k;
+    asn_sbuf_add(&s->out, p, k);
 }
 
 static void on_token(void *ctx, int job, int32_t tok)
@@ -138,11 +137,11 @@ static void on_token(void *ctx, int job, int32_t tok)
         return;
     int k = asn_detok_stream_push(&s->ds, tok, s->piece, s->cap);
     append(s, s->piece, (size_t)(k > 0 ? k : 0));
-    if (find_stop(s->out, s->n))
+    if (find_stop(s->out.buf, s->out.len))
         return; /* printed at the end, cut */
-    size_t ready = s->n - held_for_stop(s->out, s->n);
+    size_t ready = s->out.len - held_for_stop(s->out.buf, s->out.len);
     if (ready > s->printed) {
-        fwrite(s->out + s->printed, 1, ready - s->printed, stdout);
+        fwrite(s->out.buf + s->printed, 1, ready - s->printed, stdout);
         fflush(stdout);
         s->printed = ready;
     }
@@ -218,7 +217,7 @@ int main(int argc, char **argv)
     char pid[17];
     asn_prompt_id(opt_system, prompt, pid);
     asn_pool *pool = asn_pool_new((int)opt_threads);
-    stream st = {v, {0}, asn_xmalloc(asn_vocab_max_piece(v) + 8), asn_vocab_max_piece(v) + 8, NULL, 0, 0, 0};
+    stream st = {v, {0}, asn_xmalloc(asn_vocab_max_piece(v) + 8), asn_vocab_max_piece(v) + 8, ASN_SBUF_INIT, 0};
     asn_detok_stream_init(&st.ds, v, 0);
     asn_gen_settings gs = {.min_new_tokens = (int)opt_min_new, .max_new_tokens = (int)opt_max_new,
                            .stop = opt_stop.v, .n_stop = opt_stop.n, .on_token = on_token, .token_ctx = &st};
@@ -234,10 +233,10 @@ int main(int argc, char **argv)
         int k = asn_detok_stream_flush(&st.ds, st.piece, st.cap);
         append(&st, st.piece, (size_t)(k > 0 ? k : 0));
     }
-    const char *stop_at = find_stop(st.out, st.n);
-    size_t end = stop_at ? (size_t)(stop_at - st.out) : st.n;
+    const char *stop_at = find_stop(st.out.buf, st.out.len);
+    size_t end = stop_at ? (size_t)(stop_at - st.out.buf) : st.out.len;
     if (end > st.printed)
-        fwrite(st.out + st.printed, 1, end - st.printed, stdout);
+        fwrite(st.out.buf + st.printed, 1, end - st.printed, stdout);
     fputc('\n', stdout);
     asn_close_out(stdout, "-");
     long n_new = job.n_tokens;
@@ -246,7 +245,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "generate: %d prompt + %ld new tokens, %.1f tokens/s (CPU time)\n", n_ids,
                 n_new, dt > 0 ? (double)((long)n_ids + n_new) / dt : 0.0);
     }
-    free(st.out);
+    asn_sbuf_release(&st.out);
     free(st.piece);
     asn_gen_job_clear(&job);
     asn_generator_free(gen);

@@ -2,6 +2,7 @@
  * perplexity of texts under a model. */
 #include "asn/json.h"
 #include "asn/model.h"
+#include "asn/record_loop.h"
 #include "asn/tool.h"
 #include "asn/vocab.h"
 

@@ -2,6 +2,7 @@
  * engine, and optionally draw the token asn would draw. */
 #include "asn/json.h"
 #include "asn/sampling.h"
+#include "asn/record_loop.h"
 #include "asn/tool.h"
 
 #include <math.h>

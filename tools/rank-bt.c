@@ -8,6 +8,7 @@
 #include "asn/model.h"
 #include "asn/records.h"
 #include "asn/remote.h"
+#include "asn/record_loop.h"
 #include "asn/tool.h"
 #include "asn/vocab.h"
 
@@ -134,7 +135,7 @@ typedef struct ranker {
     asn_judge_tmpl *tmpl;
     asn_pairwise *pw;
     asn_llscorer *ll;
-    asn_remote_judge remote; /* --judge-server: remote.c set, m NULL */
+    asn_remote_judge remote; /* --judge-server: its client set, m NULL */
     asn_gguf *tok_gguf;      /* --judge-server: the tokenizer's file */
     asn_vocab *own_vocab;
     int V;                   /* token ids are below */

@@ -6,6 +6,7 @@
 #include "asn/json.h"
 #include "asn/model.h"
 #include "asn/records.h"
+#include "asn/record_loop.h"
 #include "asn/tool.h"
 #include "asn/vocab.h"
 

@@ -3,6 +3,7 @@
  * and `score-ngram build`, which makes the corpus index. */
 #include "asn/json.h"
 #include "asn/ngram.h"
+#include "asn/record_loop.h"
 #include "asn/tool.h"
 
 #include <fcntl.h>

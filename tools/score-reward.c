@@ -7,6 +7,7 @@
 #include "asn/json.h"
 #include "asn/model.h"
 #include "asn/remote.h"
+#include "asn/record_loop.h"
 #include "asn/tool.h"
 
 #include <stdlib.h>

@@ -2,6 +2,7 @@
  * IFEval instruction checks (lib/asn/verifiers.h), chosen by each record's
  * dataset, written as verifiable_reward plus a verifiable detail object. */
 #include "asn/json.h"
+#include "asn/record_loop.h"
 #include "asn/tool.h"
 #include "asn/verifiers.h"
 

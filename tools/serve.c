@@ -10,6 +10,7 @@
 #include "asn/json.h"
 #include "asn/openai.h"
 #include "asn/tool.h"
+#include "asn/sbuf.h"
 
 #include <errno.h>
 #include <math.h>
@@ -142,8 +143,8 @@ struct req {
     int32_t **ctoks;
     int *n_ctoks, *sent_tok, *fin_sent, *finished;
     size_t *sent_text;
-    char *out;
-    size_t out_len, out_pos, out_cap;
+    asn_sbuf out;
+    size_t out_pos;
     int done_sent;
     /* echo: the prompt's log-probabilities and text */
     double *echo_lps, *echo_top_lps;
@@ -173,7 +174,7 @@ static void req_free(req *r)
     free(r->fin_sent);
     free(r->finished);
     free(r->sent_text);
-    free(r->out);
+    asn_sbuf_release(&r->out);
     free(r->echo_lps);
     free(r->echo_top_lps);
     free(r->echo_top_ids);
@@ -620,12 +621,7 @@ static void answer_whole(req *r, asn_http_response *out)
 
 /* ----------------------------------------------------------- streaming */
 
-static void out_add(req *r, const char *s, size_t n)
-{
-    asn_grow((void **)&r->out, &r->out_cap, r->out_len + n + 1, 1);
-    memcpy(r->out + r->out_len, s, n);
-    r->out_len += n;
-}
+static void out_add(req *r, const char *s, size_t n) { asn_sbuf_add(&r->out, s, n); }
 
 static void out_event(req *r, json_t *j)
 {
@@ -721,12 +717,14 @@ static ssize_t stream_read(void *ctx, char *buf, size_t max)
     req *r = ctx;
     pthread_mutex_lock(&S.mu);
     for (;;) {
-        if (r->out_pos < r->out_len) {
-            size_t k = r->out_len - r->out_pos < max ? r->out_len - r->out_pos : max;
-            memcpy(buf, r->out + r->out_pos, k);
+        if (r->out_pos < r->out.len) {
+            size_t k = r->out.len - r->out_pos < max ? r->out.len - r->out_pos : max;
+            memcpy(buf, r->out.buf + r->out_pos, k);
             r->out_pos += k;
-            if (r->out_pos == r->out_len)
-                r->out_pos = r->out_len = 0;
+            if (r->out_pos == r->out.len) {
+                r->out_pos = 0;
+                asn_sbuf_reset(&r->out);
+            }
             pthread_mutex_unlock(&S.mu);
             return (ssize_t)k;
         }

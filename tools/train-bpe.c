@@ -4,6 +4,7 @@
 #include "asn/gguf.h"
 #include "asn/tool.h"
 #include "asn/vocab.h"
+#include "asn/sbuf.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -74,29 +75,25 @@ static void check(const asn_bpe *b, char **texts, const size_t *lens, const char
         asn_fatal("check: the vocab has %d tokens, training made %d", (int)asn_vocab_n_tokens(v),
                   (int)asn_bpe_n_tokens(b));
     uint64_t tokens = 0, bytes = 0;
-    char *back = NULL;
-    size_t cap = 0;
+    asn_sbuf back = ASN_SBUF_INIT;
     for (int i = 0; i < n; i++) {
         int32_t *ids;
         size_t nid;
         if (asn_tokenize(v, texts[i], lens[i], 0, 0, &ids, &nid, &e))
             asn_fatal("check: %s: %s", paths[i], e.msg);
-        size_t k = 0;
+        asn_sbuf_reset(&back);
         for (size_t j = 0; j < nid; j++) {
             size_t pl;
             const char *p = asn_vocab_piece(v, ids[j], 0, &pl);
-            asn_grow((void **)&back, &cap, k + pl + 1, 1);
-            if (pl)
-                memcpy(back + k, p, pl);
-            k += pl;
+            asn_sbuf_add(&back, p, pl);
         }
-        if (k != lens[i] || memcmp(back, texts[i], k))
+        if (back.len != lens[i] || memcmp(asn_sbuf_str(&back), texts[i], back.len))
             asn_fatal("check: %s: the tokens do not give the text back", paths[i]);
         tokens += nid;
         bytes += lens[i];
         free(ids);
     }
-    free(back);
+    asn_sbuf_release(&back);
     if (tokens != asn_bpe_text_tokens(b))
         asn_fatal("check: the tokenizer splits the input into %llu tokens, training predicted %llu",
                   (unsigned long long)tokens, (unsigned long long)asn_bpe_text_tokens(b));

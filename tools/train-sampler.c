@@ -24,55 +24,103 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *opt_model, *opt_arch, *opt_config, *opt_output, *opt_ckpt, *opt_resume, *opt_log;
-static const char *opt_sched = "cosine";
-static const char *opt_init, *opt_reward = "score.final";
-static int opt_rl;
-static double opt_rl_beta = 0.1, opt_rl_clip = 0.2;
-static long opt_tb = 8, opt_accum = 24, opt_epochs = 1, opt_save = 50, opt_warmup = 100, opt_max_seq = 1000;
-static long opt_max_steps, opt_seed = 42, opt_threads, opt_log_every = 10, opt_stop_at;
-static double opt_lr = 1e-2, opt_wd = 0.01, opt_gamma = 5.0, opt_clip, opt_beta1 = 0.9, opt_beta2 = 0.999;
-static double opt_eps = 1e-8;
-static int opt_quiet, opt_progress, opt_no_shuffle;
+/* The command line, as asn_tool_parse fills it. */
+typedef struct ts_options {
+    const char *model;
+    const char *arch;
+    const char *config;
+    const char *output;
+    const char *ckpt;
+    const char *resume;
+    const char *log;
+    const char *sched;
+    const char *init;
+    const char *reward;
+    int rl;
+    double rl_beta;
+    double rl_clip;
+    long tb;
+    long accum;
+    long epochs;
+    long save;
+    long warmup;
+    long max_seq;
+    long max_steps;
+    long seed;
+    long threads;
+    long log_every;
+    long stop_at;
+    double lr;
+    double wd;
+    double gamma;
+    double clip;
+    double beta1;
+    double beta2;
+    double eps;
+    int quiet;
+    int progress;
+    int no_shuffle;
+    const char *chat_date;
+} ts_options;
 
-static const char *opt_chat_date;
+/* The options, with their defaults (the table below points into it). */
+static ts_options opts = {
+    .sched = "cosine",
+    .reward = "score.final",
+    .rl_beta = 0.1,
+    .rl_clip = 0.2,
+    .tb = 8,
+    .accum = 24,
+    .epochs = 1,
+    .save = 50,
+    .warmup = 100,
+    .max_seq = 1000,
+    .seed = 42,
+    .log_every = 10,
+    .lr = 1e-2,
+    .wd = 0.01,
+    .gamma = 5.0,
+    .beta1 = 0.9,
+    .beta2 = 0.999,
+    .eps = 1e-8,
+};
 
 static const asn_option options[] = {
-    {"chat-date", 0, ASN_OPT_STRING, &opt_chat_date, "DATE", ASN_CHAT_DATE_HELP " for the research pipeline's records (asn's carry theirs)"},
-    {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "the base model GGUF the candidates were generated with (required)"},
-    {"arch", 'a', ASN_OPT_STRING, &opt_arch, "NAME", "LocalProbabilityTransform, SimpleDistributionAwareTransform, SamplingNetwork or EquivariantLocalTransform"},
-    {"config", 'c', ASN_OPT_STRING, &opt_config, "FILE", "the network's hyper-parameters (a reference model_config YAML)"},
-    {"output", 'o', ASN_OPT_STRING, &opt_output, "FILE", "the sampler GGUF to write (required)"},
-    {"token-batch-size", 'b', ASN_OPT_INT, &opt_tb, "N", "generated steps (rows of logits) per micro-batch"},
-    {"gradient-accumulation-steps", 0, ASN_OPT_INT, &opt_accum, "N", "micro-batches per optimizer step"},
-    {"learning-rate", 0, ASN_OPT_DOUBLE, &opt_lr, "RATE", "peak learning rate"},
-    {"weight-decay", 0, ASN_OPT_DOUBLE, &opt_wd, "W", "AdamW decoupled weight decay (torch's default 0.01)"},
-    {"beta1", 0, ASN_OPT_DOUBLE, &opt_beta1, "B", "AdamW beta1"},
-    {"beta2", 0, ASN_OPT_DOUBLE, &opt_beta2, "B", "AdamW beta2"},
-    {"adam-eps", 0, ASN_OPT_DOUBLE, &opt_eps, "E", "AdamW epsilon"},
-    {"max-grad-norm", 0, ASN_OPT_DOUBLE, &opt_clip, "NORM", "clip the gradient's global norm (0: off, as the reference)"},
-    {"lr-scheduler-type", 0, ASN_OPT_STRING, &opt_sched, "NAME", "constant, constant_with_warmup, linear, cosine, cosine_with_restarts, polynomial, cosine_with_min_lr"},
-    {"num-warmup-steps", 0, ASN_OPT_INT, &opt_warmup, "N", "linear warmup steps"},
-    {"num-epochs", 'e', ASN_OPT_INT, &opt_epochs, "N", "passes over the candidates"},
-    {"max-steps", 0, ASN_OPT_INT, &opt_max_steps, "N", "train N optimizer steps, as many epochs as that takes; the schedule spans N (0: --num-epochs decides)"},
-    {"loss-gamma", 0, ASN_OPT_DOUBLE, &opt_gamma, "G", "weight of the truncation penalty in the loss"},
-    {"max-seq-length", 0, ASN_OPT_INT, &opt_max_seq, "N", "replay at most N positions (prompt + generation) per record"},
-    {"seed", 's', ASN_OPT_INT, &opt_seed, "N", "seed of the initial weights and of the record order"},
-    {"no-shuffle", 0, ASN_OPT_FLAG, &opt_no_shuffle, NULL, "take the records in file order"},
-    {"save-steps", 0, ASN_OPT_INT, &opt_save, "N", "write the checkpoint every N optimizer steps (0: only when stopped early)"},
-    {"checkpoint", 0, ASN_OPT_STRING, &opt_ckpt, "FILE", "checkpoint file (default: OUTPUT without .gguf + .ckpt.gguf)"},
-    {"resume", 0, ASN_OPT_STRING, &opt_resume, "FILE", "continue from this checkpoint"},
-    {"stop-at", 0, ASN_OPT_INT, &opt_stop_at, "STEP", "stop after optimizer step STEP with a checkpoint"},
-    {"log", 0, ASN_OPT_STRING, &opt_log, "FILE", "training log, one JSON line per log step (default: OUTPUT without .gguf + .log.jsonl)"},
-    {"log-every", 0, ASN_OPT_INT, &opt_log_every, "N", "log every N optimizer steps"},
-    {"init", 0, ASN_OPT_STRING, &opt_init, "FILE", "start from this sampler's weights (a sampler GGUF; --arch and --config not needed)"},
-    {"rl", 0, ASN_OPT_FLAG, &opt_rl, NULL, "reward-driven fine-tuning (see below) instead of imitation alone"},
-    {"reward", 0, ASN_OPT_STRING, &opt_reward, "FIELD", "with --rl: the record's reward, a dotted path (score.final: filter-topk's final score; verifiable_reward, quality.bt, ...)"},
-    {"rl-beta", 0, ASN_OPT_DOUBLE, &opt_rl_beta, "B", "with --rl: weight of the imitation loss kept as an anchor"},
-    {"rl-clip", 0, ASN_OPT_DOUBLE, &opt_rl_clip, "E", "with --rl: clip the probability ratio to [1 - E, 1 + E] (PPO)"},
-    {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
-    {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "redraw a progress line even when stderr is not a terminal"},
-    {"quiet", 'q', ASN_OPT_FLAG, &opt_quiet, NULL, "no progress or log lines on stderr"},
+    {"chat-date", 0, ASN_OPT_STRING, &opts.chat_date, "DATE", ASN_CHAT_DATE_HELP " for the research pipeline's records (asn's carry theirs)"},
+    {"model", 'm', ASN_OPT_STRING, &opts.model, "FILE", "the base model GGUF the candidates were generated with (required)"},
+    {"arch", 'a', ASN_OPT_STRING, &opts.arch, "NAME", "LocalProbabilityTransform, SimpleDistributionAwareTransform, SamplingNetwork or EquivariantLocalTransform"},
+    {"config", 'c', ASN_OPT_STRING, &opts.config, "FILE", "the network's hyper-parameters (a reference model_config YAML)"},
+    {"output", 'o', ASN_OPT_STRING, &opts.output, "FILE", "the sampler GGUF to write (required)"},
+    {"token-batch-size", 'b', ASN_OPT_INT, &opts.tb, "N", "generated steps (rows of logits) per micro-batch"},
+    {"gradient-accumulation-steps", 0, ASN_OPT_INT, &opts.accum, "N", "micro-batches per optimizer step"},
+    {"learning-rate", 0, ASN_OPT_DOUBLE, &opts.lr, "RATE", "peak learning rate"},
+    {"weight-decay", 0, ASN_OPT_DOUBLE, &opts.wd, "W", "AdamW decoupled weight decay (torch's default 0.01)"},
+    {"beta1", 0, ASN_OPT_DOUBLE, &opts.beta1, "B", "AdamW beta1"},
+    {"beta2", 0, ASN_OPT_DOUBLE, &opts.beta2, "B", "AdamW beta2"},
+    {"adam-eps", 0, ASN_OPT_DOUBLE, &opts.eps, "E", "AdamW epsilon"},
+    {"max-grad-norm", 0, ASN_OPT_DOUBLE, &opts.clip, "NORM", "clip the gradient's global norm (0: off, as the reference)"},
+    {"lr-scheduler-type", 0, ASN_OPT_STRING, &opts.sched, "NAME", "constant, constant_with_warmup, linear, cosine, cosine_with_restarts, polynomial, cosine_with_min_lr"},
+    {"num-warmup-steps", 0, ASN_OPT_INT, &opts.warmup, "N", "linear warmup steps"},
+    {"num-epochs", 'e', ASN_OPT_INT, &opts.epochs, "N", "passes over the candidates"},
+    {"max-steps", 0, ASN_OPT_INT, &opts.max_steps, "N", "train N optimizer steps, as many epochs as that takes; the schedule spans N (0: --num-epochs decides)"},
+    {"loss-gamma", 0, ASN_OPT_DOUBLE, &opts.gamma, "G", "weight of the truncation penalty in the loss"},
+    {"max-seq-length", 0, ASN_OPT_INT, &opts.max_seq, "N", "replay at most N positions (prompt + generation) per record"},
+    {"seed", 's', ASN_OPT_INT, &opts.seed, "N", "seed of the initial weights and of the record order"},
+    {"no-shuffle", 0, ASN_OPT_FLAG, &opts.no_shuffle, NULL, "take the records in file order"},
+    {"save-steps", 0, ASN_OPT_INT, &opts.save, "N", "write the checkpoint every N optimizer steps (0: only when stopped early)"},
+    {"checkpoint", 0, ASN_OPT_STRING, &opts.ckpt, "FILE", "checkpoint file (default: OUTPUT without .gguf + .ckpt.gguf)"},
+    {"resume", 0, ASN_OPT_STRING, &opts.resume, "FILE", "continue from this checkpoint"},
+    {"stop-at", 0, ASN_OPT_INT, &opts.stop_at, "STEP", "stop after optimizer step STEP with a checkpoint"},
+    {"log", 0, ASN_OPT_STRING, &opts.log, "FILE", "training log, one JSON line per log step (default: OUTPUT without .gguf + .log.jsonl)"},
+    {"log-every", 0, ASN_OPT_INT, &opts.log_every, "N", "log every N optimizer steps"},
+    {"init", 0, ASN_OPT_STRING, &opts.init, "FILE", "start from this sampler's weights (a sampler GGUF; --arch and --config not needed)"},
+    {"rl", 0, ASN_OPT_FLAG, &opts.rl, NULL, "reward-driven fine-tuning (see below) instead of imitation alone"},
+    {"reward", 0, ASN_OPT_STRING, &opts.reward, "FIELD", "with --rl: the record's reward, a dotted path (score.final: filter-topk's final score; verifiable_reward, quality.bt, ...)"},
+    {"rl-beta", 0, ASN_OPT_DOUBLE, &opts.rl_beta, "B", "with --rl: weight of the imitation loss kept as an anchor"},
+    {"rl-clip", 0, ASN_OPT_DOUBLE, &opts.rl_clip, "E", "with --rl: clip the probability ratio to [1 - E, 1 + E] (PPO)"},
+    {"threads", 't', ASN_OPT_INT, &opts.threads, "N", "threads (0: all cores)"},
+    {"progress", 0, ASN_OPT_FLAG, &opts.progress, NULL, "redraw a progress line even when stderr is not a terminal"},
+    {"quiet", 'q', ASN_OPT_FLAG, &opts.quiet, NULL, "no progress or log lines on stderr"},
     {0},
 };
 
@@ -139,9 +187,6 @@ static const asn_tool tool = {
 
 /* --------------------------------------------------------------- helpers */
 
-
-
-
 /* ---------------------------------------------------------------- data */
 
 /* The records: a seekable copy of the input, each record's offset and
@@ -182,7 +227,7 @@ static int blank(const char *s)
 static double reward_of(const data *d, long line, const json_t *rec)
 {
     char key[256];
-    snprintf(key, sizeof key, "%s", opt_reward);
+    snprintf(key, sizeof key, "%s", opts.reward);
     const json_t *o = rec;
     for (char *p = key, *dot; o && p; p = dot ? dot + 1 : NULL) {
         dot = strchr(p, '.');
@@ -193,7 +238,7 @@ static double reward_of(const data *d, long line, const json_t *rec)
     if (!o || json_is_null(o))
         return NAN;
     if (!json_is_number(o) || !isfinite(json_number_value(o)))
-        asn_fatal("%s:%ld: field \"%s\": not a finite number (--reward)", d->path, line, opt_reward);
+        asn_fatal("%s:%ld: field \"%s\": not a finite number (--reward)", d->path, line, opts.reward);
     return json_number_value(o);
 }
 
@@ -240,7 +285,7 @@ static void parse_record(data *d, long line, const char *text, asn_model *m, con
         if (asn_candidate_from_json(c, rec, v, &e))
             asn_fatal("%s:%ld: %s", d->path, line, e.msg);
     }
-    if (at >= 0 && opt_rl) {
+    if (at >= 0 && opts.rl) {
         d->reward[at] = reward_of(d, line, rec);
         d->group[at] = asn_xstrdup(c->prompt_id ? c->prompt_id : "");
         d->n_reward += !isnan(d->reward[at]);
@@ -250,7 +295,7 @@ static void parse_record(data *d, long line, const char *text, asn_model *m, con
 
 static int rows_of(const asn_candidate *c)
 {
-    long room = opt_max_seq - c->n_prompt;
+    long room = opts.max_seq - c->n_prompt;
     if (room < 0)
         room = 0;
     return c->n_gen < room ? c->n_gen : (int)room;
@@ -348,9 +393,9 @@ static void epoch_order(long *order, long n, long epoch)
 {
     for (long i = 0; i < n; i++)
         order[i] = i;
-    if (opt_no_shuffle)
+    if (opts.no_shuffle)
         return;
-    asn_rng_key key = asn_rng_key_make((uint64_t)opt_seed, "train-sampler", "shuffle");
+    asn_rng_key key = asn_rng_key_make((uint64_t)opts.seed, "train-sampler", "shuffle");
     for (long i = n - 1; i > 0; i--) {
         double u = asn_rng_uniform(key, ((uint64_t)epoch << 32) | (uint64_t)i, ASN_STREAM_DRAW);
         long j = (long)(u * (double)(i + 1));
@@ -381,18 +426,18 @@ static void recorded(char vals[N_RECORDED][64], const char *keys[N_RECORDED])
         "train.opt.epochs", "train.opt.max_steps", "train.opt.rl"};
     for (int i = 0; i < N_RECORDED; i++)
         keys[i] = k[i];
-    snprintf(vals[0], 64, "%ld", opt_tb);
-    snprintf(vals[1], 64, "%ld", opt_accum);
-    snprintf(vals[2], 64, "%ld%s", opt_seed, opt_no_shuffle ? " no-shuffle" : "");
-    snprintf(vals[3], 64, "%.17g", opt_lr);
-    snprintf(vals[4], 64, "%s", opt_sched);
-    snprintf(vals[5], 64, "%ld", opt_warmup);
-    snprintf(vals[6], 64, "%.17g", opt_wd);
-    snprintf(vals[7], 64, "%.17g", opt_gamma);
-    snprintf(vals[8], 64, "%ld", opt_epochs);
-    snprintf(vals[9], 64, "%ld", opt_max_steps);
-    if (opt_rl)
-        snprintf(vals[10], 64, "%.20s %.4g %.4g", opt_reward, opt_rl_beta, opt_rl_clip);
+    snprintf(vals[0], 64, "%ld", opts.tb);
+    snprintf(vals[1], 64, "%ld", opts.accum);
+    snprintf(vals[2], 64, "%ld%s", opts.seed, opts.no_shuffle ? " no-shuffle" : "");
+    snprintf(vals[3], 64, "%.17g", opts.lr);
+    snprintf(vals[4], 64, "%s", opts.sched);
+    snprintf(vals[5], 64, "%ld", opts.warmup);
+    snprintf(vals[6], 64, "%.17g", opts.wd);
+    snprintf(vals[7], 64, "%.17g", opts.gamma);
+    snprintf(vals[8], 64, "%ld", opts.epochs);
+    snprintf(vals[9], 64, "%ld", opts.max_steps);
+    if (opts.rl)
+        snprintf(vals[10], 64, "%.20s %.4g %.4g", opts.reward, opts.rl_beta, opts.rl_clip);
     else
         snprintf(vals[10], 64, "off");
 }
@@ -532,7 +577,7 @@ static double pg_row(const float *pred, const float *ref, int V, int a, double A
     if (A == 0.0 || !(pred[a] > -INFINITY) || !(ref[a] > -INFINITY))
         return 0.0;
     double lpa = log_prob(pred, V, a), rho = exp(lpa - log_prob(ref, V, a));
-    double lo = 1.0 - opt_rl_clip, hi = 1.0 + opt_rl_clip;
+    double lo = 1.0 - opts.rl_clip, hi = 1.0 + opts.rl_clip;
     double clipped = rho < lo ? lo : rho > hi ? hi : rho;
     double obj = A * rho < A * clipped ? A * rho : A * clipped;
     if (A < 0 && obj < 3.0 * A) /* dual clip: a negative advantage weighs at most 3 |A| */
@@ -559,22 +604,22 @@ static void micro_batch(trainer *tr, const float *raw, const float *tgt, const i
                         const int32_t *tok, int rows)
 {
     asn_err e;
-    float scale = (float)(1.0 / ((double)rows * (double)opt_accum));
+    float scale = (float)(1.0 / ((double)rows * (double)opts.accum));
     for (int r = 0; r < rows; r++) {
         const float *x = raw + (size_t)r * (size_t)tr->V, *y = tgt + (size_t)r * (size_t)tr->V;
         asn_sampler_loss l;
         asn_sampler_ws_set_step(tr->ws, steps[r]);
-        float lscale = opt_rl ? (float)(scale * opt_rl_beta) : scale;
+        float lscale = opts.rl ? (float)(scale * opts.rl_beta) : scale;
         if (asn_sampler_forward(tr->s, tr->ws, tr->pool, x, tr->V, tr->pred, &e) ||
-            asn_truncated_logits_loss_row(tr->pred, y, tr->V, (float)opt_gamma, lscale, &l, tr->dpred, &e))
+            asn_truncated_logits_loss_row(tr->pred, y, tr->V, (float)opts.gamma, lscale, &l, tr->dpred, &e))
             asn_fatal("step %ld: %s", tr->p.step + 1, e.msg);
-        if (opt_rl) {
+        if (opts.rl) {
             asn_sampler_ws_set_step(tr->ref_ws, steps[r]);
             if (asn_sampler_forward(tr->ref, tr->ref_ws, tr->pool, x, tr->V, tr->pref, &e))
                 asn_fatal("step %ld: %s", tr->p.step + 1, e.msg);
             double pg = pg_row(tr->pred, tr->pref, tr->V, tok[r], adv[r], scale, tr->dpred);
             tr->sum_pg += pg / rows;
-            l.total = opt_rl_beta * l.total + pg;
+            l.total = opts.rl_beta * l.total + pg;
         }
         if (asn_sampler_backward(tr->s, tr->ws, tr->pool, tr->dpred, NULL, &e))
             asn_fatal("step %ld: %s", tr->p.step + 1, e.msg);
@@ -597,14 +642,14 @@ static void log_line(trainer *tr, int final)
                               (json_int_t)tr->p.epoch, "rows", (json_int_t)tr->rows_done, "loss", tr->sum_loss / n,
                               "kl", tr->sum_kl / n, "penalty", tr->sum_pen / n, "lr", tr->last_lr, "grad_norm",
                               tr->last_norm, "rows_per_s", rate, "time", tr->p.time + (t - tr->t0));
-        if (opt_rl)
+        if (opts.rl)
             json_object_set_new(o, "pg", json_real(tr->sum_pg / n));
         asn_jsonl_write(tr->log, o);
         fflush(tr->log);
         json_decref(o);
     }
-    if (!opt_quiet) {
-        int tty = opt_progress || isatty(2);
+    if (!opts.quiet) {
+        int tty = opts.progress || isatty(2);
         fprintf(stderr, "%s: step %ld/%ld  loss %.4f  kl %.4f  penalty %.4f  lr %.3g  %.0f tokens/s%s", asn_progname(),
                 tr->p.step, tr->total_steps, tr->sum_loss / n, tr->sum_kl / n, tr->sum_pen / n, tr->last_lr, rate,
                 tty && !final ? "\r" : "\n");
@@ -620,9 +665,9 @@ static void optimizer_step(trainer *tr)
 {
     size_t np = asn_sampler_n_params(tr->s);
     float *g = asn_sampler_grads(tr->s);
-    tr->last_norm = asn_clip_grad_norm(g, np, opt_clip);
-    tr->last_lr = asn_sched_lr(&tr->sched, opt_lr, tr->p.step);
-    asn_adamw_step(&tr->adam, tr->p.step + 1, (float)tr->last_lr, (float)opt_wd, asn_sampler_params(tr->s), g,
+    tr->last_norm = asn_clip_grad_norm(g, np, opts.clip);
+    tr->last_lr = asn_sched_lr(&tr->sched, opts.lr, tr->p.step);
+    asn_adamw_step(&tr->adam, tr->p.step + 1, (float)tr->last_lr, (float)opts.wd, asn_sampler_params(tr->s), g,
                    tr->am, tr->av, np);
     asn_sampler_zero_grad(tr->s);
     tr->p.step++;
@@ -641,40 +686,40 @@ int main(int argc, char **argv)
     int nop = asn_tool_parse(&tool, argc, argv);
     {
         asn_err de;
-        if (opt_chat_date && asn_chat_set_date(opt_chat_date, &de))
+        if (opts.chat_date && asn_chat_set_date(opts.chat_date, &de))
             asn_usage_error("--chat-date: %s", de.msg);
     }
-    if (!opt_model || !opt_output)
+    if (!opts.model || !opts.output)
         asn_usage_error("--model and --output are required");
-    if (!opt_resume && !opt_init && (!opt_arch || !opt_config))
+    if (!opts.resume && !opts.init && (!opts.arch || !opts.config))
         asn_usage_error("--arch and --config are required (unless resuming or with --init)");
-    if (opt_rl && (!(opt_rl_beta >= 0) || !(opt_rl_clip > 0 && opt_rl_clip < 1)))
+    if (opts.rl && (!(opts.rl_beta >= 0) || !(opts.rl_clip > 0 && opts.rl_clip < 1)))
         asn_usage_error("--rl-beta must be >= 0 and --rl-clip in (0, 1)");
-    if (opt_rl && opt_resume && !opt_init)
+    if (opts.rl && opts.resume && !opts.init)
         asn_usage_error("--rl --resume needs the run's --init again (the reference of the ratio)");
     if (nop > 1)
         asn_usage_error("one candidates file at most");
-    if (opt_tb < 1 || opt_accum < 1 || opt_epochs < 1 || opt_max_seq < 2 || opt_max_steps < 0 || opt_save < 0 ||
-        opt_warmup < 0 || opt_log_every < 1 || opt_threads < 0 || opt_stop_at < 0)
+    if (opts.tb < 1 || opts.accum < 1 || opts.epochs < 1 || opts.max_seq < 2 || opts.max_steps < 0 || opts.save < 0 ||
+        opts.warmup < 0 || opts.log_every < 1 || opts.threads < 0 || opts.stop_at < 0)
         asn_usage_error("sizes and counts must be >= 1 (--max-steps, --save-steps, --num-warmup-steps, --stop-at, "
                         "--threads >= 0)");
-    if (!(opt_lr > 0) || !(opt_wd >= 0) || !(opt_gamma >= 0) || !(opt_clip >= 0) || !(opt_eps > 0) ||
-        !(opt_beta1 >= 0 && opt_beta1 < 1) || !(opt_beta2 >= 0 && opt_beta2 < 1))
+    if (!(opts.lr > 0) || !(opts.wd >= 0) || !(opts.gamma >= 0) || !(opts.clip >= 0) || !(opts.eps > 0) ||
+        !(opts.beta1 >= 0 && opts.beta1 < 1) || !(opts.beta2 >= 0 && opts.beta2 < 1))
         asn_usage_error("--learning-rate and --adam-eps must be > 0, --weight-decay, --loss-gamma, --max-grad-norm "
                         ">= 0, betas in [0, 1)");
     asn_sched_kind sk;
     asn_err e;
-    if (asn_sched_parse(opt_sched, &sk, &e))
+    if (asn_sched_parse(opts.sched, &sk, &e))
         asn_usage_error("--lr-scheduler-type: %s", e.msg);
     asn_sampler_config cfg;
-    if (!opt_resume && !opt_init) {
-        if (asn_sampler_arch_parse(opt_arch, &cfg.arch, &e))
+    if (!opts.resume && !opts.init) {
+        if (asn_sampler_arch_parse(opts.arch, &cfg.arch, &e))
             asn_usage_error("--arch: %s", e.msg);
-        if (asn_sampler_config_load(cfg.arch, opt_config, &cfg, &e))
+        if (asn_sampler_config_load(cfg.arch, opts.config, &cfg, &e))
             asn_fatal("%s", e.msg);
     }
 
-    asn_model *m = asn_model_load(opt_model, &e);
+    asn_model *m = asn_model_load(opts.model, &e);
     if (!m)
         asn_fatal("%s", e.msg);
     const asn_vocab *v = asn_model_vocab(m, &e);
@@ -683,56 +728,56 @@ int main(int argc, char **argv)
         asn_fatal("%s", e.msg);
     data d = {0};
     load_data(&d, nop ? argv[1] : "-", m, v, sha);
-    if (opt_rl) {
+    if (opts.rl) {
         if (!d.n_reward)
-            asn_fatal("%s: no record has a reward \"%s\" (--reward)", d.path, opt_reward);
+            asn_fatal("%s: no record has a reward \"%s\" (--reward)", d.path, opts.reward);
         advantages(&d);
     }
-    if (d.total_rows < opt_tb)
+    if (d.total_rows < opts.tb)
         asn_fatal("%s: %ld records with %ld target rows: fewer than one token batch (%ld)", d.path, d.n,
-                  d.total_rows, opt_tb);
+                  d.total_rows, opts.tb);
 
     trainer tr = {0};
     tr.V = asn_model_cfg(m)->n_vocab;
     tr.n_records = d.n;
     tr.total_rows = d.total_rows;
-    long per_epoch = (d.total_rows / opt_tb) / opt_accum;
-    tr.total_steps = opt_max_steps ? opt_max_steps : per_epoch * opt_epochs;
+    long per_epoch = (d.total_rows / opts.tb) / opts.accum;
+    tr.total_steps = opts.max_steps ? opts.max_steps : per_epoch * opts.epochs;
     if (tr.total_steps < 1)
         tr.total_steps = 1; /* as the reference: a final step on the remaining gradients */
-    tr.sched = asn_sched_make(sk, opt_warmup, tr.total_steps);
-    if (asn_sched_check(&tr.sched, opt_lr, &e))
+    tr.sched = asn_sched_make(sk, opts.warmup, tr.total_steps);
+    if (asn_sched_check(&tr.sched, opts.lr, &e))
         asn_usage_error("%s", e.msg);
-    tr.adam = (asn_adamw){(float)opt_beta1, (float)opt_beta2, (float)opt_eps};
-    char *ckpt = opt_ckpt ? asn_xstrdup(opt_ckpt) : asn_derived_path(opt_output, ".ckpt.gguf");
+    tr.adam = (asn_adamw){(float)opts.beta1, (float)opts.beta2, (float)opts.eps};
+    char *ckpt = opts.ckpt ? asn_xstrdup(opts.ckpt) : asn_derived_path(opts.output, ".ckpt.gguf");
     tr.ckpt = ckpt;
-    if (opt_resume) {
-        tr.s = load_checkpoint(opt_resume, &tr.am, &tr.av, &tr.p, d.n, d.total_rows);
-        if (opt_arch) {
+    if (opts.resume) {
+        tr.s = load_checkpoint(opts.resume, &tr.am, &tr.av, &tr.p, d.n, d.total_rows);
+        if (opts.arch) {
             asn_sampler_arch a;
-            if (asn_sampler_arch_parse(opt_arch, &a, &e) || a != asn_sampler_get_config(tr.s)->arch)
-                asn_fatal("%s: the checkpoint holds a %s, not --arch %s", opt_resume,
-                          asn_sampler_arch_name(asn_sampler_get_config(tr.s)->arch), opt_arch);
+            if (asn_sampler_arch_parse(opts.arch, &a, &e) || a != asn_sampler_get_config(tr.s)->arch)
+                asn_fatal("%s: the checkpoint holds a %s, not --arch %s", opts.resume,
+                          asn_sampler_arch_name(asn_sampler_get_config(tr.s)->arch), opts.arch);
         }
     } else {
-        tr.s = opt_init ? asn_sampler_load(opt_init, &e) : asn_sampler_new(&cfg, (uint64_t)opt_seed, &e);
+        tr.s = opts.init ? asn_sampler_load(opts.init, &e) : asn_sampler_new(&cfg, (uint64_t)opts.seed, &e);
         if (!tr.s)
-            asn_fatal("%s: %s", opt_init ? opt_init : opt_config, e.msg);
+            asn_fatal("%s: %s", opts.init ? opts.init : opts.config, e.msg);
         size_t np = asn_sampler_n_params(tr.s);
         tr.am = asn_xcalloc(np, sizeof(float));
         tr.av = asn_xcalloc(np, sizeof(float));
     }
-    char *log_path = opt_log ? asn_xstrdup(opt_log) : asn_derived_path(opt_output, ".log.jsonl");
-    tr.log = fopen(log_path, opt_resume ? "a" : "w");
+    char *log_path = opts.log ? asn_xstrdup(opts.log) : asn_derived_path(opts.output, ".log.jsonl");
+    tr.log = fopen(log_path, opts.resume ? "a" : "w");
     if (!tr.log)
         asn_fatal("%s: cannot open the log", log_path);
 
     openblas_set_num_threads(1);
-    tr.pool = asn_pool_new((int)opt_threads);
+    tr.pool = asn_pool_new((int)opts.threads);
     tr.ws = asn_sampler_ws_new(tr.s, 1);
     tr.pred = asn_xmalloc((size_t)tr.V * sizeof(float));
-    if (opt_rl) {
-        tr.ref = opt_init ? asn_sampler_load(opt_init, &e) : asn_sampler_new(&cfg, (uint64_t)opt_seed, &e);
+    if (opts.rl) {
+        tr.ref = opts.init ? asn_sampler_load(opts.init, &e) : asn_sampler_new(&cfg, (uint64_t)opts.seed, &e);
         if (!tr.ref)
             asn_fatal("%s", e.msg);
         tr.ref_ws = asn_sampler_ws_new(tr.ref, 0);
@@ -742,23 +787,23 @@ int main(int argc, char **argv)
     asn_replayer *rp = asn_replayer_new(m, tr.pool, 0, &e);
     if (!rp)
         asn_fatal("%s", e.msg);
-    float *raw = asn_xmalloc((size_t)opt_tb * (size_t)tr.V * sizeof(float));
-    float *tgt = asn_xmalloc((size_t)opt_tb * (size_t)tr.V * sizeof(float));
-    uint8_t *drawn = asn_xmalloc((size_t)opt_tb);
-    int *steps = asn_xmalloc((size_t)opt_tb * sizeof *steps);
-    float *adv = asn_xcalloc((size_t)opt_tb, sizeof *adv);
-    int32_t *tok = asn_xcalloc((size_t)opt_tb, sizeof *tok);
+    float *raw = asn_xmalloc((size_t)opts.tb * (size_t)tr.V * sizeof(float));
+    float *tgt = asn_xmalloc((size_t)opts.tb * (size_t)tr.V * sizeof(float));
+    uint8_t *drawn = asn_xmalloc((size_t)opts.tb);
+    int *steps = asn_xmalloc((size_t)opts.tb * sizeof *steps);
+    float *adv = asn_xcalloc((size_t)opts.tb, sizeof *adv);
+    int32_t *tok = asn_xcalloc((size_t)opts.tb, sizeof *tok);
     long *order = asn_xmalloc((size_t)d.n * sizeof *order);
-    if (!opt_quiet)
+    if (!opts.quiet)
         fprintf(stderr, "%s: %s, %zu parameters; %ld records, %ld target rows; %ld steps of %ld x %ld rows%s\n",
                 asn_progname(), asn_sampler_arch_name(asn_sampler_get_config(tr.s)->arch),
-                asn_sampler_n_params(tr.s), d.n, d.total_rows, tr.total_steps, opt_accum, opt_tb,
-                opt_resume ? " (resumed)" : "");
+                asn_sampler_n_params(tr.s), d.n, d.total_rows, tr.total_steps, opts.accum, opts.tb,
+                opts.resume ? " (resumed)" : "");
     asn_catch_stop();
     tr.t0 = tr.log_t = asn_now();
     long mismatched = 0, fill = 0;
     int done = tr.p.step >= tr.total_steps, stopped = 0;
-    for (; !done && (opt_max_steps || tr.p.epoch < opt_epochs); tr.p.epoch++, tr.p.k = 0) {
+    for (; !done && (opts.max_steps || tr.p.epoch < opts.epochs); tr.p.epoch++, tr.p.k = 0) {
         epoch_order(order, d.n, tr.p.epoch);
         for (; !done && tr.p.k < d.n; tr.p.k++, tr.p.t = 0) {
             long i = order[tr.p.k];
@@ -769,13 +814,13 @@ int main(int argc, char **argv)
             if (asn_replay_begin(rp, &c, &e))
                 asn_fatal("%s:%ld: %s", d.path, d.line[i], e.msg);
             for (long skip = 0; skip < tr.p.t;) { /* resumed inside this record */
-                int k = asn_replay_next(rp, (int)(tr.p.t - skip < opt_tb ? tr.p.t - skip : opt_tb), NULL, NULL, NULL, &e);
+                int k = asn_replay_next(rp, (int)(tr.p.t - skip < opts.tb ? tr.p.t - skip : opts.tb), NULL, NULL, NULL, &e);
                 if (k <= 0)
                     asn_fatal("%s:%ld: %s", d.path, d.line[i], k < 0 ? e.msg : "replay ended early");
                 skip += k;
             }
             while (!done && tr.p.t < d.rows[i]) {
-                int want = (int)(opt_tb - fill);
+                int want = (int)(opts.tb - fill);
                 if (want > d.rows[i] - tr.p.t)
                     want = (int)(d.rows[i] - tr.p.t);
                 int got = asn_replay_next(rp, want, raw + (size_t)fill * (size_t)tr.V,
@@ -786,22 +831,22 @@ int main(int argc, char **argv)
                     mismatched += !drawn[j];
                     steps[fill + j] = (int)(tr.p.t + j);
                     tok[fill + j] = c.gen[tr.p.t + j];
-                    adv[fill + j] = opt_rl ? d.adv[i] : 0.0f;
+                    adv[fill + j] = opts.rl ? d.adv[i] : 0.0f;
                 }
                 fill += got;
                 tr.p.t += got;
-                if (fill < opt_tb)
+                if (fill < opts.tb)
                     continue;
-                micro_batch(&tr, raw, tgt, steps, adv, tok, (int)opt_tb);
+                micro_batch(&tr, raw, tgt, steps, adv, tok, (int)opts.tb);
                 fill = 0;
-                if (tr.micro < opt_accum)
+                if (tr.micro < opts.accum)
                     continue;
                 optimizer_step(&tr);
-                if (tr.p.step % opt_log_every == 0 || tr.p.step == tr.total_steps)
+                if (tr.p.step % opts.log_every == 0 || tr.p.step == tr.total_steps)
                     log_line(&tr, tr.p.step == tr.total_steps);
                 done = tr.p.step >= tr.total_steps;
-                int stop_now = asn_stop_requested() || (opt_stop_at && tr.p.step == opt_stop_at && !done);
-                if (stop_now || (opt_save && tr.p.step % opt_save == 0 && !done)) {
+                int stop_now = asn_stop_requested() || (opts.stop_at && tr.p.step == opts.stop_at && !done);
+                if (stop_now || (opts.save && tr.p.step % opts.save == 0 && !done)) {
                     /* the position after this step: the rest of record k */
                     if (tr.p.t >= d.rows[i]) {
                         pos keep = tr.p;
@@ -832,18 +877,18 @@ int main(int argc, char **argv)
         asn_warn("%ld of the replayed steps do not draw their recorded token again: those records were not "
                  "generated by this model with their recorded settings", mismatched);
     if (stopped) {
-        if (!opt_quiet)
+        if (!opts.quiet)
             fprintf(stderr, "%s: stopped after step %ld; checkpoint %s (continue with --resume %s)\n",
                     asn_progname(), tr.p.step, ckpt, ckpt);
     } else {
-        if (asn_sampler_save(tr.s, opt_output, &e)) /* written beside it and renamed */
+        if (asn_sampler_save(tr.s, opts.output, &e)) /* written beside it and renamed */
             asn_fatal("%s", e.msg);
-        asn_fsync_path(opt_output);
-        asn_fsync_dir(opt_output);
-        if (opt_save)
+        asn_fsync_path(opts.output);
+        asn_fsync_dir(opts.output);
+        if (opts.save)
             checkpoint(&tr);
-        if (!opt_quiet)
-            fprintf(stderr, "%s: wrote %s (%ld steps, %ld rows, %.1f s)\n", asn_progname(), opt_output, tr.p.step,
+        if (!opts.quiet)
+            fprintf(stderr, "%s: wrote %s (%ld steps, %ld rows, %.1f s)\n", asn_progname(), opts.output, tr.p.step,
                     tr.rows_done, tr.p.time + asn_now() - tr.t0);
     }
     fclose(tr.log);
@@ -852,7 +897,7 @@ int main(int argc, char **argv)
     free(steps);
     free(adv);
     free(tok);
-    for (long i = 0; opt_rl && i < d.n; i++)
+    for (long i = 0; opts.rl && i < d.n; i++)
         free(d.group[i]);
     free(d.group);
     free(d.reward);

@@ -22,8 +22,16 @@ typedef struct asn_report_mean {
     long n;
 } asn_report_mean;
 
-/* 1 and *out = the mean when any candidate had a value, else 0. */
-int asn_report_mean_get(const asn_report_mean *m, double *out);
+/* 1 and *out = the mean when any candidate had a value, else 0 (inline:
+ * the analysis, the SVG plots and the loader all read means, and none of
+ * them depends on another for it). */
+static inline int asn_report_mean_get(const asn_report_mean *m, double *out)
+{
+    if (m->n <= 0)
+        return 0;
+    *out = m->sum / (double)m->n;
+    return 1;
+}
 
 /* One heuristic: its candidates' annotations averaged. */
 typedef struct asn_report_heuristic {

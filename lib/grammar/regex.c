@@ -22,52 +22,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ------------------------------------------------------------- sbuf */
+/* ------------------------------------------------------ GBNF spelling */
 
-void sb_put(sbuf *b, const char *s, size_t n)
-{
-    if (b->n + n + 1 > b->cap) {
-        while (b->n + n + 1 > b->cap)
-            b->cap = b->cap ? 2 * b->cap : 256;
-        b->s = asn_xrealloc(b->s, b->cap);
-    }
-    if (n)
-        memcpy(b->s + b->n, s, n);
-    b->n += n;
-    b->s[b->n] = 0;
-}
-
-void sb_puts(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-
-void sb_printf(sbuf *b, const char *fmt, ...)
-{
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < (int)sizeof tmp) {
-        sb_put(b, tmp, (size_t)n);
-        return;
-    }
-    char *big = asn_xmalloc((size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    sb_put(b, big, (size_t)n);
-    free(big);
-}
-
-void sb_gchar(sbuf *b, uint32_t c)
+void sb_gchar(asn_sbuf *b, uint32_t c)
 {
     if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == ' ' || c == '_')
-        sb_printf(b, "%c", (char)c);
+        asn_sbuf_addf(b, "%c", (char)c);
     else if (c < 0x100)
-        sb_printf(b, "\\x%02X", (unsigned)c);
+        asn_sbuf_addf(b, "\\x%02X", (unsigned)c);
     else if (c < 0x10000)
-        sb_printf(b, "\\u%04X", (unsigned)c);
+        asn_sbuf_addf(b, "\\u%04X", (unsigned)c);
     else
-        sb_printf(b, "\\U%08X", (unsigned)c);
+        asn_sbuf_addf(b, "\\U%08X", (unsigned)c);
 }
 
 /* Decodes one UTF-8 character of s[0..n); a byte that does not start a
@@ -92,9 +58,9 @@ static int utf8_next(const char *s, size_t n, uint32_t *out)
     return k;
 }
 
-void sb_gliteral(sbuf *b, const char *s, size_t n)
+void sb_gliteral(asn_sbuf *b, const char *s, size_t n)
 {
-    sb_puts(b, "\"");
+    asn_sbuf_adds(b, "\"");
     for (size_t i = 0; i < n;) {
         uint32_t c;
         int k = utf8_next(s + i, n - i, &c);
@@ -103,24 +69,24 @@ void sb_gliteral(sbuf *b, const char *s, size_t n)
         sb_gchar(b, c);
         i += (size_t)k;
     }
-    sb_puts(b, "\"");
+    asn_sbuf_adds(b, "\"");
 }
 
-void sb_gclass(sbuf *b, const uint32_t *r, int n)
+void sb_gclass(asn_sbuf *b, const uint32_t *r, int n)
 {
     if (!n) {
-        sb_puts(b, "[^\\x00-\\U0010FFFF]");
+        asn_sbuf_adds(b, "[^\\x00-\\U0010FFFF]");
         return;
     }
-    sb_puts(b, "[");
+    asn_sbuf_adds(b, "[");
     for (int i = 0; i < n; i++) {
         sb_gchar(b, r[2 * i]);
         if (r[2 * i + 1] != r[2 * i]) {
-            sb_puts(b, "-");
+            asn_sbuf_adds(b, "-");
             sb_gchar(b, r[2 * i + 1]);
         }
     }
-    sb_puts(b, "]");
+    asn_sbuf_adds(b, "]");
 }
 
 /* ------------------------------------------------------------ classes */
@@ -246,7 +212,7 @@ static int hexv(char c)
 
 /* One character as a JSON string writes it: the raw bytes, or an escape
  * for quotes, backslashes and control characters. */
-static void json_char(sbuf *b, uint32_t c)
+static void json_char(asn_sbuf *b, uint32_t c)
 {
     static const char *esc[] = {['\b'] = "\\b", ['\f'] = "\\f", ['\n'] = "\\n", ['\r'] = "\\r",
                                 ['\t'] = "\\t", ['"'] = "\\\"", ['\\'] = "\\\\"};
@@ -260,14 +226,14 @@ static void json_char(sbuf *b, uint32_t c)
         sb_gliteral(b, s, strlen(s));
         return;
     }
-    sb_puts(b, "\"");
+    asn_sbuf_adds(b, "\"");
     sb_gchar(b, c);
-    sb_puts(b, "\"");
+    asn_sbuf_adds(b, "\"");
 }
 
 /* A set as GBNF: a class, plus (json) the escaped forms of its members
  * that a JSON string cannot hold raw. */
-static void emit_set(rx *r, cset *c, sbuf *b)
+static void emit_set(rx *r, cset *c, asn_sbuf *b)
 {
     cs_norm(c);
     if (!r->json) {
@@ -280,16 +246,16 @@ static void emit_set(rx *r, cset *c, sbuf *b)
     cs_remove(&raw, 0, 0x1F);
     cs_remove(&raw, '"', '"');
     cs_remove(&raw, '\\', '\\');
-    sb_puts(b, "(");
+    asn_sbuf_adds(b, "(");
     sb_gclass(b, raw.r, raw.n);
     for (uint32_t x = 0; x < 0x20; x++)
         if (cs_has(c, x))
-            sb_puts(b, " | "), json_char(b, x);
+            asn_sbuf_adds(b, " | "), json_char(b, x);
     if (cs_has(c, '"'))
-        sb_puts(b, " | "), json_char(b, '"');
+        asn_sbuf_adds(b, " | "), json_char(b, '"');
     if (cs_has(c, '\\'))
-        sb_puts(b, " | "), json_char(b, '\\');
-    sb_puts(b, ")");
+        asn_sbuf_adds(b, " | "), json_char(b, '\\');
+    asn_sbuf_adds(b, ")");
     free(raw.r);
 }
 
@@ -337,7 +303,7 @@ static int parse_escape(rx *r, cset *c, uint32_t *ch, int in_class)
     return 0;
 }
 
-static int parse_class(rx *r, sbuf *b)
+static int parse_class(rx *r, asn_sbuf *b)
 {
     size_t at = r->i;
     r->i++; /* '[' */
@@ -400,10 +366,10 @@ fail:
     return -1;
 }
 
-static int parse_alt(rx *r, sbuf *b, int depth);
+static int parse_alt(rx *r, asn_sbuf *b, int depth);
 
 /* One atom; 0 when there is none at r->i. */
-static int parse_atom(rx *r, sbuf *b, int depth, int *got)
+static int parse_atom(rx *r, asn_sbuf *b, int depth, int *got)
 {
     *got = 0;
     if (r->i >= r->n)
@@ -471,9 +437,9 @@ static int parse_atom(rx *r, sbuf *b, int depth, int *got)
     if (r->json) {
         json_char(b, ch);
     } else {
-        sb_puts(b, "\"");
+        asn_sbuf_adds(b, "\"");
         sb_gchar(b, ch);
-        sb_puts(b, "\"");
+        asn_sbuf_adds(b, "\"");
     }
     return 0;
 }
@@ -490,18 +456,18 @@ static long parse_num(rx *r)
     return v;
 }
 
-static int parse_seq(rx *r, sbuf *b, int depth)
+static int parse_seq(rx *r, asn_sbuf *b, int depth)
 {
     int any = 0;
     for (;;) {
-        sbuf atom = {0};
+        asn_sbuf atom = {0};
         int got;
         if (parse_atom(r, &atom, depth, &got)) {
-            free(atom.s);
+            free(atom.buf);
             return -1;
         }
         if (!got) {
-            free(atom.s);
+            free(atom.buf);
             break;
         }
         /* quantifier */
@@ -524,7 +490,7 @@ static int parse_seq(rx *r, sbuf *b, int depth)
                 }
                 r->i++;
                 if (lo > 2000 || hi > 2000) {
-                    free(atom.s);
+                    free(atom.buf);
                     return rx_err(r, at, "repetition count above 2000");
                 }
                 if (hi >= 0)
@@ -538,55 +504,55 @@ static int parse_seq(rx *r, sbuf *b, int depth)
             if (r->i < r->n && r->s[r->i] == '?')
                 r->i++; /* lazy: same language */
             else if (r->i < r->n && r->s[r->i] == '+') {
-                free(atom.s);
+                free(atom.buf);
                 return rx_err(r, r->i, "possessive quantifiers are not supported");
             }
             if (r->i < r->n && strchr("*+?", r->s[r->i])) {
-                free(atom.s);
+                free(atom.buf);
                 return rx_err(r, r->i, "nothing to repeat");
             }
-            sb_puts(b, any ? " (" : "(");
-            sb_put(b, atom.s, atom.n);
-            sb_puts(b, ")");
-            sb_puts(b, spec);
-            free(atom.s);
+            asn_sbuf_adds(b, any ? " (" : "(");
+            asn_sbuf_add(b, atom.buf, atom.len);
+            asn_sbuf_adds(b, ")");
+            asn_sbuf_adds(b, spec);
+            free(atom.buf);
             any = 1;
             continue;
         }
     no_quant:
         if (any)
-            sb_puts(b, " ");
-        sb_put(b, atom.s, atom.n);
-        free(atom.s);
+            asn_sbuf_adds(b, " ");
+        asn_sbuf_add(b, atom.buf, atom.len);
+        free(atom.buf);
         any = 1;
         if (r->i < r->n && r->s[r->i] == '{') { /* a literal '{' */
             r->i++;
-            sb_puts(b, " ");
+            asn_sbuf_adds(b, " ");
             if (r->json)
                 json_char(b, '{');
             else
-                sb_puts(b, "\"\\x7B\"");
+                asn_sbuf_adds(b, "\"\\x7B\"");
         }
     }
     if (!any)
-        sb_puts(b, "\"\"");
+        asn_sbuf_adds(b, "\"\"");
     return 0;
 }
 
-static int parse_alt(rx *r, sbuf *b, int depth)
+static int parse_alt(rx *r, asn_sbuf *b, int depth)
 {
     if (depth > 200)
         return rx_err(r, r->i, "groups nested too deeply");
-    sb_puts(b, "(");
+    asn_sbuf_adds(b, "(");
     if (parse_seq(r, b, depth))
         return -1;
     while (r->i < r->n && r->s[r->i] == '|') {
         r->i++;
-        sb_puts(b, " | ");
+        asn_sbuf_adds(b, " | ");
         if (parse_seq(r, b, depth))
             return -1;
     }
-    sb_puts(b, ")");
+    asn_sbuf_adds(b, ")");
     return 0;
 }
 
@@ -604,7 +570,7 @@ static int pcre_check(const char *pattern, asn_err *e)
     return 0;
 }
 
-int asn_regex_expr(const char *pattern, int json, sbuf *b, int *anchors, struct asn_err *e)
+int asn_regex_expr(const char *pattern, int json, asn_sbuf *b, int *anchors, struct asn_err *e)
 {
     if (pcre_check(pattern, e))
         return -1;
@@ -632,14 +598,14 @@ int asn_regex_expr(const char *pattern, int json, sbuf *b, int *anchors, struct 
 
 char *asn_regex_to_gbnf(const char *pattern, asn_err *e)
 {
-    sbuf b = {0};
-    sb_puts(&b, "root ::= ");
+    asn_sbuf b = {0};
+    asn_sbuf_adds(&b, "root ::= ");
     if (asn_regex_expr(pattern, 0, &b, NULL, e)) {
-        free(b.s);
+        free(b.buf);
         return NULL;
     }
-    sb_puts(&b, "\n");
-    return b.s;
+    asn_sbuf_adds(&b, "\n");
+    return b.buf;
 }
 
 char *asn_choice_to_gbnf(const char *const *options, int n, asn_err *e)
@@ -648,13 +614,13 @@ char *asn_choice_to_gbnf(const char *const *options, int n, asn_err *e)
         asn_err_set(e, "the list of options is empty");
         return NULL;
     }
-    sbuf b = {0};
-    sb_puts(&b, "root ::= ");
+    asn_sbuf b = {0};
+    asn_sbuf_adds(&b, "root ::= ");
     for (int i = 0; i < n; i++) {
         if (i)
-            sb_puts(&b, " | ");
+            asn_sbuf_adds(&b, " | ");
         sb_gliteral(&b, options[i], strlen(options[i]));
     }
-    sb_puts(&b, "\n");
-    return b.s;
+    asn_sbuf_adds(&b, "\n");
+    return b.buf;
 }

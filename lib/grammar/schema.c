@@ -31,7 +31,7 @@ typedef struct named {
 typedef struct conv {
     const json_t *root;
     int ws;
-    sbuf rules;
+    asn_sbuf rules;
     int n_rules;
     named *refs, *bodies;
     int n_refs, n_bodies;
@@ -103,7 +103,7 @@ static const char *add_rule(conv *c, const char *body, char *name_out)
     c->bodies = asn_xrealloc(c->bodies, (size_t)(c->n_bodies + 1) * sizeof *c->bodies);
     c->bodies[c->n_bodies].key = asn_xstrdup(body);
     strcpy(c->bodies[c->n_bodies++].name, name_out);
-    sb_printf(&c->rules, "%s ::= %s\n", name_out, body);
+    asn_sbuf_addf(&c->rules, "%s ::= %s\n", name_out, body);
     return name_out;
 }
 
@@ -116,24 +116,24 @@ static const char *W(conv *c)
     return " ws ";
 }
 
-static void prim_rules(conv *c, sbuf *b)
+static void prim_rules(conv *c, asn_sbuf *b)
 {
     if (c->used & U_WS)
-        sb_printf(b, "ws ::= [ \\t\\n\\r]{0,%d}\n", ASN_WS_MAX);
+        asn_sbuf_addf(b, "ws ::= [ \\t\\n\\r]{0,%d}\n", ASN_WS_MAX);
     if (c->used & (U_STRING | U_CHAR | U_VALUE))
-        sb_puts(b, "char ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\n");
+        asn_sbuf_adds(b, "char ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})\n");
     if (c->used & (U_STRING | U_VALUE))
-        sb_puts(b, "string ::= \"\\\"\" char* \"\\\"\"\n");
+        asn_sbuf_adds(b, "string ::= \"\\\"\" char* \"\\\"\"\n");
     if (c->used & (U_NUMBER | U_VALUE))
-        sb_puts(b, "number ::= \"-\"? (\"0\" | [1-9] [0-9]*) (\".\" [0-9]+)? ([eE] [-+]? [0-9]+)?\n");
+        asn_sbuf_adds(b, "number ::= \"-\"? (\"0\" | [1-9] [0-9]*) (\".\" [0-9]+)? ([eE] [-+]? [0-9]+)?\n");
     if (c->used & U_INTEGER)
-        sb_puts(b, "integer ::= \"-\"? (\"0\" | [1-9] [0-9]*)\n");
+        asn_sbuf_adds(b, "integer ::= \"-\"? (\"0\" | [1-9] [0-9]*)\n");
     if (c->used & U_VALUE) {
         const char *w = c->ws == ASN_WS_COMPACT ? " " : " ws ";
-        sb_printf(b, "value ::= object | array | string | number | \"true\" | \"false\" | \"null\"\n");
-        sb_printf(b, "object ::= \"{\"%s(string%s\":\"%svalue (%s\",\"%sstring%s\":\"%svalue)*%s)? \"}\"\n", w, w,
+        asn_sbuf_addf(b, "value ::= object | array | string | number | \"true\" | \"false\" | \"null\"\n");
+        asn_sbuf_addf(b, "object ::= \"{\"%s(string%s\":\"%svalue (%s\",\"%sstring%s\":\"%svalue)*%s)? \"}\"\n", w, w,
                   w, w, w, w, w, w);
-        sb_printf(b, "array ::= \"[\"%s(value (%s\",\"%svalue)*%s)? \"]\"\n", w, w, w, w);
+        asn_sbuf_addf(b, "array ::= \"[\"%s(value (%s\",\"%svalue)*%s)? \"]\"\n", w, w, w, w);
     }
 }
 
@@ -142,18 +142,18 @@ static int conv_schema(conv *c, const json_t *s, const char *ptr, char *name_out
 /* ----------------------------------------------------------- numbers */
 
 /* Digit strings lo..hi of the same length n as a GBNF expression. */
-static void digits_range(sbuf *b, const char *lo, const char *hi, int n)
+static void digits_range(asn_sbuf *b, const char *lo, const char *hi, int n)
 {
     if (!n) {
-        sb_puts(b, "\"\"");
+        asn_sbuf_adds(b, "\"\"");
         return;
     }
     if (!strncmp(lo, hi, (size_t)n)) {
-        sb_put(b, "\"", 1), sb_put(b, lo, (size_t)n), sb_put(b, "\"", 1);
+        asn_sbuf_add(b, "\"", 1), asn_sbuf_add(b, lo, (size_t)n), asn_sbuf_add(b, "\"", 1);
         return;
     }
     if (lo[0] == hi[0]) {
-        sb_printf(b, "\"%c\" ", lo[0]);
+        asn_sbuf_addf(b, "\"%c\" ", lo[0]);
         digits_range(b, lo + 1, hi + 1, n - 1);
         return;
     }
@@ -161,38 +161,38 @@ static void digits_range(sbuf *b, const char *lo, const char *hi, int n)
     for (int i = 1; i < n; i++)
         lo_zero &= lo[i] == '0', hi_nine &= hi[i] == '9';
     char a = lo_zero ? lo[0] : (char)(lo[0] + 1), z = hi_nine ? hi[0] : (char)(hi[0] - 1);
-    sb_puts(b, "(");
+    asn_sbuf_adds(b, "(");
     int alt = 0;
     char nines[24], zeros[24];
     memset(nines, '9', sizeof nines), memset(zeros, '0', sizeof zeros);
     if (!lo_zero) {
-        sb_printf(b, "\"%c\" (", lo[0]);
+        asn_sbuf_addf(b, "\"%c\" (", lo[0]);
         digits_range(b, lo + 1, nines, n - 1);
-        sb_puts(b, ")");
+        asn_sbuf_adds(b, ")");
         alt = 1;
     }
     if (a <= z) {
-        sb_printf(b, "%s[%c-%c]", alt ? " | " : "", a, z);
+        asn_sbuf_addf(b, "%s[%c-%c]", alt ? " | " : "", a, z);
         if (n > 1)
-            sb_printf(b, " [0-9]{%d}", n - 1);
+            asn_sbuf_addf(b, " [0-9]{%d}", n - 1);
         alt = 1;
     }
     if (!hi_nine) {
-        sb_printf(b, "%s\"%c\" (", alt ? " | " : "", hi[0]);
+        asn_sbuf_addf(b, "%s\"%c\" (", alt ? " | " : "", hi[0]);
         digits_range(b, zeros, hi + 1, n - 1);
-        sb_puts(b, ")");
+        asn_sbuf_adds(b, ")");
     }
-    sb_puts(b, ")");
+    asn_sbuf_adds(b, ")");
 }
 
 /* Non-negative integers a..b (b < 0: no upper bound), as alternatives
  * appended after "|" separators; returns how many were written. */
-static int uint_range(sbuf *b, long long a, long long z, int alt)
+static int uint_range(asn_sbuf *b, long long a, long long z, int alt)
 {
     if (z >= 0 && a > z)
         return alt;
     if (a == 0) {
-        sb_printf(b, "%s\"0\"", alt ? " | " : "");
+        asn_sbuf_addf(b, "%s\"0\"", alt ? " | " : "");
         alt = 1, a = 1;
         if (z == 0)
             return alt;
@@ -207,15 +207,15 @@ static int uint_range(sbuf *b, long long a, long long z, int alt)
             break;
         long long x = a > dlo ? a : dlo;
         if (z < 0 && x == dlo) { /* every number of d digits or more */
-            sb_printf(b, "%s[1-9] [0-9]{%d,}", alt ? " | " : "", d - 1);
+            asn_sbuf_addf(b, "%s[1-9] [0-9]{%d,}", alt ? " | " : "", d - 1);
             return 1;
         }
         long long y = z >= 0 && z < dhi ? z : dhi;
         snprintf(lo, sizeof lo, "%lld", x);
         snprintf(hi, sizeof hi, "%lld", y);
-        sb_puts(b, alt ? " | (" : "(");
+        asn_sbuf_adds(b, alt ? " | (" : "(");
         digits_range(b, lo, hi, d);
-        sb_puts(b, ")");
+        asn_sbuf_adds(b, ")");
         alt = 1;
     }
     return alt;
@@ -240,7 +240,7 @@ static int bound(conv *c, const json_t *s, const char *key, const char *ptr, int
     return 1;
 }
 
-static int integer_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
+static int integer_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
 {
     double v;
     int k;
@@ -272,29 +272,29 @@ static int integer_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
     }
     if (!has_lo && !has_hi) {
         c->used |= U_INTEGER;
-        sb_puts(b, "integer");
+        asn_sbuf_adds(b, "integer");
         return 0;
     }
     if (has_lo && has_hi && lo > hi)
         return serr(c, ptr, "%s", "no integer lies within minimum and maximum");
-    sb_puts(b, "(");
+    asn_sbuf_adds(b, "(");
     int alt = 0;
     if (!has_lo || lo < 0) { /* negatives: -(1 .. -lo) within hi */
         long long a = has_hi && hi < 0 ? -hi : 1;
         long long z = has_lo ? -lo : -1;
-        sb_puts(b, "\"-\" (");
+        asn_sbuf_adds(b, "\"-\" (");
         uint_range(b, a, z, 0);
-        sb_puts(b, ")");
+        asn_sbuf_adds(b, ")");
         alt = 1;
     }
     if (!has_hi || hi >= 0)
         uint_range(b, has_lo && lo > 0 ? lo : 0, has_hi ? hi : -1, alt);
-    sb_puts(b, ")");
+    asn_sbuf_adds(b, ")");
     return 0;
 }
 
 /* A number with integer bounds, written without an exponent. */
-static int number_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
+static int number_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
 {
     double v;
     int k;
@@ -315,25 +315,25 @@ static int number_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
         H = (long long)v, has_hi = 1;
     if (!has_lo && !has_hi) {
         c->used |= U_NUMBER;
-        sb_puts(b, "number");
+        asn_sbuf_adds(b, "number");
         return 0;
     }
     if (has_lo && has_hi && L > H)
         return serr(c, ptr, "%s", "minimum is above maximum");
     const char *frac = "(\".\" [0-9]+)?", *zfrac = "(\".\" \"0\"+)?";
-    sb_puts(b, "(");
+    asn_sbuf_adds(b, "(");
     int alt = 0;
     /* x >= 0: integer part I with I >= max(L, 0); below H any fraction, at H only zeros */
     if (!has_hi || H >= 0) {
         long long a = has_lo && L > 0 ? L : 0;
         if (!has_hi || H - 1 >= a) {
-            sb_puts(b, "((");
+            asn_sbuf_adds(b, "((");
             uint_range(b, a, has_hi ? H - 1 : -1, 0);
-            sb_printf(b, ") %s)", frac);
+            asn_sbuf_addf(b, ") %s)", frac);
             alt = 1;
         }
         if (has_hi && H >= a) {
-            sb_printf(b, "%s(\"%lld\" %s)", alt ? " | " : "", H, zfrac);
+            asn_sbuf_addf(b, "%s(\"%lld\" %s)", alt ? " | " : "", H, zfrac);
             alt = 1;
         }
     }
@@ -342,17 +342,17 @@ static int number_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
         long long a = has_hi && H < 0 ? -H : 0;
         long long z = has_lo ? -L : -1;
         if (z < 0 || z - 1 >= a) {
-            sb_printf(b, "%s(\"-\" (", alt ? " | " : "");
+            asn_sbuf_addf(b, "%s(\"-\" (", alt ? " | " : "");
             uint_range(b, a, z < 0 ? -1 : z - 1, 0);
-            sb_printf(b, ") %s)", frac);
+            asn_sbuf_addf(b, ") %s)", frac);
             alt = 1;
         }
         if (z >= 0 && z >= a && z > 0) {
-            sb_printf(b, "%s(\"-%lld\" %s)", alt ? " | " : "", z, zfrac);
+            asn_sbuf_addf(b, "%s(\"-%lld\" %s)", alt ? " | " : "", z, zfrac);
             alt = 1;
         }
     }
-    sb_puts(b, ")");
+    asn_sbuf_adds(b, ")");
     return 0;
 }
 
@@ -380,7 +380,7 @@ static const struct {
     {"hostname", LABEL_RE "(\\." LABEL_RE ")*"},
 };
 
-static int string_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
+static int string_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
 {
     const json_t *fmt = json_object_get(s, "format");
     if (fmt) {
@@ -396,16 +396,16 @@ static int string_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
             return serr(c, p, "unsupported format \"%s\"", json_string_value(fmt));
         if (json_object_get(s, "pattern") || json_object_get(s, "minLength") || json_object_get(s, "maxLength"))
             return serr(c, p, "%s", "format together with pattern/minLength/maxLength is not supported");
-        sbuf x = {0};
+        asn_sbuf x = {0};
         asn_err e2;
         if (asn_regex_expr(re, 1, &x, NULL, &e2)) {
-            free(x.s);
+            free(x.buf);
             return serr(c, p, "%s", e2.msg);
         }
-        sb_puts(b, "\"\\\"\" ");
-        sb_put(b, x.s, x.n);
-        sb_puts(b, " \"\\\"\"");
-        free(x.s);
+        asn_sbuf_adds(b, "\"\\\"\" ");
+        asn_sbuf_add(b, x.buf, x.len);
+        asn_sbuf_adds(b, " \"\\\"\"");
+        free(x.buf);
         return 0;
     }
     const json_t *pat = json_object_get(s, "pattern");
@@ -425,23 +425,23 @@ static int string_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
             return serr(c, p, "%s", "pattern must be a string");
         if (mn || mx)
             return serr(c, p, "%s", "pattern together with minLength/maxLength is not supported");
-        sbuf x = {0};
+        asn_sbuf x = {0};
         int anch = 0;
         asn_err e2;
         if (asn_regex_expr(json_string_value(pat), 1, &x, &anch, &e2)) {
-            free(x.s);
+            free(x.buf);
             return serr(c, p, "%s", e2.msg);
         }
         c->used |= U_CHAR;
-        sb_printf(b, "\"\\\"\" %s", anch & 1 ? "" : "char* ");
-        sb_put(b, x.s, x.n);
-        sb_printf(b, " %s\"\\\"\"", anch & 2 ? "" : "char* ");
-        free(x.s);
+        asn_sbuf_addf(b, "\"\\\"\" %s", anch & 1 ? "" : "char* ");
+        asn_sbuf_add(b, x.buf, x.len);
+        asn_sbuf_addf(b, " %s\"\\\"\"", anch & 2 ? "" : "char* ");
+        free(x.buf);
         return 0;
     }
     if (!mn && !mx) {
         c->used |= U_STRING;
-        sb_puts(b, "string");
+        asn_sbuf_adds(b, "string");
         return 0;
     }
     long lo = mn ? (long)json_integer_value(mn) : 0;
@@ -450,9 +450,9 @@ static int string_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
         return serr(c, ptr, "%s", "maxLength is below minLength");
     c->used |= U_CHAR;
     if (hi >= 0)
-        sb_printf(b, "\"\\\"\" char{%ld,%ld} \"\\\"\"", lo, hi);
+        asn_sbuf_addf(b, "\"\\\"\" char{%ld,%ld} \"\\\"\"", lo, hi);
     else
-        sb_printf(b, "\"\\\"\" char{%ld,} \"\\\"\"", lo);
+        asn_sbuf_addf(b, "\"\\\"\" char{%ld,} \"\\\"\"", lo);
     return 0;
 }
 
@@ -506,13 +506,13 @@ static int cmp_u32(const void *a, const void *b)
 
 static void not_key_rule(conv *c, knode *t, int node, char *name_out)
 {
-    sbuf b = {0};
+    asn_sbuf b = {0};
     char kid[24];
     c->used |= U_CHAR;
     /* the string may end here unless a key ends here */
     int alt = 0;
     if (!t[node].end)
-        sb_puts(&b, "\"\\\"\""), alt = 1;
+        asn_sbuf_adds(&b, "\"\\\"\""), alt = 1;
     /* a character no key continues with, then anything */
     uint32_t *r = asn_xmalloc((size_t)(2 * t[node].n + 8) * sizeof *r);
     uint32_t *cs = asn_xmalloc((size_t)(t[node].n + 3) * sizeof *cs);
@@ -531,18 +531,18 @@ static void not_key_rule(conv *c, knode *t, int node, char *name_out)
         next = cs[j] + 1;
     }
     r[2 * nr] = next, r[2 * nr + 1] = 0x10FFFF, nr++;
-    sb_puts(&b, alt ? " | " : "");
-    sb_puts(&b, "(");
+    asn_sbuf_adds(&b, alt ? " | " : "");
+    asn_sbuf_adds(&b, "(");
     sb_gclass(&b, r, nr);
-    sb_puts(&b, " | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})) char* \"\\\"\"");
+    asn_sbuf_adds(&b, " | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4})) char* \"\\\"\"");
     for (int j = 0; j < t[node].n; j++) {
         not_key_rule(c, t, t[node].kid[j], kid);
-        sb_puts(&b, " | \"");
+        asn_sbuf_adds(&b, " | \"");
         sb_gchar(&b, t[node].ch[j]);
-        sb_printf(&b, "\" %s", kid);
+        asn_sbuf_addf(&b, "\" %s", kid);
     }
-    add_rule(c, b.s, name_out);
-    free(b.s);
+    add_rule(c, b.buf, name_out);
+    free(b.buf);
     free(r);
     free(cs);
 }
@@ -561,7 +561,7 @@ static int count_required(const prop *pr, int n)
     return k;
 }
 
-static int object_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
+static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
 {
     const json_t *props = json_object_get(s, "properties"), *req = json_object_get(s, "required");
     const json_t *add = json_object_get(s, "additionalProperties");
@@ -589,15 +589,15 @@ static int object_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
         ptr_child(pk, sizeof pk, pp, key);
         if (conv_schema(c, sub, pk, vr))
             goto fail;
-        sbuf kv = {0};
+        asn_sbuf kv = {0};
         json_t *js = json_string(key);
         char *enc = json_dumps(js, JSON_ENCODE_ANY);
         json_decref(js);
         sb_gliteral(&kv, enc, strlen(enc));
         free(enc);
-        sb_printf(&kv, "%s\":\"%s%s", W(c), W(c), vr);
-        add_rule(c, kv.s, pr[n].kv);
-        free(kv.s);
+        asn_sbuf_addf(&kv, "%s\":\"%s%s", W(c), W(c), vr);
+        add_rule(c, kv.buf, pr[n].kv);
+        free(kv.buf);
         n++;
     }
     for (size_t i = 0; req && i < json_array_size(req); i++) {
@@ -645,10 +645,10 @@ static int object_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
         for (int j = 0; j < nt; j++)
             free(t[j].ch), free(t[j].kid);
         free(t);
-        sbuf kv = {0};
-        sb_printf(&kv, "\"\\\"\" %s%s\":\"%s%s", nk, W(c), W(c), vr);
-        add_rule(c, kv.s, extra);
-        free(kv.s);
+        asn_sbuf kv = {0};
+        asn_sbuf_addf(&kv, "\"\\\"\" %s%s\":\"%s%s", nk, W(c), W(c), vr);
+        add_rule(c, kv.buf, extra);
+        free(kv.buf);
     } else if (!json_is_false(add)) {
         ptr_child(pk, sizeof pk, ptr, "additionalProperties");
         serr(c, pk, "%s", "additionalProperties must be a boolean or a schema");
@@ -663,40 +663,40 @@ static int object_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
         for (int j = 0; j < n; j++)
             reqmask |= (unsigned)pr[j].required << j;
         for (int S = ns - 1; S >= 0; S--) {
-            sbuf x = {0};
+            asn_sbuf x = {0};
             int alt = 0;
             if ((S & reqmask) == reqmask)
-                sb_printf(&x, "%s\"}\"", w + 1), alt = 1;
+                asn_sbuf_addf(&x, "%s\"}\"", w + 1), alt = 1;
             for (int j = 0; j < n; j++)
                 if (!(S >> j & 1)) {
-                    sb_printf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, pr[j].kv, more[S | 1 << j]);
+                    asn_sbuf_addf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, pr[j].kv, more[S | 1 << j]);
                     alt = 1;
                 }
             if (extra[0]) {
                 /* more[S] refers to itself: name it first */
                 char self[24];
                 snprintf(self, sizeof self, "r%d", c->n_rules++);
-                sb_printf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, extra, self);
-                sb_printf(&c->rules, "%s ::= %s\n", self, x.s);
+                asn_sbuf_addf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, extra, self);
+                asn_sbuf_addf(&c->rules, "%s ::= %s\n", self, x.buf);
                 strcpy(more[S], self);
             } else {
                 if (!alt)
-                    sb_puts(&x, "[^\\x00-\\U0010FFFF]");
-                add_rule(c, x.s, more[S]);
+                    asn_sbuf_adds(&x, "[^\\x00-\\U0010FFFF]");
+                add_rule(c, x.buf, more[S]);
             }
-            free(x.s);
+            free(x.buf);
         }
-        sb_printf(b, "\"{\"%s(", w);
+        asn_sbuf_addf(b, "\"{\"%s(", w);
         int alt = 0;
         if (!reqmask)
-            sb_puts(b, "\"}\""), alt = 1;
+            asn_sbuf_adds(b, "\"}\""), alt = 1;
         for (int j = 0; j < n; j++) {
-            sb_printf(b, "%s%s %s", alt ? " | " : "", pr[j].kv, more[1 << j]);
+            asn_sbuf_addf(b, "%s%s %s", alt ? " | " : "", pr[j].kv, more[1 << j]);
             alt = 1;
         }
         if (extra[0])
-            sb_printf(b, "%s%s %s", alt ? " | " : "", extra, more[0]);
-        sb_puts(b, ")");
+            asn_sbuf_addf(b, "%s%s %s", alt ? " | " : "", extra, more[0]);
+        asn_sbuf_adds(b, ")");
         free(more);
     } else if (count_required(pr, n) <= MAX_ANY_ORDER) {
         /* any order, tracking the required properties written (set S of
@@ -709,68 +709,68 @@ static int object_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
         for (int S = 0; S < ns; S++) /* names first: the rules refer to each other */
             snprintf(more[S], sizeof more[S], "r%d", c->n_rules++);
         for (int S = ns - 1; S >= 0; S--) {
-            sbuf x = {0};
+            asn_sbuf x = {0};
             int alt = 0;
             if (S == ns - 1)
-                sb_printf(&x, "%s\"}\"", w + 1), alt = 1;
+                asn_sbuf_addf(&x, "%s\"}\"", w + 1), alt = 1;
             for (int j = 0; j < n; j++) {
                 if (ri[j] >= 0 && (S >> ri[j] & 1))
                     continue;
-                sb_printf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, pr[j].kv,
+                asn_sbuf_addf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, pr[j].kv,
                           more[ri[j] >= 0 ? S | 1 << ri[j] : S]);
                 alt = 1;
             }
             if (extra[0])
-                sb_printf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, extra, more[S]);
-            sb_printf(&c->rules, "%s ::= %s\n", more[S], x.s);
-            free(x.s);
+                asn_sbuf_addf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, extra, more[S]);
+            asn_sbuf_addf(&c->rules, "%s ::= %s\n", more[S], x.buf);
+            free(x.buf);
         }
-        sb_printf(b, "\"{\"%s(", w);
+        asn_sbuf_addf(b, "\"{\"%s(", w);
         int alt = 0;
         if (!nr)
-            sb_puts(b, "\"}\""), alt = 1;
+            asn_sbuf_adds(b, "\"}\""), alt = 1;
         for (int j = 0; j < n; j++) {
-            sb_printf(b, "%s%s %s", alt ? " | " : "", pr[j].kv, more[ri[j] >= 0 ? 1 << ri[j] : 0]);
+            asn_sbuf_addf(b, "%s%s %s", alt ? " | " : "", pr[j].kv, more[ri[j] >= 0 ? 1 << ri[j] : 0]);
             alt = 1;
         }
         if (extra[0])
-            sb_printf(b, "%s%s %s", alt ? " | " : "", extra, more[0]);
-        sb_puts(b, ")");
+            asn_sbuf_addf(b, "%s%s %s", alt ? " | " : "", extra, more[0]);
+        asn_sbuf_adds(b, ")");
         free(more);
         free(ri);
     } else {
         /* schema order: state i = the last member written was property i-1 */
         char(*after)[24] = asn_xcalloc((size_t)n + 1, sizeof *after);
         for (int i = n; i >= 0; i--) {
-            sbuf x = {0};
+            asn_sbuf x = {0};
             int alt = 0, blocked = 0;
             for (int j = i; j < n && !blocked; j++) {
-                sb_printf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, pr[j].kv, after[j + 1]);
+                asn_sbuf_addf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, pr[j].kv, after[j + 1]);
                 alt = 1;
                 blocked = pr[j].required;
             }
             if (!blocked)
-                sb_printf(&x, "%s%s\"}\"", alt ? " | " : "", w + 1), alt = 1;
+                asn_sbuf_addf(&x, "%s%s\"}\"", alt ? " | " : "", w + 1), alt = 1;
             char self[24];
             snprintf(self, sizeof self, "r%d", c->n_rules++);
             if (extra[0])
-                sb_printf(&x, " | %s\",\"%s%s %s", w + 1, w, extra, self);
-            sb_printf(&c->rules, "%s ::= %s\n", self, x.s);
+                asn_sbuf_addf(&x, " | %s\",\"%s%s %s", w + 1, w, extra, self);
+            asn_sbuf_addf(&c->rules, "%s ::= %s\n", self, x.buf);
             strcpy(after[i], self);
-            free(x.s);
+            free(x.buf);
         }
-        sb_printf(b, "\"{\"%s(", w);
+        asn_sbuf_addf(b, "\"{\"%s(", w);
         int alt = 0, blocked = 0;
         for (int j = 0; j < n && !blocked; j++) {
-            sb_printf(b, "%s%s %s", alt ? " | " : "", pr[j].kv, after[j + 1]);
+            asn_sbuf_addf(b, "%s%s %s", alt ? " | " : "", pr[j].kv, after[j + 1]);
             alt = 1;
             blocked = pr[j].required;
         }
         if (!blocked)
-            sb_printf(b, "%s\"}\"", alt ? " | " : "");
+            asn_sbuf_addf(b, "%s\"}\"", alt ? " | " : "");
         if (extra[0])
-            sb_printf(b, " | %s %s", extra, after[0]);
-        sb_puts(b, ")");
+            asn_sbuf_addf(b, " | %s %s", extra, after[0]);
+        asn_sbuf_adds(b, ")");
         free(after);
     }
     free(pr);
@@ -782,7 +782,7 @@ fail:
 
 /* ------------------------------------------------------------ arrays */
 
-static int array_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
+static int array_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
 {
     const json_t *items = json_object_get(s, "items"), *prefix = json_object_get(s, "prefixItems");
     const json_t *mn = json_object_get(s, "minItems"), *mx = json_object_get(s, "maxItems");
@@ -836,31 +836,31 @@ static int array_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
     long L = hi >= 0 ? hi : (k > lo ? k : lo > 1 ? lo : 1);
     char (*tail)[24] = asn_xcalloc((size_t)L + 2, sizeof *tail);
     for (long i = L; i >= 1; i--) {
-        sbuf x = {0};
+        asn_sbuf x = {0};
         int alt = 0;
         if (i >= lo)
-            sb_printf(&x, "%s\"]\"", w + 1), alt = 1;
+            asn_sbuf_addf(&x, "%s\"]\"", w + 1), alt = 1;
         const char *el = i < k ? pr[i] : it;
         if (hi < 0 && i == L) {
             char self[24];
             snprintf(self, sizeof self, "r%d", c->n_rules++);
-            sb_printf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, el, self);
-            sb_printf(&c->rules, "%s ::= %s\n", self, x.s);
+            asn_sbuf_addf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, el, self);
+            asn_sbuf_addf(&c->rules, "%s ::= %s\n", self, x.buf);
             strcpy(tail[i], self);
         } else {
             if (i < hi || hi < 0)
-                sb_printf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, el, tail[i + 1]);
-            add_rule(c, x.s, tail[i]);
+                asn_sbuf_addf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, el, tail[i + 1]);
+            add_rule(c, x.buf, tail[i]);
         }
-        free(x.s);
+        free(x.buf);
     }
-    sb_printf(b, "\"[\"%s(", w);
+    asn_sbuf_addf(b, "\"[\"%s(", w);
     int alt = 0;
     if (lo == 0)
-        sb_puts(b, "\"]\""), alt = 1;
+        asn_sbuf_adds(b, "\"]\""), alt = 1;
     if (hi != 0)
-        sb_printf(b, "%s%s %s", alt ? " | " : "", k > 0 ? pr[0] : it, tail[1]);
-    sb_puts(b, ")");
+        asn_sbuf_addf(b, "%s%s %s", alt ? " | " : "", k > 0 ? pr[0] : it, tail[1]);
+    asn_sbuf_adds(b, ")");
     free(tail);
     free(pr);
     return 0;
@@ -891,14 +891,14 @@ static int type_matches(const json_t *v, const char *t)
  * with trailing zeros after a point (JSON Schema compares numbers by
  * value: 2, 2.0 and 2.00 are one value); the digits are the shortest that
  * read back as the value. Exponent forms are not generated. */
-static void literal(sbuf *b, const json_t *v)
+static void literal(asn_sbuf *b, const json_t *v)
 {
     if (json_is_number(v)) {
         double d = json_number_value(v);
         char num[64];
         if (json_is_integer(v) || (d == floor(d) && fabs(d) < 1e15)) {
             snprintf(num, sizeof num, "%lld", json_is_integer(v) ? (long long)json_integer_value(v) : (long long)d);
-            sb_printf(b, "(\"%s\" (\".\" \"0\"+)?)", num);
+            asn_sbuf_addf(b, "(\"%s\" (\".\" \"0\"+)?)", num);
             return;
         }
         for (int prec = 1; prec <= 17; prec++) {
@@ -907,7 +907,7 @@ static void literal(sbuf *b, const json_t *v)
                 break;
         }
         if (!strchr(num, 'e') && strchr(num, '.')) {
-            sb_printf(b, "(\"%s\" \"0\"*)", num);
+            asn_sbuf_addf(b, "(\"%s\" \"0\"*)", num);
             return;
         }
     }
@@ -920,7 +920,7 @@ static void literal(sbuf *b, const json_t *v)
 
 static const char *const TYPES[] = {"string", "number", "integer", "boolean", "null", "object", "array", NULL};
 
-static int type_body(conv *c, const json_t *s, const char *t, const char *ptr, sbuf *b)
+static int type_body(conv *c, const json_t *s, const char *t, const char *ptr, asn_sbuf *b)
 {
     if (!strcmp(t, "string"))
         return string_body(c, s, ptr, b);
@@ -929,9 +929,9 @@ static int type_body(conv *c, const json_t *s, const char *t, const char *ptr, s
     if (!strcmp(t, "number"))
         return number_body(c, s, ptr, b);
     if (!strcmp(t, "boolean"))
-        return sb_puts(b, "(\"true\" | \"false\")"), 0;
+        return asn_sbuf_adds(b, "(\"true\" | \"false\")"), 0;
     if (!strcmp(t, "null"))
-        return sb_puts(b, "\"null\""), 0;
+        return asn_sbuf_adds(b, "\"null\""), 0;
     if (!strcmp(t, "object"))
         return object_body(c, s, ptr, b);
     return array_body(c, s, ptr, b);
@@ -1156,11 +1156,11 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
         snprintf(tp, sizeof tp, "%s", r + 1);
         if (conv_schema(c, target, tp, sub))
             return -1;
-        sb_printf(&c->rules, "%s ::= %s\n", name, sub);
+        asn_sbuf_addf(&c->rules, "%s ::= %s\n", name, sub);
         strcpy(name_out, name);
         return 0;
     }
-    sbuf b = {0};
+    asn_sbuf b = {0};
     int alt = 0;
     const json_t *any = json_object_get(s, "anyOf");
     const char *anykey = "anyOf";
@@ -1183,16 +1183,16 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
             serr(c, p, "%s", "oneOf whose branches may overlap is not supported (only one may match): use anyOf");
             goto fail;
         }
-        sb_puts(&b, "(");
+        asn_sbuf_adds(&b, "(");
         for (size_t i = 0; i < json_array_size(any); i++) {
             char pi[1024], sub[24];
             ptr_index(pi, sizeof pi, p, i);
             if (conv_schema(c, json_array_get(any, i), pi, sub))
                 goto fail;
-            sb_printf(&b, "%s%s", alt ? " | " : "", sub);
+            asn_sbuf_addf(&b, "%s%s", alt ? " | " : "", sub);
             alt = 1;
         }
-        sb_puts(&b, ")");
+        asn_sbuf_adds(&b, ")");
     } else if (en || cn) {
         ptr_child(p, sizeof p, ptr, en ? "enum" : "const");
         if (en && (!json_is_array(en) || !json_array_size(en))) {
@@ -1200,7 +1200,7 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
             goto fail;
         }
         size_t ne = en ? json_array_size(en) : 1;
-        sb_puts(&b, "(");
+        asn_sbuf_adds(&b, "(");
         for (size_t i = 0; i < ne; i++) {
             const json_t *x = en ? json_array_get(en, i) : cn;
             int ok = !type;
@@ -1215,13 +1215,13 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
                 serr(c, p, "%s", "an object with several members in enum/const is not supported");
                 goto fail;
             }
-            sb_puts(&b, alt ? " | " : "");
+            asn_sbuf_adds(&b, alt ? " | " : "");
             literal(&b, x);
             alt = 1;
         }
         if (!alt)
-            sb_puts(&b, "[^\\x00-\\U0010FFFF]");
-        sb_puts(&b, ")");
+            asn_sbuf_adds(&b, "[^\\x00-\\U0010FFFF]");
+        asn_sbuf_adds(&b, ")");
     } else {
         /* the types, given or implied by the keywords present */
         const char *types[8];
@@ -1254,17 +1254,17 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
         }
         if (!nt) {
             c->used |= U_VALUE;
-            sb_puts(&b, "value");
+            asn_sbuf_adds(&b, "value");
             alt = 1;
         }
-        sb_puts(&b, nt > 1 ? "(" : "");
+        asn_sbuf_adds(&b, nt > 1 ? "(" : "");
         for (int i = 0; i < nt; i++) {
-            sb_puts(&b, alt ? " | " : "");
+            asn_sbuf_adds(&b, alt ? " | " : "");
             if (type_body(c, s, types[i], ptr, &b))
                 goto fail;
             alt = 1;
         }
-        sb_puts(&b, nt > 1 ? ")" : "");
+        asn_sbuf_adds(&b, nt > 1 ? ")" : "");
     }
     const json_t *nl = json_object_get(s, "nullable");
     if (nl && !json_is_boolean(nl)) {
@@ -1273,18 +1273,18 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
         goto fail;
     }
     if (json_is_true(nl)) {
-        sbuf x = {0};
-        sb_printf(&x, "(%s | \"null\")", b.s);
-        free(b.s);
+        asn_sbuf x = {0};
+        asn_sbuf_addf(&x, "(%s | \"null\")", b.buf);
+        free(b.buf);
         b = x;
     }
-    add_rule(c, b.s, name_out);
-    free(b.s);
+    add_rule(c, b.buf, name_out);
+    free(b.buf);
     return 0;
 bad_any:
     serr(c, p, "%s", "anyOf/oneOf must be a non-empty list of schemas");
 fail:
-    free(b.s);
+    free(b.buf);
     return -1;
 }
 
@@ -1741,13 +1741,13 @@ char *asn_schema_to_gbnf(const json_t *schema, asn_ws_rule ws, asn_err *e)
     char top[24];
     char *out = NULL;
     if (!conv_schema(&c, schema, "", top)) {
-        sbuf b = {0};
-        sb_printf(&b, "root ::= %s\n", top);
-        sb_put(&b, c.rules.s, c.rules.n);
+        asn_sbuf b = {0};
+        asn_sbuf_addf(&b, "root ::= %s\n", top);
+        asn_sbuf_add(&b, c.rules.buf, c.rules.len);
         prim_rules(&c, &b);
-        out = b.s;
+        out = b.buf;
     }
-    free(c.rules.s);
+    free(c.rules.buf);
     for (int i = 0; i < c.n_refs; i++)
         free(c.refs[i].key);
     for (int i = 0; i < c.n_bodies; i++)

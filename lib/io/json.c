@@ -1,6 +1,7 @@
 /* json.c — JSON output with Python's number layout, canonical digests, the
  * JSONL reader and typed field access. Parsing itself is jansson's. */
 #include "asn/json.h"
+#include "asn/sbuf.h"
 
 #include <errno.h>
 #include <math.h>
@@ -155,24 +156,9 @@ json_t *asn_json_text(const char *s, size_t n)
 
 /* --------------------------------------------------------------- output */
 
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-} sbuf;
-
-static void put(sbuf *b, const char *s, size_t n)
+static void put_string(asn_sbuf *b, const char *s, size_t n)
 {
-    asn_grow((void **)&b->p, &b->cap, b->n + n + 1, 1);
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-static void puts_(sbuf *b, const char *s) { put(b, s, strlen(s)); }
-
-static void put_string(sbuf *b, const char *s, size_t n)
-{
-    put(b, "\"", 1);
+    asn_sbuf_add(b, "\"", 1);
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -193,15 +179,15 @@ static void put_string(sbuf *b, const char *s, size_t n)
             }
         }
         if (esc) {
-            put(b, s + i - run, run);
+            asn_sbuf_add(b, s + i - run, run);
             run = 0;
-            puts_(b, esc);
+            asn_sbuf_adds(b, esc);
         } else {
             run++;
         }
     }
-    put(b, s + n - run, run);
-    put(b, "\"", 1);
+    asn_sbuf_add(b, s + n - run, run);
+    asn_sbuf_add(b, "\"", 1);
 }
 
 static int cmp_keys(const void *a, const void *b)
@@ -209,38 +195,38 @@ static int cmp_keys(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static void dump(sbuf *b, const json_t *v, int flags)
+static void dump(asn_sbuf *b, const json_t *v, int flags)
 {
     char num[40];
     switch (json_typeof(v)) {
-    case JSON_NULL: puts_(b, "null"); break;
-    case JSON_TRUE: puts_(b, "true"); break;
-    case JSON_FALSE: puts_(b, "false"); break;
+    case JSON_NULL: asn_sbuf_adds(b, "null"); break;
+    case JSON_TRUE: asn_sbuf_adds(b, "true"); break;
+    case JSON_FALSE: asn_sbuf_adds(b, "false"); break;
     case JSON_INTEGER:
         snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        puts_(b, num);
+        asn_sbuf_adds(b, num);
         break;
     case JSON_REAL: {
         double d = json_real_value(v);
         if (!isfinite(d)) {
-            puts_(b, "null");
+            asn_sbuf_adds(b, "null");
             break;
         }
         asn_fmt_double(num, d);
-        puts_(b, num);
+        asn_sbuf_adds(b, num);
         break;
     }
     case JSON_STRING:
         put_string(b, json_string_value(v), json_string_length(v));
         break;
     case JSON_ARRAY: {
-        put(b, "[", 1);
+        asn_sbuf_add(b, "[", 1);
         for (size_t i = 0; i < json_array_size(v); i++) {
             if (i)
-                put(b, ",", 1);
+                asn_sbuf_add(b, ",", 1);
             dump(b, json_array_get(v, i), flags);
         }
-        put(b, "]", 1);
+        asn_sbuf_add(b, "]", 1);
         break;
     }
     case JSON_OBJECT: {
@@ -251,15 +237,15 @@ static void dump(sbuf *b, const json_t *v, int flags)
         json_object_foreach((json_t *)v, k, x) keys[i++] = k;
         if (flags & ASN_JSON_SORT_KEYS)
             qsort(keys, n, sizeof *keys, cmp_keys);
-        put(b, "{", 1);
+        asn_sbuf_add(b, "{", 1);
         for (i = 0; i < n; i++) {
             if (i)
-                put(b, ",", 1);
+                asn_sbuf_add(b, ",", 1);
             put_string(b, keys[i], strlen(keys[i]));
-            put(b, ":", 1);
+            asn_sbuf_add(b, ":", 1);
             dump(b, json_object_get(v, keys[i]), flags);
         }
-        put(b, "}", 1);
+        asn_sbuf_add(b, "}", 1);
         free(keys);
         break;
     }
@@ -268,9 +254,9 @@ static void dump(sbuf *b, const json_t *v, int flags)
 
 char *asn_json_dumps(const json_t *v, int flags)
 {
-    sbuf b = {0};
+    asn_sbuf b = {0};
     dump(&b, v, flags);
-    return b.p;
+    return b.buf;
 }
 
 int asn_jsonl_write(FILE *f, const json_t *v)

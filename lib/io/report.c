@@ -21,14 +21,6 @@
 
 /* ================================================================ loading */
 
-int asn_report_mean_get(const asn_report_mean *m, double *out)
-{
-    if (m->n <= 0)
-        return 0;
-    *out = m->sum / (double)m->n;
-    return 1;
-}
-
 static void mean_add(asn_report_mean *m, sqlite3_stmt *q, int col)
 {
     if (sqlite3_column_type(q, col) == SQLITE_NULL)

@@ -13,6 +13,7 @@
 #include "learn/layers.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -217,22 +218,27 @@ static inline void a5_store(float *p, a5v v, int k)
 
 /* ---------------------------------------------------------------- dispatch */
 
-static int pt_forced = -1, pt_best = -1;
+/* The best level the CPU runs, found once (pthread_once: every worker of a
+ * batch asks); the level a test forces is read and written atomically. */
+static int pt_forced = -1, pt_best;
+static pthread_once_t pt_once = PTHREAD_ONCE_INIT;
 
-void asn_nn_pertoken_force(int level) { pt_forced = level; }
+static void pt_choose(void)
+{
+#ifdef PT_X86
+    pt_best = asn_cpu_has(ASN_CPU_AVX512F | ASN_CPU_AVX512DQ) ? 2 : asn_cpu_has(ASN_CPU_AVX2 | ASN_CPU_FMA) ? 1 : 0;
+#else
+    pt_best = 0;
+#endif
+}
+
+void asn_nn_pertoken_force(int level) { __atomic_store_n(&pt_forced, level, __ATOMIC_RELAXED); }
 
 int asn_nn_pertoken_level(void)
 {
-    int best = __atomic_load_n(&pt_best, __ATOMIC_RELAXED);
-    if (best < 0) {
-#ifdef PT_X86
-        best = asn_cpu_has(ASN_CPU_AVX512F | ASN_CPU_AVX512DQ) ? 2 : asn_cpu_has(ASN_CPU_AVX2 | ASN_CPU_FMA) ? 1 : 0;
-#else
-        best = 0;
-#endif
-        __atomic_store_n(&pt_best, best, __ATOMIC_RELAXED);
-    }
-    return pt_forced >= 0 && pt_forced < best ? pt_forced : best;
+    pthread_once(&pt_once, pt_choose);
+    int forced = __atomic_load_n(&pt_forced, __ATOMIC_RELAXED);
+    return forced >= 0 && forced < pt_best ? forced : pt_best;
 }
 
 size_t asn_nn_pertoken_size(const asn_nn_pertoken *f)

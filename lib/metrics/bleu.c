@@ -10,6 +10,7 @@
  * hypothesis holds it, then the second largest: every text is scored against
  * all the others in one pass. */
 #include "asn/bleu.h"
+#include "asn/sbuf.h"
 
 #include "asn/core.h"
 
@@ -47,50 +48,35 @@ size_t asn_pyspace_len(const char *s, size_t n)
 
 /* ------------------------------------------------------------------ 13a */
 
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-} sbuf;
-
-static void put(sbuf *b, const char *s, size_t n)
-{
-    asn_grow((void **)&b->p, &b->cap, b->n + n + 1, 1);
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-static void put1(sbuf *b, char c) { put(b, &c, 1); }
-
 /* Python's str.replace(from, to): left to right, non-overlapping. */
-static void replace_all(sbuf *out, const char *s, size_t n, const char *from, const char *to)
+static void replace_all(asn_sbuf *out, const char *s, size_t n, const char *from, const char *to)
 {
     size_t fl = strlen(from), tl = strlen(to), i = 0;
-    out->n = 0;
-    put(out, "", 0);
+    out->len = 0;
+    asn_sbuf_add(out, "", 0);
     while (i < n) {
         const char *hit = fl <= n - i ? memmem(s + i, n - i, from, fl) : NULL;
         if (!hit) {
-            put(out, s + i, n - i);
+            asn_sbuf_add(out, s + i, n - i);
             break;
         }
-        put(out, s + i, (size_t)(hit - (s + i)));
-        put(out, to, tl);
+        asn_sbuf_add(out, s + i, (size_t)(hit - (s + i)));
+        asn_sbuf_add(out, to, tl);
         i = (size_t)(hit - s) + fl;
     }
 }
 
 /* One step of the 13a pipeline: out = f(in), then swap. */
-static void swap(sbuf *a, sbuf *b)
+static void swap(asn_sbuf *a, asn_sbuf *b)
 {
-    sbuf t = *a;
+    asn_sbuf t = *a;
     *a = *b;
     *b = t;
 }
 
-static void replace_step(sbuf *cur, sbuf *tmp, const char *from, const char *to)
+static void replace_step(asn_sbuf *cur, asn_sbuf *tmp, const char *from, const char *to)
 {
-    replace_all(tmp, cur->p, cur->n, from, to);
+    replace_all(tmp, cur->buf, cur->len, from, to);
     swap(cur, tmp);
 }
 
@@ -112,32 +98,32 @@ static int dot_comma(char c) { return c == '.' || c == ','; }
  * so byte scanning finds the matches code-point scanning finds. */
 enum { RE_NONDIGIT_DOT, RE_DOT_NONDIGIT, RE_DIGIT_DASH };
 
-static void regex_step(sbuf *cur, sbuf *tmp, int which)
+static void regex_step(asn_sbuf *cur, asn_sbuf *tmp, int which)
 {
-    const char *s = cur->p;
-    size_t n = cur->n, i = 0;
-    tmp->n = 0;
-    put(tmp, "", 0);
+    const char *s = cur->buf;
+    size_t n = cur->len, i = 0;
+    tmp->len = 0;
+    asn_sbuf_add(tmp, "", 0);
     while (i < n) {
         if (i + 1 < n) {
             char a = s[i], b = s[i + 1];
             if (which == RE_NONDIGIT_DOT && !digit(a) && dot_comma(b)) { /* \1 \2 + space */
                 char r[4] = {a, ' ', b, ' '};
-                put(tmp, r, 4), i += 2;
+                asn_sbuf_add(tmp, r, 4), i += 2;
                 continue;
             }
             if (which == RE_DOT_NONDIGIT && dot_comma(a) && !digit(b)) { /* space \1 space \2 */
                 char r[4] = {' ', a, ' ', b};
-                put(tmp, r, 4), i += 2;
+                asn_sbuf_add(tmp, r, 4), i += 2;
                 continue;
             }
             if (which == RE_DIGIT_DASH && digit(a) && b == '-') {
                 char r[4] = {a, ' ', '-', ' '};
-                put(tmp, r, 4), i += 2;
+                asn_sbuf_add(tmp, r, 4), i += 2;
                 continue;
             }
         }
-        put1(tmp, s[i++]);
+        asn_sbuf_addc(tmp, s[i++]);
     }
     swap(cur, tmp);
 }
@@ -158,55 +144,55 @@ static size_t rstrip_len(const char *s, size_t n)
 
 char *asn_tok13a(const char *text, size_t len, size_t *out_len)
 {
-    sbuf cur = {0}, tmp = {0};
-    put(&cur, text, rstrip_len(text, len));
+    asn_sbuf cur = {0}, tmp = {0};
+    asn_sbuf_add(&cur, text, rstrip_len(text, len));
     replace_step(&cur, &tmp, "<skipped>", "");
     replace_step(&cur, &tmp, "-\n", "");
     replace_step(&cur, &tmp, "\n", " ");
-    if (memchr(cur.p, '&', cur.n)) {
+    if (memchr(cur.buf, '&', cur.len)) {
         replace_step(&cur, &tmp, "&quot;", "\"");
         replace_step(&cur, &tmp, "&amp;", "&");
         replace_step(&cur, &tmp, "&lt;", "<");
         replace_step(&cur, &tmp, "&gt;", ">");
     }
     /* f' {line} ', then the punctuation regex */
-    tmp.n = 0;
-    put1(&tmp, ' ');
-    for (size_t i = 0; i < cur.n; i++) {
-        if (punct_13a((unsigned char)cur.p[i])) {
-            char r[3] = {' ', cur.p[i], ' '};
-            put(&tmp, r, 3);
+    tmp.len = 0;
+    asn_sbuf_addc(&tmp, ' ');
+    for (size_t i = 0; i < cur.len; i++) {
+        if (punct_13a((unsigned char)cur.buf[i])) {
+            char r[3] = {' ', cur.buf[i], ' '};
+            asn_sbuf_add(&tmp, r, 3);
         } else {
-            put1(&tmp, cur.p[i]);
+            asn_sbuf_addc(&tmp, cur.buf[i]);
         }
     }
-    put1(&tmp, ' ');
+    asn_sbuf_addc(&tmp, ' ');
     swap(&cur, &tmp);
     regex_step(&cur, &tmp, RE_NONDIGIT_DOT);
     regex_step(&cur, &tmp, RE_DOT_NONDIGIT);
     regex_step(&cur, &tmp, RE_DIGIT_DASH);
     /* ' '.join(line.split()) */
-    tmp.n = 0;
-    put(&tmp, "", 0);
+    tmp.len = 0;
+    asn_sbuf_add(&tmp, "", 0);
     size_t i = 0;
-    while (i < cur.n) {
-        size_t w = asn_pyspace_len(cur.p + i, cur.n - i);
+    while (i < cur.len) {
+        size_t w = asn_pyspace_len(cur.buf + i, cur.len - i);
         if (w) {
             i += w;
             continue;
         }
         size_t j = i;
-        while (j < cur.n && !asn_pyspace_len(cur.p + j, cur.n - j))
+        while (j < cur.len && !asn_pyspace_len(cur.buf + j, cur.len - j))
             j++;
-        if (tmp.n)
-            put1(&tmp, ' ');
-        put(&tmp, cur.p + i, j - i);
+        if (tmp.len)
+            asn_sbuf_addc(&tmp, ' ');
+        asn_sbuf_add(&tmp, cur.buf + i, j - i);
         i = j;
     }
-    free(cur.p);
+    free(cur.buf);
     if (out_len)
-        *out_len = tmp.n;
-    return tmp.p;
+        *out_len = tmp.len;
+    return tmp.buf;
 }
 
 /* ------------------------------------------------------------------ BLEU */

@@ -4,6 +4,7 @@
  * str / re semantics that every verifier shares (PCRE2 in Unicode mode,
  * Unicode white space and case). */
 #include "asn/verifiers.h"
+#include "asn/sbuf.h"
 #include "asn/json.h"
 
 #include <ctype.h>
@@ -18,21 +19,6 @@
 #include <pcre2.h>
 
 /* ------------------------------------------------------- small strings */
-
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-} sbuf;
-
-static void sb_addn(sbuf *b, const char *s, size_t n)
-{
-    asn_grow((void **)&b->p, &b->cap, b->n + n + 1, 1);
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-static void sb_add(sbuf *b, const char *s) { sb_addn(b, s, strlen(s)); }
-static char *sb_done(sbuf *b) { return b->p ? b->p : asn_xstrdup(""); }
 
 static char *xstrndup(const char *s, size_t n)
 {
@@ -648,12 +634,12 @@ size_t asn_ifeval_count_capital_words(const char *text)
 {
     char *s = asn_xstrdup(text);
     apply_rules(&s, nltk_start, sizeof nltk_start / sizeof *nltk_start);
-    sbuf b = {0};
-    sb_add(&b, " ");
-    sb_add(&b, s);
-    sb_add(&b, " ");
+    asn_sbuf b = {0};
+    asn_sbuf_adds(&b, " ");
+    asn_sbuf_adds(&b, s);
+    asn_sbuf_adds(&b, " ");
     free(s);
-    s = b.p;
+    s = b.buf;
     apply_rules(&s, nltk_end, sizeof nltk_end / sizeof *nltk_end);
     size_t k = 0;
     py_split_ws(s, upper_cb, &k);
@@ -1298,328 +1284,460 @@ static void title_cb(size_t so, size_t eo, void *arg)
 /* Escapes nothing: Google builds these patterns by concatenation. */
 static char *concat3(const char *a, const char *b, const char *c)
 {
-    sbuf o = {0};
-    sb_add(&o, a);
-    sb_add(&o, b);
-    sb_add(&o, c);
-    return sb_done(&o);
+    asn_sbuf o = {0};
+    asn_sbuf_adds(&o, a);
+    asn_sbuf_adds(&o, b);
+    asn_sbuf_adds(&o, c);
+    return asn_sbuf_detach(&o, NULL);
 }
 
 static const char *const constrained_options[] = {"My answer is yes.", "My answer is no.", "My answer is maybe."};
 
-static int check(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+static int ck_existence(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
 {
-    long long n;
-    int at_least;
-    const char *str;
-    const json_t *list;
-    if (!strcmp(id, "keywords:existence")) {
-        if (kw_strlist(k, "keywords", &list, e))
+    const json_t *list = NULL;
+    (void)id;
+    if (kw_strlist(k, "keywords", &list, e))
+        return -1;
+    *ok = 1;
+    for (size_t i = 0; i < json_array_size(list) && *ok; i++)
+        if (dyn_search(json_string_value(json_array_get(list, i)), ASN_RE_ICASE, value, ok, e))
             return -1;
-        *ok = 1;
-        for (size_t i = 0; i < json_array_size(list) && *ok; i++)
-            if (dyn_search(json_string_value(json_array_get(list, i)), ASN_RE_ICASE, value, ok, e))
-                return -1;
-        return 0;
-    }
-    if (!strcmp(id, "keywords:frequency")) {
-        if (kw_str(k, "keyword", &str, e) || kw_int(k, "frequency", &n, e) || kw_relation(k, "relation", &at_least, e))
-            return -1;
-        char *key = asn_py_strip(str);
-        size_t c = 0;
-        int rc = *key ? dyn_count(key, ASN_RE_ICASE, value, &c, e) : asn_err_set(e, "argument \"keyword\" is empty");
-        free(key);
-        if (rc)
-            return -1;
-        *ok = compare((long long)c, at_least, n);
-        return 0;
-    }
-    if (!strcmp(id, "keywords:forbidden_words")) {
-        if (kw_strlist(k, "forbidden_words", &list, e))
-            return -1;
-        *ok = 1;
-        for (size_t i = 0; i < json_array_size(list) && *ok; i++) {
-            char *pat = concat3("\\b", json_string_value(json_array_get(list, i)), "\\b");
-            int found = 0, rc = dyn_search(pat, ASN_RE_ICASE, value, &found, e);
-            free(pat);
-            if (rc)
-                return -1;
-            *ok = !found;
-        }
-        return 0;
-    }
-    if (!strcmp(id, "keywords:letter_frequency")) {
-        if (kw_str(k, "letter", &str, e) || kw_int(k, "let_frequency", &n, e) ||
-            kw_relation(k, "let_relation", &at_least, e))
-            return -1;
-        if (u8count(str) != 1)
-            return asn_err_set(e, "argument \"letter\" must be one character, not \"%s\"", str);
-        char *s1 = asn_py_strip(str), *letter = asn_py_lower(s1), *low = asn_py_lower(value);
-        free(s1);
-        size_t c = 0, L = strlen(letter);
-        if (L)
-            for (const char *p = low; (p = strstr(p, letter)); p += L)
-                c++;
-        free(letter);
-        free(low);
-        *ok = compare((long long)c, at_least, n);
-        return 0;
-    }
-    if (!strcmp(id, "language:response_language")) {
-        if (kw_str(k, "language", &str, e))
-            return -1;
-        const char *lang = asn_ifeval_detect_language(value);
-        *ok = !lang || !strcmp(lang, str);
-        return 0;
-    }
-    if (!strcmp(id, "length_constraints:number_sentences")) {
-        if (kw_int(k, "num_sentences", &n, e) || kw_relation(k, "relation", &at_least, e))
-            return -1;
-        *ok = compare((long long)asn_ifeval_count_sentences(value), at_least, n);
-        return 0;
-    }
-    if (!strcmp(id, "length_constraints:number_paragraphs")) {
-        if (kw_int(k, "num_paragraphs", &n, e))
-            return -1;
-        tok *v;
-        size_t np = re_split(fixed(&re_para_sep), value, &v), count = np;
-        *ok = -1;
-        for (size_t i = 0; i < np; i++)
-            if (blank(v[i])) {
-                if (i == 0 || i == np - 1)
-                    count--;
-                else
-                    *ok = 0;
-            }
-        if (*ok)
-            *ok = (long long)count == n;
-        free(v);
-        return 0;
-    }
-    if (!strcmp(id, "length_constraints:number_words")) {
-        if (kw_int(k, "num_words", &n, e) || kw_relation(k, "relation", &at_least, e))
-            return -1;
-        *ok = compare((long long)asn_ifeval_count_words(value), at_least, n);
-        return 0;
-    }
-    if (!strcmp(id, "length_constraints:nth_paragraph_first_word")) {
-        long long nth;
-        if (kw_int(k, "num_paragraphs", &n, e) || kw_int(k, "nth_paragraph", &nth, e) ||
-            kw_str(k, "first_word", &str, e))
-            return -1;
-        if (nth <= 0 || nth > n)
-            return asn_err_set(e, "argument \"nth_paragraph\" must be between 1 and num_paragraphs");
-        tok *v;
-        size_t np = split_str(value, "\n\n", &v), count = np;
-        for (size_t i = 0; i < np; i++)
-            count -= blank(v[i]);
-        *ok = 0;
-        if ((size_t)nth <= count) {
-            size_t b, en;
-            strip_span(v[nth - 1].s, v[nth - 1].n, &b, &en);
-            if (b < en) {
-                /* paragraph.split()[0], lstrip("'"), lstrip('"'), then up
-                 * to the first punctuation mark, lower-cased */
-                const char *p = v[nth - 1].s + b, *end = v[nth - 1].s + en;
-                size_t l, wl = 0;
-                while (p + wl < end) {
-                    uint32_t c = u8dec(p + wl, (size_t)(end - p - wl), &l);
-                    if (py_space(c))
-                        break;
-                    wl += l;
-                }
-                while (wl && *p == '\'')
-                    p++, wl--;
-                while (wl && *p == '"')
-                    p++, wl--;
-                size_t cut = strcspn(p, ".,?!'\"");
-                char *w = xstrndup(p, cut < wl ? cut : wl);
-                char *lw = asn_py_lower(w), *fw = asn_py_lower(str);
-                *ok = (long long)count == n && !strcmp(lw, fw);
-                free(w);
-                free(lw);
-                free(fw);
-            }
-        }
-        free(v);
-        return 0;
-    }
-    if (!strcmp(id, "detectable_content:number_placeholders")) {
-        if (kw_int(k, "num_placeholders", &n, e))
-            return -1;
-        *ok = (long long)asn_regex_count(fixed(&re_placeholder), value) >= n;
-        return 0;
-    }
-    if (!strcmp(id, "detectable_content:postscript")) {
-        if (kw_str(k, "postscript_marker", &str, e))
-            return -1;
-        char *marker = asn_py_strip(str), *low = asn_py_lower(value);
-        size_t c = 0;
-        int rc = 0;
-        if (!strcmp(marker, "P.P.S")) {
-            c = asn_regex_count(fixed(&re_ps_pps), low);
-        } else if (!strcmp(marker, "P.S.")) {
-            c = asn_regex_count(fixed(&re_ps_ps), low);
-        } else {
-            char *lm = asn_py_lower(marker), *pat = concat3("\\s*", lm, ".*$");
-            rc = dyn_count(pat, ASN_RE_MULTILINE, low, &c, e);
-            free(lm);
-            free(pat);
-        }
-        free(marker);
-        free(low);
-        if (rc)
-            return -1;
-        *ok = c > 0;
-        return 0;
-    }
-    if (!strcmp(id, "detectable_format:number_bullet_lists")) {
-        if (kw_int(k, "num_bullets", &n, e))
-            return -1;
-        size_t c = asn_regex_count(fixed(&re_bullet_star), value) + asn_regex_count(fixed(&re_bullet_dash), value);
-        *ok = (long long)c == n;
-        return 0;
-    }
-    if (!strcmp(id, "detectable_format:constrained_response")) {
-        char *v = asn_py_strip(value);
-        *ok = 0;
-        for (size_t i = 0; i < 3; i++)
-            *ok |= strstr(v, constrained_options[i]) != NULL;
-        free(v);
-        return 0;
-    }
-    if (!strcmp(id, "detectable_format:number_highlighted_sections")) {
-        if (kw_int(k, "num_highlights", &n, e))
-            return -1;
-        hl_st st = {value, 0, 0};
-        re_each(fixed(&re_highlight), value, highlight_cb, &st);
-        st.dbl = 1;
-        re_each(fixed(&re_highlight2), value, highlight_cb, &st);
-        *ok = (long long)st.n >= n;
-        return 0;
-    }
-    if (!strcmp(id, "detectable_format:multiple_sections")) {
-        if (kw_str(k, "section_spliter", &str, e) || kw_int(k, "num_sections", &n, e))
-            return -1;
-        char *sp = asn_py_strip(str), *pat = concat3("\\s?", sp, "\\s?\\d+\\s?");
-        size_t c = 0;
-        int rc = dyn_count(pat, 0, value, &c, e);
-        free(sp);
+    return 0;
+}
+
+static int ck_frequency(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    long long n = 0;
+    int at_least = 0;
+    const char *str = NULL;
+    (void)id;
+    if (kw_str(k, "keyword", &str, e) || kw_int(k, "frequency", &n, e) || kw_relation(k, "relation", &at_least, e))
+        return -1;
+    char *key = asn_py_strip(str);
+    size_t c = 0;
+    int rc = *key ? dyn_count(key, ASN_RE_ICASE, value, &c, e) : asn_err_set(e, "argument \"keyword\" is empty");
+    free(key);
+    if (rc)
+        return -1;
+    *ok = compare((long long)c, at_least, n);
+    return 0;
+}
+
+static int ck_forbidden_words(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    const json_t *list = NULL;
+    (void)id;
+    if (kw_strlist(k, "forbidden_words", &list, e))
+        return -1;
+    *ok = 1;
+    for (size_t i = 0; i < json_array_size(list) && *ok; i++) {
+        char *pat = concat3("\\b", json_string_value(json_array_get(list, i)), "\\b");
+        int found = 0, rc = dyn_search(pat, ASN_RE_ICASE, value, &found, e);
         free(pat);
         if (rc)
             return -1;
-        *ok = (long long)c >= n;
-        return 0;
+        *ok = !found;
     }
-    if (!strcmp(id, "detectable_format:json_format")) {
-        char *v = asn_py_strip(value);
-        const char *p = v;
-        static const char *const pre[] = {"```json", "```Json", "```JSON", "```"};
-        for (size_t i = 0; i < 4; i++) /* chained removeprefix calls */
-            if (starts_with(p, pre[i]))
-                p += strlen(pre[i]);
-        char *t = asn_xstrdup(p);
-        if (ends_with(t, "```"))
-            t[strlen(t) - 3] = 0;
-        char *u = asn_py_strip(t);
-        *ok = py_json_loads_ok(u);
-        free(v);
-        free(t);
-        free(u);
-        return 0;
-    }
-    if (!strcmp(id, "detectable_format:title")) {
-        title_st st = {value, 0};
-        re_each(fixed(&re_title), value, title_cb, &st);
-        *ok = st.found;
-        return 0;
-    }
-    if (!strcmp(id, "combination:two_responses")) {
-        tok *v;
-        size_t np = split_str(value, "******", &v), valid = 0;
-        tok r[2];
-        *ok = -1;
-        for (size_t i = 0; i < np && *ok; i++) {
-            if (blank(v[i])) {
-                if (i != 0 && i != np - 1)
-                    *ok = 0;
-            } else {
-                if (valid < 2)
-                    r[valid] = v[i];
-                valid++;
+    return 0;
+}
+
+static int ck_letter_frequency(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    long long n = 0;
+    int at_least = 0;
+    const char *str = NULL;
+    (void)id;
+    if (kw_str(k, "letter", &str, e) || kw_int(k, "let_frequency", &n, e) ||
+        kw_relation(k, "let_relation", &at_least, e))
+        return -1;
+    if (u8count(str) != 1)
+        return asn_err_set(e, "argument \"letter\" must be one character, not \"%s\"", str);
+    char *s1 = asn_py_strip(str), *letter = asn_py_lower(s1), *low = asn_py_lower(value);
+    free(s1);
+    size_t c = 0, L = strlen(letter);
+    if (L)
+        for (const char *p = low; (p = strstr(p, letter)); p += L)
+            c++;
+    free(letter);
+    free(low);
+    *ok = compare((long long)c, at_least, n);
+    return 0;
+}
+
+static int ck_response_language(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    const char *str = NULL;
+    (void)id;
+    if (kw_str(k, "language", &str, e))
+        return -1;
+    const char *lang = asn_ifeval_detect_language(value);
+    *ok = !lang || !strcmp(lang, str);
+    return 0;
+}
+
+static int ck_number_sentences(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    long long n = 0;
+    int at_least = 0;
+    (void)id;
+    if (kw_int(k, "num_sentences", &n, e) || kw_relation(k, "relation", &at_least, e))
+        return -1;
+    *ok = compare((long long)asn_ifeval_count_sentences(value), at_least, n);
+    return 0;
+}
+
+static int ck_number_paragraphs(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    long long n = 0;
+    (void)id;
+    if (kw_int(k, "num_paragraphs", &n, e))
+        return -1;
+    tok *v;
+    size_t np = re_split(fixed(&re_para_sep), value, &v), count = np;
+    *ok = -1;
+    for (size_t i = 0; i < np; i++)
+        if (blank(v[i])) {
+            if (i == 0 || i == np - 1)
+                count--;
+            else
+                *ok = 0;
+        }
+    if (*ok)
+        *ok = (long long)count == n;
+    free(v);
+    return 0;
+}
+
+static int ck_number_words(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    long long n = 0;
+    int at_least = 0;
+    (void)id;
+    if (kw_int(k, "num_words", &n, e) || kw_relation(k, "relation", &at_least, e))
+        return -1;
+    *ok = compare((long long)asn_ifeval_count_words(value), at_least, n);
+    return 0;
+}
+
+static int ck_nth_paragraph_first_word(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    long long n = 0, nth = 0;
+    const char *str = NULL;
+    (void)id;
+    if (kw_int(k, "num_paragraphs", &n, e) || kw_int(k, "nth_paragraph", &nth, e) ||
+        kw_str(k, "first_word", &str, e))
+        return -1;
+    if (nth <= 0 || nth > n)
+        return asn_err_set(e, "argument \"nth_paragraph\" must be between 1 and num_paragraphs");
+    tok *v;
+    size_t np = split_str(value, "\n\n", &v), count = np;
+    for (size_t i = 0; i < np; i++)
+        count -= blank(v[i]);
+    *ok = 0;
+    if ((size_t)nth <= count) {
+        size_t b, en;
+        strip_span(v[nth - 1].s, v[nth - 1].n, &b, &en);
+        if (b < en) {
+            /* paragraph.split()[0], lstrip("'"), lstrip('"'), then up
+             * to the first punctuation mark, lower-cased */
+            const char *p = v[nth - 1].s + b, *end = v[nth - 1].s + en;
+            size_t l, wl = 0;
+            while (p + wl < end) {
+                uint32_t c = u8dec(p + wl, (size_t)(end - p - wl), &l);
+                if (py_space(c))
+                    break;
+                wl += l;
             }
+            while (wl && *p == '\'')
+                p++, wl--;
+            while (wl && *p == '"')
+                p++, wl--;
+            size_t cut = strcspn(p, ".,?!'\"");
+            char *w = xstrndup(p, cut < wl ? cut : wl);
+            char *lw = asn_py_lower(w), *fw = asn_py_lower(str);
+            *ok = (long long)count == n && !strcmp(lw, fw);
+            free(w);
+            free(lw);
+            free(fw);
         }
-        if (*ok) {
-            *ok = 0;
-            if (valid == 2) {
-                size_t b0, e0, b1, e1;
-                strip_span(r[0].s, r[0].n, &b0, &e0);
-                strip_span(r[1].s, r[1].n, &b1, &e1);
-                *ok = e0 - b0 != e1 - b1 || memcmp(r[0].s + b0, r[1].s + b1, e0 - b0);
-            }
+    }
+    free(v);
+    return 0;
+}
+
+static int ck_number_placeholders(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    long long n = 0;
+    (void)id;
+    if (kw_int(k, "num_placeholders", &n, e))
+        return -1;
+    *ok = (long long)asn_regex_count(fixed(&re_placeholder), value) >= n;
+    return 0;
+}
+
+static int ck_postscript(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    const char *str = NULL;
+    (void)id;
+    if (kw_str(k, "postscript_marker", &str, e))
+        return -1;
+    char *marker = asn_py_strip(str), *low = asn_py_lower(value);
+    size_t c = 0;
+    int rc = 0;
+    if (!strcmp(marker, "P.P.S")) {
+        c = asn_regex_count(fixed(&re_ps_pps), low);
+    } else if (!strcmp(marker, "P.S.")) {
+        c = asn_regex_count(fixed(&re_ps_ps), low);
+    } else {
+        char *lm = asn_py_lower(marker), *pat = concat3("\\s*", lm, ".*$");
+        rc = dyn_count(pat, ASN_RE_MULTILINE, low, &c, e);
+        free(lm);
+        free(pat);
+    }
+    free(marker);
+    free(low);
+    if (rc)
+        return -1;
+    *ok = c > 0;
+    return 0;
+}
+
+static int ck_number_bullet_lists(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    long long n = 0;
+    (void)id;
+    if (kw_int(k, "num_bullets", &n, e))
+        return -1;
+    size_t c = asn_regex_count(fixed(&re_bullet_star), value) + asn_regex_count(fixed(&re_bullet_dash), value);
+    *ok = (long long)c == n;
+    return 0;
+}
+
+static int ck_constrained_response(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    (void)id, (void)k, (void)e;
+    char *v = asn_py_strip(value);
+    *ok = 0;
+    for (size_t i = 0; i < 3; i++)
+        *ok |= strstr(v, constrained_options[i]) != NULL;
+    free(v);
+    return 0;
+}
+
+static int ck_number_highlighted_sections(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    long long n = 0;
+    (void)id;
+    if (kw_int(k, "num_highlights", &n, e))
+        return -1;
+    hl_st st = {value, 0, 0};
+    re_each(fixed(&re_highlight), value, highlight_cb, &st);
+    st.dbl = 1;
+    re_each(fixed(&re_highlight2), value, highlight_cb, &st);
+    *ok = (long long)st.n >= n;
+    return 0;
+}
+
+static int ck_multiple_sections(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    long long n = 0;
+    const char *str = NULL;
+    (void)id;
+    if (kw_str(k, "section_spliter", &str, e) || kw_int(k, "num_sections", &n, e))
+        return -1;
+    char *sp = asn_py_strip(str), *pat = concat3("\\s?", sp, "\\s?\\d+\\s?");
+    size_t c = 0;
+    int rc = dyn_count(pat, 0, value, &c, e);
+    free(sp);
+    free(pat);
+    if (rc)
+        return -1;
+    *ok = (long long)c >= n;
+    return 0;
+}
+
+static int ck_json_format(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    (void)id, (void)k, (void)e;
+    char *v = asn_py_strip(value);
+    const char *p = v;
+    static const char *const pre[] = {"```json", "```Json", "```JSON", "```"};
+    for (size_t i = 0; i < 4; i++) /* chained removeprefix calls */
+        if (starts_with(p, pre[i]))
+            p += strlen(pre[i]);
+    char *t = asn_xstrdup(p);
+    if (ends_with(t, "```"))
+        t[strlen(t) - 3] = 0;
+    char *u = asn_py_strip(t);
+    *ok = py_json_loads_ok(u);
+    free(v);
+    free(t);
+    free(u);
+    return 0;
+}
+
+static int ck_title(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    (void)id, (void)k, (void)e;
+    title_st st = {value, 0};
+    re_each(fixed(&re_title), value, title_cb, &st);
+    *ok = st.found;
+    return 0;
+}
+
+static int ck_two_responses(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    (void)id, (void)k, (void)e;
+    tok *v;
+    size_t np = split_str(value, "******", &v), valid = 0;
+    tok r[2];
+    *ok = -1;
+    for (size_t i = 0; i < np && *ok; i++) {
+        if (blank(v[i])) {
+            if (i != 0 && i != np - 1)
+                *ok = 0;
+        } else {
+            if (valid < 2)
+                r[valid] = v[i];
+            valid++;
         }
-        free(v);
-        return 0;
     }
-    if (!strcmp(id, "combination:repeat_prompt")) {
-        if (kw_str(k, "prompt_to_repeat", &str, e))
-            return -1;
-        if (!*str)
-            return asn_err_set(e, "argument \"prompt_to_repeat\" is empty");
-        char *a = asn_py_strip(value), *al = asn_py_lower(a), *b = asn_py_strip(str), *bl = asn_py_lower(b);
-        *ok = starts_with(al, bl);
-        free(a), free(al), free(b), free(bl);
-        return 0;
-    }
-    if (!strcmp(id, "startend:end_checker")) {
-        if (kw_str(k, "end_phrase", &str, e))
-            return -1;
-        char *a = asn_py_strip(value);
-        char *p = a;
-        size_t len = strlen(p);
-        while (len && p[len - 1] == '"') /* .strip("\"") */
-            p[--len] = 0;
-        while (*p == '"')
-            p++;
-        char *al = asn_py_lower(p), *b = asn_py_strip(str), *bl = asn_py_lower(b);
-        *ok = ends_with(al, bl);
-        free(a), free(al), free(b), free(bl);
-        return 0;
-    }
-    if (!strcmp(id, "change_case:capital_word_frequency")) {
-        const json_t *f = kw(k, "capital_frequency");
-        if (!f)
-            return asn_err_set(e, "argument \"capital_frequency\" is missing");
-        double d;
-        if (json_is_boolean(f) || asn_json_number(f, &d))
-            return asn_err_set(e, "argument \"capital_frequency\" must be a number, not %s", asn_json_type_name(f));
-        if (kw_relation(k, "capital_relation", &at_least, e))
-            return -1;
-        double c = (double)asn_ifeval_count_capital_words(value);
-        *ok = at_least ? c >= d : c < d;
-        return 0;
-    }
-    if (!strcmp(id, "change_case:english_capital") || !strcmp(id, "change_case:english_lowercase")) {
-        int upper = !strcmp(id, "change_case:english_capital");
-        if (!(upper ? asn_py_isupper(value) : asn_py_islower(value))) {
-            *ok = 0;
-            return 0;
+    if (*ok) {
+        *ok = 0;
+        if (valid == 2) {
+            size_t b0, e0, b1, e1;
+            strip_span(r[0].s, r[0].n, &b0, &e0);
+            strip_span(r[1].s, r[1].n, &b1, &e1);
+            *ok = e0 - b0 != e1 - b1 || memcmp(r[0].s + b0, r[1].s + b1, e0 - b0);
         }
-        const char *lang = asn_ifeval_detect_language(value);
-        *ok = !lang || !strcmp(lang, "en");
+    }
+    free(v);
+    return 0;
+}
+
+static int ck_repeat_prompt(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    const char *str = NULL;
+    (void)id;
+    if (kw_str(k, "prompt_to_repeat", &str, e))
+        return -1;
+    if (!*str)
+        return asn_err_set(e, "argument \"prompt_to_repeat\" is empty");
+    char *a = asn_py_strip(value), *al = asn_py_lower(a), *b = asn_py_strip(str), *bl = asn_py_lower(b);
+    *ok = starts_with(al, bl);
+    free(a), free(al), free(b), free(bl);
+    return 0;
+}
+
+static int ck_end_checker(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    const char *str = NULL;
+    (void)id;
+    if (kw_str(k, "end_phrase", &str, e))
+        return -1;
+    char *a = asn_py_strip(value);
+    char *p = a;
+    size_t len = strlen(p);
+    while (len && p[len - 1] == '"') /* .strip("\"") */
+        p[--len] = 0;
+    while (*p == '"')
+        p++;
+    char *al = asn_py_lower(p), *b = asn_py_strip(str), *bl = asn_py_lower(b);
+    *ok = ends_with(al, bl);
+    free(a), free(al), free(b), free(bl);
+    return 0;
+}
+
+static int ck_capital_word_frequency(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    int at_least = 0;
+    (void)id;
+    const json_t *f = kw(k, "capital_frequency");
+    if (!f)
+        return asn_err_set(e, "argument \"capital_frequency\" is missing");
+    double d;
+    if (json_is_boolean(f) || asn_json_number(f, &d))
+        return asn_err_set(e, "argument \"capital_frequency\" must be a number, not %s", asn_json_type_name(f));
+    if (kw_relation(k, "capital_relation", &at_least, e))
+        return -1;
+    double c = (double)asn_ifeval_count_capital_words(value);
+    *ok = at_least ? c >= d : c < d;
+    return 0;
+}
+
+static int ck_english_case(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    (void)k, (void)e;
+    int upper = !strcmp(id, "change_case:english_capital");
+    if (!(upper ? asn_py_isupper(value) : asn_py_islower(value))) {
+        *ok = 0;
         return 0;
     }
-    if (!strcmp(id, "punctuation:no_comma")) {
-        *ok = strchr(value, ',') == NULL;
-        return 0;
-    }
-    if (!strcmp(id, "startend:quotation")) {
-        char *v = asn_py_strip(value);
-        size_t len = strlen(v);
-        *ok = u8count(v) > 1 && v[0] == '"' && v[len - 1] == '"';
-        free(v);
-        return 0;
-    }
+    const char *lang = asn_ifeval_detect_language(value);
+    *ok = !lang || !strcmp(lang, "en");
+    return 0;
+}
+
+static int ck_no_comma(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    (void)id, (void)k, (void)e;
+    *ok = strchr(value, ',') == NULL;
+    return 0;
+}
+
+static int ck_quotation(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    (void)id, (void)k, (void)e;
+    char *v = asn_py_strip(value);
+    size_t len = strlen(v);
+    *ok = u8count(v) > 1 && v[0] == '"' && v[len - 1] == '"';
+    free(v);
+    return 0;
+}
+
+/* The instructions of Google's IFEval (instructions_registry.py): each id
+ * with the arguments its check reads and the check (*ok: whether the
+ * response follows it; asn_ifeval_check adds the strict reading's rule). A
+ * new instruction is one function above and one row here. */
+static const struct {
+    const char *id;     /* instructions_registry.py's id */
+    const char *kwargs; /* the arguments the check reads, in that order */
+    int (*check)(const char *id, const json_t *kwargs, const char *value, int *ok, asn_err *e);
+} instructions[] = {
+    {"keywords:existence", "keywords", ck_existence},
+    {"keywords:frequency", "keyword frequency relation", ck_frequency},
+    {"keywords:forbidden_words", "forbidden_words", ck_forbidden_words},
+    {"keywords:letter_frequency", "letter let_frequency let_relation", ck_letter_frequency},
+    {"language:response_language", "language", ck_response_language},
+    {"length_constraints:number_sentences", "num_sentences relation", ck_number_sentences},
+    {"length_constraints:number_paragraphs", "num_paragraphs", ck_number_paragraphs},
+    {"length_constraints:number_words", "num_words relation", ck_number_words},
+    {"length_constraints:nth_paragraph_first_word", "num_paragraphs nth_paragraph first_word",
+     ck_nth_paragraph_first_word},
+    {"detectable_content:number_placeholders", "num_placeholders", ck_number_placeholders},
+    {"detectable_content:postscript", "postscript_marker", ck_postscript},
+    {"detectable_format:number_bullet_lists", "num_bullets", ck_number_bullet_lists},
+    {"detectable_format:constrained_response", "", ck_constrained_response},
+    {"detectable_format:number_highlighted_sections", "num_highlights", ck_number_highlighted_sections},
+    {"detectable_format:multiple_sections", "section_spliter num_sections", ck_multiple_sections},
+    {"detectable_format:json_format", "", ck_json_format},
+    {"detectable_format:title", "", ck_title},
+    {"combination:two_responses", "", ck_two_responses},
+    {"combination:repeat_prompt", "prompt_to_repeat", ck_repeat_prompt},
+    {"startend:end_checker", "end_phrase", ck_end_checker},
+    {"change_case:capital_word_frequency", "capital_frequency capital_relation", ck_capital_word_frequency},
+    {"change_case:english_capital", "", ck_english_case},
+    {"change_case:english_lowercase", "", ck_english_case},
+    {"punctuation:no_comma", "", ck_no_comma},
+    {"startend:quotation", "", ck_quotation},
+};
+
+static int check(const char *id, const json_t *k, const char *value, int *ok, asn_err *e)
+{
+    for (size_t i = 0; i < sizeof instructions / sizeof *instructions; i++)
+        if (!strcmp(id, instructions[i].id))
+            return instructions[i].check(id, k, value, ok, e);
     return asn_err_set(e, "unknown instruction \"%s\"", id);
 }
 
@@ -1812,25 +1930,25 @@ static int ref_func(const char *f, const json_t *c, const char *text, int *ok)
         if (!rnum(c, "N", &n))
             return 0;
         /* "\n".join(line.strip() for line in text.splitlines()).strip() */
-        sbuf cl = {0};
+        asn_sbuf cl = {0};
         const char *p = text;
         int first = 1;
         while (*p) {
             size_t len = strcspn(p, "\n\r\v\f\x1c\x1d\x1e");
             if (!first)
-                sb_add(&cl, "\n");
+                asn_sbuf_adds(&cl, "\n");
             first = 0;
             size_t b, e;
             strip_span(p, len, &b, &e);
-            sb_addn(&cl, p + b, e - b);
+            asn_sbuf_add(&cl, p + b, e - b);
             p += len;
             if (*p == '\r' && p[1] == '\n')
                 p++;
             if (*p)
                 p++;
         }
-        char *cleaned = asn_py_strip(sb_done(&cl));
-        free(cl.p);
+        char *cleaned = asn_py_strip(asn_sbuf_str(&cl));
+        asn_sbuf_release(&cl);
         tok *pieces;
         size_t np = split_str(cleaned, "* * *", &pieces), nonblank = 0;
         for (size_t i = 0; i < np; i++)
@@ -1968,31 +2086,31 @@ static int ref_func(const char *f, const json_t *c, const char *text, int *ok)
  * without <answer> tags, stripped. */
 static char *remove_thinking(const char *prediction)
 {
-    sbuf a = {0};
+    asn_sbuf a = {0};
     const char *p = prediction, *q;
     while ((q = strstr(p, "<|assistant|>"))) {
-        sb_addn(&a, p, (size_t)(q - p));
+        asn_sbuf_add(&a, p, (size_t)(q - p));
         p = q + 13;
     }
-    sb_add(&a, p);
-    char *s = asn_py_strip(sb_done(&a));
-    free(a.p);
+    asn_sbuf_adds(&a, p);
+    char *s = asn_py_strip(asn_sbuf_str(&a));
+    asn_sbuf_release(&a);
     const char *last = s;
     while ((q = strstr(last, "</think>")))
         last = q + 8;
-    sbuf b = {0};
+    asn_sbuf b = {0};
     p = last;
     for (;;) {
         const char *x = strstr(p, "<answer>"), *y = strstr(p, "</answer>");
         q = x && (!y || x < y) ? x : y;
         if (!q)
             break;
-        sb_addn(&b, p, (size_t)(q - p));
+        asn_sbuf_add(&b, p, (size_t)(q - p));
         p = q + (q == x ? 8 : 9);
     }
-    sb_add(&b, p);
-    char *r = asn_py_strip(sb_done(&b));
-    free(b.p);
+    asn_sbuf_adds(&b, p);
+    char *r = asn_py_strip(asn_sbuf_str(&b));
+    asn_sbuf_release(&b);
     free(s);
     return r;
 }

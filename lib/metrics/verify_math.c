@@ -6,6 +6,7 @@
  * one Python function; the comments name the quirks kept on purpose. */
 #include "asn/verifiers.h"
 #include "asn/json.h"
+#include "asn/sbuf.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -15,31 +16,6 @@
 #include <string.h>
 
 /* ------------------------------------------------------ small strings */
-
-/* Strings are built in a memory stream (open_memstream): sb_add appends,
- * sb_done closes and returns the text. */
-typedef struct sbuf {
-    FILE *f;
-    char *p;
-    size_t n;
-} sbuf;
-
-static void sb_open(sbuf *b)
-{
-    b->p = NULL;
-    b->n = 0;
-    b->f = open_memstream(&b->p, &b->n);
-    if (!b->f)
-        abort(); /* out of memory, as asn_xmalloc would */
-}
-static void sb_addn(sbuf *b, const char *s, size_t n) { fwrite(s, 1, n, b->f); }
-static void sb_add(sbuf *b, const char *s) { fputs(s, b->f); }
-static char *sb_done(sbuf *b)
-{
-    fclose(b->f);
-    return b->p;
-}
-static void sb_drop(sbuf *b) { free(sb_done(b)); }
 
 static char *xstrndup(const char *s, size_t n)
 {
@@ -53,16 +29,16 @@ static char *xstrndup(const char *s, size_t n)
 static char *replace_all(const char *s, const char *a, const char *b)
 {
     size_t na = strlen(a);
-    sbuf o;
-    sb_open(&o);
+    asn_sbuf o;
+    asn_sbuf_init(&o, 0);
     const char *p;
     while ((p = strstr(s, a))) {
-        sb_addn(&o, s, (size_t)(p - s));
-        sb_add(&o, b);
+        asn_sbuf_add(&o, s, (size_t)(p - s));
+        asn_sbuf_adds(&o, b);
         s = p + na;
     }
-    sb_add(&o, s);
-    return sb_done(&o);
+    asn_sbuf_adds(&o, s);
+    return asn_sbuf_detach(&o, NULL);
 }
 
 /* Replaces *s by s.replace(a, b). */
@@ -215,11 +191,11 @@ char *asn_math_last_boxed(const char *s)
             last = q;
         last += 7;
         size_t n = strcspn(last, "$");
-        sbuf o;
-    sb_open(&o);
-        sb_add(&o, "\\boxed ");
-        sb_addn(&o, last, n);
-        return sb_done(&o);
+        asn_sbuf o;
+    asn_sbuf_init(&o, 0);
+        asn_sbuf_adds(&o, "\\boxed ");
+        asn_sbuf_add(&o, last, n);
+        return asn_sbuf_detach(&o, NULL);
     }
     const char *idx = NULL, *q;
     for (q = s; (q = strstr(q, "\\boxed")); q++)
@@ -264,44 +240,44 @@ static char *fix_fracs(const char *s)
     const char *first = strstr(s, "\\frac");
     if (!first)
         return asn_xstrdup(s);
-    sbuf o;
-    sb_open(&o);
-    sb_addn(&o, s, (size_t)(first - s));
+    asn_sbuf o;
+    asn_sbuf_init(&o, 0);
+    asn_sbuf_add(&o, s, (size_t)(first - s));
     const char *p = first + 5;
     for (;;) {
         const char *next = strstr(p, "\\frac");
         size_t n = next ? (size_t)(next - p) : strlen(p);
-        sb_add(&o, "\\frac");
+        asn_sbuf_adds(&o, "\\frac");
         if (n == 0) { /* substr[0] of an empty string: IndexError */
-            sb_drop(&o);
+            asn_sbuf_release(&o);
             return NULL;
         }
         if (p[0] == '{') {
-            sb_addn(&o, p, n);
+            asn_sbuf_add(&o, p, n);
         } else {
             size_t la = u8len(p);
             if (la >= n) { /* fewer than two characters: give up, unchanged */
-                sb_drop(&o);
+                asn_sbuf_release(&o);
                 return asn_xstrdup(s);
             }
             size_t lb = u8len(p + la);
-            sb_add(&o, "{");
-            sb_addn(&o, p, la);
+            asn_sbuf_adds(&o, "{");
+            asn_sbuf_add(&o, p, la);
             if (p[la] != '{') {
-                sb_add(&o, "}{");
-                sb_addn(&o, p + la, lb);
-                sb_add(&o, "}");
+                asn_sbuf_adds(&o, "}{");
+                asn_sbuf_add(&o, p + la, lb);
+                asn_sbuf_adds(&o, "}");
             } else {
-                sb_add(&o, "}");
-                sb_addn(&o, p + la, lb);
+                asn_sbuf_adds(&o, "}");
+                asn_sbuf_add(&o, p + la, lb);
             }
-            sb_addn(&o, p + la + lb, n - la - lb);
+            asn_sbuf_add(&o, p + la + lb, n - la - lb);
         }
         if (!next)
             break;
         p = next + 5;
     }
-    return sb_done(&o);
+    return asn_sbuf_detach(&o, NULL);
 }
 
 /* fix_sqrt: "\sqrt2" -> "\sqrt{2}"; NULL where the Python raises. */
@@ -310,32 +286,32 @@ static char *fix_sqrt(const char *s)
     const char *first = strstr(s, "\\sqrt");
     if (!first)
         return asn_xstrdup(s);
-    sbuf o;
-    sb_open(&o);
-    sb_addn(&o, s, (size_t)(first - s));
+    asn_sbuf o;
+    asn_sbuf_init(&o, 0);
+    asn_sbuf_add(&o, s, (size_t)(first - s));
     const char *p = first + 5;
     for (;;) {
         const char *next = strstr(p, "\\sqrt");
         size_t n = next ? (size_t)(next - p) : strlen(p);
         if (n == 0) {
-            sb_drop(&o);
+            asn_sbuf_release(&o);
             return NULL;
         }
         if (p[0] != '{') {
             size_t la = u8len(p);
-            sb_add(&o, "\\sqrt{");
-            sb_addn(&o, p, la);
-            sb_add(&o, "}");
-            sb_addn(&o, p + la, n - la);
+            asn_sbuf_adds(&o, "\\sqrt{");
+            asn_sbuf_add(&o, p, la);
+            asn_sbuf_adds(&o, "}");
+            asn_sbuf_add(&o, p + la, n - la);
         } else {
-            sb_add(&o, "\\sqrt");
-            sb_addn(&o, p, n);
+            asn_sbuf_adds(&o, "\\sqrt");
+            asn_sbuf_add(&o, p, n);
         }
         if (!next)
             break;
         p = next + 5;
     }
-    return sb_done(&o);
+    return asn_sbuf_detach(&o, NULL);
 }
 
 /* int(x) would succeed: optional sign, Unicode digits, single underscores
@@ -376,14 +352,14 @@ static char *fix_a_slash_b(const char *s)
     }
     char *r;
     if (canonical_int(a, strlen(a)) && canonical_int(sl + 1, strlen(sl + 1))) {
-        sbuf o;
-    sb_open(&o);
-        sb_add(&o, "\\frac{");
-        sb_add(&o, a);
-        sb_add(&o, "}{");
-        sb_add(&o, sl + 1);
-        sb_add(&o, "}");
-        r = sb_done(&o);
+        asn_sbuf o;
+    asn_sbuf_init(&o, 0);
+        asn_sbuf_adds(&o, "\\frac{");
+        asn_sbuf_adds(&o, a);
+        asn_sbuf_adds(&o, "}{");
+        asn_sbuf_adds(&o, sl + 1);
+        asn_sbuf_adds(&o, "}");
+        r = asn_sbuf_detach(&o, NULL);
     } else { /* AssertionError: caught, unchanged */
         r = asn_xstrdup(s);
     }
@@ -515,11 +491,11 @@ char *asn_math_normalize_final_answer(const char *in)
 /* get_unnormalized_answer: the Minerva prompt's answer sentence. */
 static char *minerva_answer(const char *text)
 {
-    sbuf t;
-    sb_open(&t);
-    sb_add(&t, text);
-    sb_add(&t, "I hope it is correct.");
-    char *tx = sb_done(&t);
+    asn_sbuf t;
+    asn_sbuf_init(&t, 0);
+    asn_sbuf_adds(&t, text);
+    asn_sbuf_adds(&t, "I hope it is correct.");
+    char *tx = asn_sbuf_detach(&t, NULL);
     size_t so, eo;
     char *r;
     if (asn_regex_group(R(RE_MINERVA), tx, 0, 1, &so, &eo)) {

@@ -4,6 +4,7 @@
  * llm_chat_apply_template). The contract is in asn/chat.h; the expected
  * strings that pin the behaviour down are in tests/data/chat/. */
 #include "asn/chat.h"
+#include "asn/sbuf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,24 +223,6 @@ int asn_chat_detect(const char *t)
 
 /* ---------------------------------------------------------- text building */
 
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-} sbuf;
-
-static void put_n(sbuf *b, const char *s, size_t n)
-{
-    asn_grow((void **)&b->p, &b->cap, b->n + n + 1, 1);
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-static void put(sbuf *b, const char *s)
-{
-    put_n(b, s, strlen(s));
-}
-
 /* isspace() in the C locale, which is what llama.cpp's trim() uses; bytes of
  * multi-byte UTF-8 sequences are never spaces. */
 static int is_space(unsigned char c)
@@ -248,24 +231,24 @@ static int is_space(unsigned char c)
 }
 
 /* Appends s without leading and trailing whitespace. */
-static void put_trim(sbuf *b, const char *s)
+static void put_trim(asn_sbuf *b, const char *s)
 {
     size_t i = 0, j = strlen(s);
     while (i < j && is_space((unsigned char)s[i]))
         i++;
     while (j > i && is_space((unsigned char)s[j - 1]))
         j--;
-    put_n(b, s + i, j - i);
+    asn_sbuf_add(b, s + i, j - i);
 }
 
 /* Appends role with ASCII letters upper-cased (all of it, or the first). */
-static void put_upper(sbuf *b, const char *role, int first_only)
+static void put_upper(asn_sbuf *b, const char *role, int first_only)
 {
     for (size_t i = 0; role[i]; i++) {
         char c = role[i];
         if ((!first_only || i == 0) && c >= 'a' && c <= 'z')
             c = (char)(c - 'a' + 'A');
-        put_n(b, &c, 1);
+        asn_sbuf_add(b, &c, 1);
     }
 }
 
@@ -279,54 +262,54 @@ static int is(const char *role, const char *want)
  * Each writes the whole conversation into b. `gen` is add_generation_prompt.
  * Grouped as in llama.cpp, which is also where each layout comes from. */
 
-static void fmt_none(sbuf *b, const asn_chat_msg *m, size_t n)
+static void fmt_none(asn_sbuf *b, const asn_chat_msg *m, size_t n)
 {
     int first = 1;
     for (size_t i = 0; i < n; i++) {
         if (!m[i].content[0])
             continue;
         if (!first)
-            put(b, "\n\n");
-        put(b, m[i].content);
+            asn_sbuf_adds(b, "\n\n");
+        asn_sbuf_adds(b, m[i].content);
         first = 0;
     }
 }
 
 /* <|im_start|>role\ncontent<|im_end|>\n */
-static void fmt_chatml(sbuf *b, const asn_chat_msg *m, size_t n, int gen)
+static void fmt_chatml(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen)
 {
     for (size_t i = 0; i < n; i++) {
-        put(b, "<|im_start|>");
-        put(b, m[i].role);
-        put(b, "\n");
-        put(b, m[i].content);
-        put(b, "<|im_end|>\n");
+        asn_sbuf_adds(b, "<|im_start|>");
+        asn_sbuf_adds(b, m[i].role);
+        asn_sbuf_adds(b, "\n");
+        asn_sbuf_adds(b, m[i].content);
+        asn_sbuf_adds(b, "<|im_end|>\n");
     }
     if (gen)
-        put(b, "<|im_start|>assistant\n");
+        asn_sbuf_adds(b, "<|im_start|>assistant\n");
 }
 
 /* Mistral's v7 layout: system and user in their own brackets, the reply
  * after them closed by </s>; the tekken tokenizer variant drops the spaces.
  * No generation prompt: the reply follows [/INST] directly. */
-static void fmt_mistral_v7(sbuf *b, const asn_chat_msg *m, size_t n, int tekken)
+static void fmt_mistral_v7(asn_sbuf *b, const asn_chat_msg *m, size_t n, int tekken)
 {
     const char *sp = tekken ? "" : " ";
     for (size_t i = 0; i < n; i++) {
         if (is(m[i].role, "system")) {
-            put(b, "[SYSTEM_PROMPT]");
-            put(b, sp);
-            put(b, m[i].content);
-            put(b, "[/SYSTEM_PROMPT]");
+            asn_sbuf_adds(b, "[SYSTEM_PROMPT]");
+            asn_sbuf_adds(b, sp);
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "[/SYSTEM_PROMPT]");
         } else if (is(m[i].role, "user")) {
-            put(b, "[INST]");
-            put(b, sp);
-            put(b, m[i].content);
-            put(b, "[/INST]");
+            asn_sbuf_adds(b, "[INST]");
+            asn_sbuf_adds(b, sp);
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "[/INST]");
         } else {
-            put(b, sp);
-            put(b, m[i].content);
-            put(b, "</s>");
+            asn_sbuf_adds(b, sp);
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "</s>");
         }
     }
 }
@@ -334,32 +317,32 @@ static void fmt_mistral_v7(sbuf *b, const asn_chat_msg *m, size_t n, int tekken)
 /* Mistral's v1 / v3 / v3-tekken layouts: a turn opens with [INST] before
  * whatever comes first (a system text goes inside the open turn, followed
  * by a blank line) and closes after the reply's </s>. */
-static void fmt_mistral_v1_v3(sbuf *b, const asn_chat_msg *m, size_t n, int id)
+static void fmt_mistral_v1_v3(asn_sbuf *b, const asn_chat_msg *m, size_t n, int id)
 {
     const char *lead = id == ASN_CHAT_MISTRAL_V1 ? " " : "";
     const char *trail = id == ASN_CHAT_MISTRAL_V3_TEKKEN ? "" : " ";
     int in_turn = 0;
     for (size_t i = 0; i < n; i++) {
         if (!in_turn) {
-            put(b, lead);
-            put(b, "[INST]");
-            put(b, trail);
+            asn_sbuf_adds(b, lead);
+            asn_sbuf_adds(b, "[INST]");
+            asn_sbuf_adds(b, trail);
             in_turn = 1;
         }
         if (is(m[i].role, "system")) {
-            put(b, m[i].content);
-            put(b, "\n\n");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "\n\n");
         } else if (is(m[i].role, "user")) {
-            put(b, m[i].content);
-            put(b, lead);
-            put(b, "[/INST]");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, lead);
+            asn_sbuf_adds(b, "[/INST]");
         } else {
-            put(b, trail);
+            asn_sbuf_adds(b, trail);
             if (id == ASN_CHAT_MISTRAL_V3)
                 put_trim(b, m[i].content);
             else
-                put(b, m[i].content);
-            put(b, "</s>");
+                asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "</s>");
             in_turn = 0;
         }
     }
@@ -368,34 +351,34 @@ static void fmt_mistral_v1_v3(sbuf *b, const asn_chat_msg *m, size_t n, int id)
 /* Llama 2: the text opens inside the first [INST]; the system text goes in
  * <<SYS>> brackets (or as a plain line for the variant without a system
  * role); each reply ends with </s> and the next turn reopens [INST]. */
-static void fmt_llama2(sbuf *b, const asn_chat_msg *m, size_t n, int id)
+static void fmt_llama2(asn_sbuf *b, const asn_chat_msg *m, size_t n, int id)
 {
     int sys = id != ASN_CHAT_LLAMA2;
     int bos_in_history = id == ASN_CHAT_LLAMA2_SYS_BOS;
     int strip = id == ASN_CHAT_LLAMA2_SYS_STRIP;
     int in_turn = 1; /* the opening [INST] follows the tokenizer's BOS */
-    put(b, "[INST] ");
+    asn_sbuf_adds(b, "[INST] ");
     for (size_t i = 0; i < n; i++) {
         if (!in_turn) {
             in_turn = 1;
-            put(b, bos_in_history ? "<s>[INST] " : "[INST] ");
+            asn_sbuf_adds(b, bos_in_history ? "<s>[INST] " : "[INST] ");
         }
-        void (*content)(sbuf *, const char *) = strip ? put_trim : put;
+        void (*content)(asn_sbuf *, const char *) = strip ? put_trim : asn_sbuf_adds;
         if (is(m[i].role, "system")) {
             if (sys) {
-                put(b, "<<SYS>>\n");
+                asn_sbuf_adds(b, "<<SYS>>\n");
                 content(b, m[i].content);
-                put(b, "\n<</SYS>>\n\n");
+                asn_sbuf_adds(b, "\n<</SYS>>\n\n");
             } else {
                 content(b, m[i].content);
-                put(b, "\n");
+                asn_sbuf_adds(b, "\n");
             }
         } else if (is(m[i].role, "user")) {
             content(b, m[i].content);
-            put(b, " [/INST]");
+            asn_sbuf_adds(b, " [/INST]");
         } else {
             content(b, m[i].content);
-            put(b, "</s>");
+            asn_sbuf_adds(b, "</s>");
             in_turn = 0;
         }
     }
@@ -404,138 +387,138 @@ static void fmt_llama2(sbuf *b, const asn_chat_msg *m, size_t n, int id)
 /* The "<|role|>\ncontent END" families: phi3, falcon3, zephyr, glmedge and
  * chatglm4 (which prefixes [gMASK]<sop>), and chatglm3 ("\n " and
  * [gMASK]sop). */
-static void fmt_role_bars(sbuf *b, const asn_chat_msg *m, size_t n, int gen, const char *head,
+static void fmt_role_bars(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen, const char *head,
                           const char *sep, const char *end, const char *prompt)
 {
-    put(b, head);
+    asn_sbuf_adds(b, head);
     for (size_t i = 0; i < n; i++) {
-        put(b, "<|");
-        put(b, m[i].role);
-        put(b, "|>");
-        put(b, sep);
-        put(b, m[i].content);
-        put(b, end);
+        asn_sbuf_adds(b, "<|");
+        asn_sbuf_adds(b, m[i].role);
+        asn_sbuf_adds(b, "|>");
+        asn_sbuf_adds(b, sep);
+        asn_sbuf_adds(b, m[i].content);
+        asn_sbuf_adds(b, end);
     }
     if (gen)
-        put(b, prompt);
+        asn_sbuf_adds(b, prompt);
 }
 
-static void fmt_phi4(sbuf *b, const asn_chat_msg *m, size_t n, int gen)
+static void fmt_phi4(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen)
 {
     for (size_t i = 0; i < n; i++) {
-        put(b, "<|im_start|>");
-        put(b, m[i].role);
-        put(b, "<|im_sep|>");
-        put(b, m[i].content);
-        put(b, "<|im_end|>");
+        asn_sbuf_adds(b, "<|im_start|>");
+        asn_sbuf_adds(b, m[i].role);
+        asn_sbuf_adds(b, "<|im_sep|>");
+        asn_sbuf_adds(b, m[i].content);
+        asn_sbuf_adds(b, "<|im_end|>");
     }
     if (gen)
-        put(b, "<|im_start|>assistant<|im_sep|>");
+        asn_sbuf_adds(b, "<|im_start|>assistant<|im_sep|>");
 }
 
 /* AlphaMonarch: "<s>" opens every message but the first (the tokenizer's
  * BOS stands in for that one). */
-static void fmt_monarch(sbuf *b, const asn_chat_msg *m, size_t n, int gen)
+static void fmt_monarch(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen)
 {
     for (size_t i = 0; i < n; i++) {
         if (i > 0)
-            put(b, "<s>");
-        put(b, m[i].role);
-        put(b, "\n");
-        put(b, m[i].content);
-        put(b, "</s>\n");
+            asn_sbuf_adds(b, "<s>");
+        asn_sbuf_adds(b, m[i].role);
+        asn_sbuf_adds(b, "\n");
+        asn_sbuf_adds(b, m[i].content);
+        asn_sbuf_adds(b, "</s>\n");
     }
     if (gen)
-        put(b, "<s>assistant\n");
+        asn_sbuf_adds(b, "<s>assistant\n");
 }
 
 /* Gemma has no system role: system texts are held and written at the top
  * of the next non-model turn, followed by a blank line. The assistant is
  * "model"; contents are trimmed. */
-static void fmt_gemma(sbuf *b, const asn_chat_msg *m, size_t n, int gen)
+static void fmt_gemma(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen)
 {
-    sbuf sys = {0};
+    asn_sbuf sys = {0};
     for (size_t i = 0; i < n; i++) {
         if (is(m[i].role, "system")) {
             put_trim(&sys, m[i].content);
             continue;
         }
         const char *role = is(m[i].role, "assistant") ? "model" : m[i].role;
-        put(b, "<start_of_turn>");
-        put(b, role);
-        put(b, "\n");
-        if (sys.n && !is(role, "model")) {
-            put_n(b, sys.p, sys.n);
-            put(b, "\n\n");
-            sys.n = 0;
+        asn_sbuf_adds(b, "<start_of_turn>");
+        asn_sbuf_adds(b, role);
+        asn_sbuf_adds(b, "\n");
+        if (sys.len && !is(role, "model")) {
+            asn_sbuf_add(b, sys.buf, sys.len);
+            asn_sbuf_adds(b, "\n\n");
+            sys.len = 0;
         }
         put_trim(b, m[i].content);
-        put(b, "<end_of_turn>\n");
+        asn_sbuf_adds(b, "<end_of_turn>\n");
     }
-    free(sys.p);
+    free(sys.buf);
     if (gen)
-        put(b, "<start_of_turn>model\n");
+        asn_sbuf_adds(b, "<start_of_turn>model\n");
 }
 
 /* Orion: no system role either; held for the next user turn. Every user
  * turn already ends with the assistant's opening. */
-static void fmt_orion(sbuf *b, const asn_chat_msg *m, size_t n)
+static void fmt_orion(asn_sbuf *b, const asn_chat_msg *m, size_t n)
 {
-    sbuf sys = {0};
+    asn_sbuf sys = {0};
     for (size_t i = 0; i < n; i++) {
         if (is(m[i].role, "system")) {
-            put(&sys, m[i].content);
+            asn_sbuf_adds(&sys, m[i].content);
         } else if (is(m[i].role, "user")) {
-            put(b, "Human: ");
-            if (sys.n) {
-                put_n(b, sys.p, sys.n);
-                put(b, "\n\n");
-                sys.n = 0;
+            asn_sbuf_adds(b, "Human: ");
+            if (sys.len) {
+                asn_sbuf_add(b, sys.buf, sys.len);
+                asn_sbuf_adds(b, "\n\n");
+                sys.len = 0;
             }
-            put(b, m[i].content);
-            put(b, "\n\nAssistant: </s>");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "\n\nAssistant: </s>");
         } else {
-            put(b, m[i].content);
-            put(b, "</s>");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "</s>");
         }
     }
-    free(sys.p);
+    free(sys.buf);
 }
 
-static void fmt_openchat(sbuf *b, const asn_chat_msg *m, size_t n, int gen)
+static void fmt_openchat(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen)
 {
     for (size_t i = 0; i < n; i++) {
         if (!is(m[i].role, "system")) {
-            put(b, "GPT4 Correct ");
+            asn_sbuf_adds(b, "GPT4 Correct ");
             put_upper(b, m[i].role, 1);
-            put(b, ": ");
+            asn_sbuf_adds(b, ": ");
         }
-        put(b, m[i].content);
-        put(b, "<|end_of_turn|>");
+        asn_sbuf_adds(b, m[i].content);
+        asn_sbuf_adds(b, "<|end_of_turn|>");
     }
     if (gen)
-        put(b, "GPT4 Correct Assistant:");
+        asn_sbuf_adds(b, "GPT4 Correct Assistant:");
 }
 
-static void fmt_vicuna(sbuf *b, const asn_chat_msg *m, size_t n, int gen, int orca)
+static void fmt_vicuna(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen, int orca)
 {
     for (size_t i = 0; i < n; i++) {
         if (is(m[i].role, "system")) {
-            put(b, orca ? "SYSTEM: " : "");
-            put(b, m[i].content);
-            put(b, orca ? "\n" : "\n\n");
+            asn_sbuf_adds(b, orca ? "SYSTEM: " : "");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, orca ? "\n" : "\n\n");
         } else if (is(m[i].role, "user")) {
-            put(b, "USER: ");
-            put(b, m[i].content);
-            put(b, "\n");
+            asn_sbuf_adds(b, "USER: ");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "\n");
         } else if (is(m[i].role, "assistant")) {
-            put(b, "ASSISTANT: ");
-            put(b, m[i].content);
-            put(b, "</s>\n");
+            asn_sbuf_adds(b, "ASSISTANT: ");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "</s>\n");
         }
     }
     if (gen)
-        put(b, "ASSISTANT:");
+        asn_sbuf_adds(b, "ASSISTANT:");
 }
 
 /* Families that write a fixed prefix and suffix per known role and drop
@@ -546,19 +529,19 @@ typedef struct role_fmt {
     int trim;
 } role_fmt;
 
-static void fmt_roles(sbuf *b, const asn_chat_msg *m, size_t n, int gen, const role_fmt *r,
+static void fmt_roles(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen, const role_fmt *r,
                       const char *prompt)
 {
     for (size_t i = 0; i < n; i++)
         for (const role_fmt *f = r; f->role; f++)
             if (is(m[i].role, f->role)) {
-                put(b, f->pre);
-                (f->trim ? put_trim : put)(b, m[i].content);
-                put(b, f->post);
+                asn_sbuf_adds(b, f->pre);
+                (f->trim ? put_trim : asn_sbuf_adds)(b, m[i].content);
+                asn_sbuf_adds(b, f->post);
                 break;
             }
     if (gen && prompt)
-        put(b, prompt);
+        asn_sbuf_adds(b, prompt);
 }
 
 static const role_fmt DEEPSEEK[] = {
@@ -627,40 +610,40 @@ static const role_fmt PANGU[] = {
 
 /* "<|start_header_id|>role<|end_header_id|>\n\n" style: llama3, llama4;
  * contents trimmed. */
-static void fmt_header(sbuf *b, const asn_chat_msg *m, size_t n, int gen, const char *open,
+static void fmt_header(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen, const char *open,
                        const char *close, const char *eot)
 {
     for (size_t i = 0; i < n; i++) {
-        put(b, open);
-        put(b, m[i].role);
-        put(b, close);
-        put(b, "\n\n");
+        asn_sbuf_adds(b, open);
+        asn_sbuf_adds(b, m[i].role);
+        asn_sbuf_adds(b, close);
+        asn_sbuf_adds(b, "\n\n");
         put_trim(b, m[i].content);
-        put(b, eot);
+        asn_sbuf_adds(b, eot);
     }
     if (gen) {
-        put(b, open);
-        put(b, "assistant");
-        put(b, close);
-        put(b, "\n\n");
+        asn_sbuf_adds(b, open);
+        asn_sbuf_adds(b, "assistant");
+        asn_sbuf_adds(b, close);
+        asn_sbuf_adds(b, "\n\n");
     }
 }
 
-static void fmt_minicpm(sbuf *b, const asn_chat_msg *m, size_t n)
+static void fmt_minicpm(asn_sbuf *b, const asn_chat_msg *m, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         int user = is(m[i].role, "user");
         if (user)
-            put(b, "<用户>");
+            asn_sbuf_adds(b, "<用户>");
         put_trim(b, m[i].content);
         if (user)
-            put(b, "<AI>");
+            asn_sbuf_adds(b, "<AI>");
     }
 }
 
 /* RWKV World: "\n\n" ends a turn; the assistant's opening follows a final
  * user message whatever add_generation_prompt says. */
-static void fmt_rwkv(sbuf *b, const asn_chat_msg *m, size_t n)
+static void fmt_rwkv(asn_sbuf *b, const asn_chat_msg *m, size_t n)
 {
     static const role_fmt R[] = {
         {"system", "System: ", "\n\n", 1},
@@ -670,233 +653,233 @@ static void fmt_rwkv(sbuf *b, const asn_chat_msg *m, size_t n)
     };
     fmt_roles(b, m, n, 0, R, NULL);
     if (n && is(m[n - 1].role, "user"))
-        put(b, "Assistant:");
+        asn_sbuf_adds(b, "Assistant:");
 }
 
 /* Granite: every role in <|start_of_role|> brackets. A tool call is written
  * under its own role by 3.x and as the assistant's by 4.0 / 4.1. */
-static void fmt_granite(sbuf *b, const asn_chat_msg *m, size_t n, int gen, int v4)
+static void fmt_granite(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen, int v4)
 {
     for (size_t i = 0; i < n; i++) {
         int call = is(m[i].role, "assistant_tool_call");
-        put(b, "<|start_of_role|>");
-        put(b, call && v4 ? "assistant" : m[i].role);
-        put(b, "<|end_of_role|>");
+        asn_sbuf_adds(b, "<|start_of_role|>");
+        asn_sbuf_adds(b, call && v4 ? "assistant" : m[i].role);
+        asn_sbuf_adds(b, "<|end_of_role|>");
         if (call)
-            put(b, "<|tool_call|>");
-        put(b, m[i].content);
-        put(b, "<|end_of_text|>\n");
+            asn_sbuf_adds(b, "<|tool_call|>");
+        asn_sbuf_adds(b, m[i].content);
+        asn_sbuf_adds(b, "<|end_of_text|>\n");
     }
     if (gen)
-        put(b, "<|start_of_role|>assistant<|end_of_role|>");
+        asn_sbuf_adds(b, "<|start_of_role|>assistant<|end_of_role|>");
 }
 
-static void fmt_gigachat(sbuf *b, const asn_chat_msg *m, size_t n, int gen)
+static void fmt_gigachat(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen)
 {
     int has_sys = n > 0 && is(m[0].role, "system");
-    put(b, "<s>");
+    asn_sbuf_adds(b, "<s>");
     if (has_sys) {
-        put(b, m[0].content);
-        put(b, "<|message_sep|>");
+        asn_sbuf_adds(b, m[0].content);
+        asn_sbuf_adds(b, "<|message_sep|>");
     }
     for (size_t i = has_sys ? 1 : 0; i < n; i++) {
         if (is(m[i].role, "user")) {
-            put(b, "user<|role_sep|>");
-            put(b, m[i].content);
-            put(b, "<|message_sep|>available functions<|role_sep|>[]<|message_sep|>");
+            asn_sbuf_adds(b, "user<|role_sep|>");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "<|message_sep|>available functions<|role_sep|>[]<|message_sep|>");
         } else if (is(m[i].role, "assistant")) {
-            put(b, "assistant<|role_sep|>");
-            put(b, m[i].content);
-            put(b, "<|message_sep|>");
+            asn_sbuf_adds(b, "assistant<|role_sep|>");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "<|message_sep|>");
         }
     }
     if (gen)
-        put(b, "assistant<|role_sep|>");
+        asn_sbuf_adds(b, "assistant<|role_sep|>");
 }
 
 /* Generic "OPEN role MID content END" per message: megrez, solar-open,
  * gpt-oss (whose END depends on the role). */
-static void fmt_wrap(sbuf *b, const asn_chat_msg *m, size_t n, int gen, const char *open,
+static void fmt_wrap(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen, const char *open,
                      const char *mid, const char *end, const char *prompt)
 {
     for (size_t i = 0; i < n; i++) {
-        put(b, open);
-        put(b, m[i].role);
-        put(b, mid);
-        put(b, m[i].content);
-        put(b, end);
+        asn_sbuf_adds(b, open);
+        asn_sbuf_adds(b, m[i].role);
+        asn_sbuf_adds(b, mid);
+        asn_sbuf_adds(b, m[i].content);
+        asn_sbuf_adds(b, end);
     }
     if (gen)
-        put(b, prompt);
+        asn_sbuf_adds(b, prompt);
 }
 
 /* Bailing (Ling / Ring): roles upper-cased, user is HUMAN. */
-static void fmt_bailing(sbuf *b, const asn_chat_msg *m, size_t n, int gen, int id)
+static void fmt_bailing(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen, int id)
 {
     int v2 = id == ASN_CHAT_BAILING2;
     if (v2 && !(n > 0 && is(m[0].role, "system")))
-        put(b, "<role>SYSTEM</role>detailed thinking off<|role_end|>");
+        asn_sbuf_adds(b, "<role>SYSTEM</role>detailed thinking off<|role_end|>");
     for (size_t i = 0; i < n; i++) {
-        put(b, "<role>");
+        asn_sbuf_adds(b, "<role>");
         if (is(m[i].role, "user"))
-            put(b, "HUMAN");
+            asn_sbuf_adds(b, "HUMAN");
         else
             put_upper(b, m[i].role, 0);
-        put(b, "</role>");
-        put(b, m[i].content);
+        asn_sbuf_adds(b, "</role>");
+        asn_sbuf_adds(b, m[i].content);
         if (v2)
-            put(b, "<|role_end|>");
+            asn_sbuf_adds(b, "<|role_end|>");
     }
     if (gen) {
-        put(b, "<role>ASSISTANT</role>");
+        asn_sbuf_adds(b, "<role>ASSISTANT</role>");
         if (id == ASN_CHAT_BAILING_THINK)
-            put(b, "<think>");
+            asn_sbuf_adds(b, "<think>");
     }
 }
 
 /* SmolVLM: <|im_start|> once (it is that model's BOS), then plain
  * "User:" / "Assistant:" turns. */
-static void fmt_smolvlm(sbuf *b, const asn_chat_msg *m, size_t n, int gen)
+static void fmt_smolvlm(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen)
 {
-    put(b, "<|im_start|>");
+    asn_sbuf_adds(b, "<|im_start|>");
     for (size_t i = 0; i < n; i++) {
         if (is(m[i].role, "system")) {
-            put(b, m[i].content);
-            put(b, "\n\n");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "\n\n");
         } else {
-            put(b, is(m[i].role, "user") ? "User: " : "Assistant: ");
-            put(b, m[i].content);
-            put(b, "<end_of_utterance>\n");
+            asn_sbuf_adds(b, is(m[i].role, "user") ? "User: " : "Assistant: ");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "<end_of_utterance>\n");
         }
     }
     if (gen)
-        put(b, "Assistant:");
+        asn_sbuf_adds(b, "Assistant:");
 }
 
-static void fmt_dots1(sbuf *b, const asn_chat_msg *m, size_t n, int gen)
+static void fmt_dots1(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen)
 {
     for (size_t i = 0; i < n; i++) {
         if (is(m[i].role, "system")) {
-            put(b, "<|system|>");
-            put(b, m[i].content);
-            put(b, "<|endofsystem|>");
+            asn_sbuf_adds(b, "<|system|>");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "<|endofsystem|>");
         } else if (is(m[i].role, "user")) {
-            put(b, "<|userprompt|>");
-            put(b, m[i].content);
-            put(b, "<|endofuserprompt|>");
+            asn_sbuf_adds(b, "<|userprompt|>");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "<|endofuserprompt|>");
         } else {
-            put(b, "<|response|>");
-            put(b, m[i].content);
-            put(b, "<|endofresponse|>");
+            asn_sbuf_adds(b, "<|response|>");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "<|endofresponse|>");
         }
     }
     if (gen)
-        put(b, "<|response|>");
+        asn_sbuf_adds(b, "<|response|>");
 }
 
 /* Hunyuan MoE: no generation prompt; a user turn ends with <|extra_0|>. */
-static void fmt_hunyuan_moe(sbuf *b, const asn_chat_msg *m, size_t n)
+static void fmt_hunyuan_moe(asn_sbuf *b, const asn_chat_msg *m, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         if (is(m[i].role, "assistant")) {
-            put(b, m[i].content);
-            put(b, "<|eos|>");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "<|eos|>");
         } else {
-            put(b, "<|startoftext|>");
-            put(b, m[i].content);
-            put(b, is(m[i].role, "system") ? "<|extra_4|>" : "<|extra_0|>");
+            asn_sbuf_adds(b, "<|startoftext|>");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, is(m[i].role, "system") ? "<|extra_4|>" : "<|extra_0|>");
         }
     }
 }
 
-static void fmt_gpt_oss(sbuf *b, const asn_chat_msg *m, size_t n, int gen)
+static void fmt_gpt_oss(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen)
 {
     for (size_t i = 0; i < n; i++) {
-        put(b, "<|start|>");
-        put(b, m[i].role);
-        put(b, "<|message|>");
-        put(b, m[i].content);
-        put(b, is(m[i].role, "assistant") ? "<|return|>" : "<|end|>");
+        asn_sbuf_adds(b, "<|start|>");
+        asn_sbuf_adds(b, m[i].role);
+        asn_sbuf_adds(b, "<|message|>");
+        asn_sbuf_adds(b, m[i].content);
+        asn_sbuf_adds(b, is(m[i].role, "assistant") ? "<|return|>" : "<|end|>");
     }
     if (gen)
-        put(b, "<|start|>assistant");
+        asn_sbuf_adds(b, "<|start|>assistant");
 }
 
 /* Hunyuan dense: a leading system text, then user turns that end with the
  * assistant's opening; no generation prompt. */
-static void fmt_hunyuan_dense(sbuf *b, const asn_chat_msg *m, size_t n)
+static void fmt_hunyuan_dense(asn_sbuf *b, const asn_chat_msg *m, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         if (i == 0 && is(m[i].role, "system")) {
-            put(b, m[i].content);
-            put(b, "<｜hy_place▁holder▁no▁3｜>");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "<｜hy_place▁holder▁no▁3｜>");
         }
         if (is(m[i].role, "assistant")) {
-            put(b, "<｜hy_Assistant｜>");
-            put(b, m[i].content);
-            put(b, "<｜hy_place▁holder▁no▁2｜>");
+            asn_sbuf_adds(b, "<｜hy_Assistant｜>");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "<｜hy_place▁holder▁no▁2｜>");
         } else if (is(m[i].role, "user")) {
-            put(b, "<｜hy_User｜>");
-            put(b, m[i].content);
-            put(b, "<｜hy_Assistant｜>");
+            asn_sbuf_adds(b, "<｜hy_User｜>");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "<｜hy_Assistant｜>");
         }
     }
 }
 
 /* Hunyuan VL / OCR: the role marker follows the content. */
-static void fmt_hunyuan_vl(sbuf *b, const asn_chat_msg *m, size_t n)
+static void fmt_hunyuan_vl(asn_sbuf *b, const asn_chat_msg *m, size_t n)
 {
-    put(b, "<｜hy_begin▁of▁sentence｜>");
+    asn_sbuf_adds(b, "<｜hy_begin▁of▁sentence｜>");
     for (size_t i = 0; i < n; i++) {
         if (i == 0 && is(m[i].role, "system")) {
-            put(b, m[i].content);
-            put(b, "<｜hy_place▁holder▁no▁3｜>");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "<｜hy_place▁holder▁no▁3｜>");
         } else if (is(m[i].role, "user")) {
-            put(b, m[i].content);
-            put(b, "<｜hy_User｜>");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "<｜hy_User｜>");
         } else if (is(m[i].role, "assistant")) {
-            put(b, m[i].content);
-            put(b, "<｜hy_Assistant｜>");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "<｜hy_Assistant｜>");
         }
     }
 }
 
-static void fmt_kimi_k2(sbuf *b, const asn_chat_msg *m, size_t n, int gen)
+static void fmt_kimi_k2(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen)
 {
     for (size_t i = 0; i < n; i++) {
         const char *r = m[i].role;
         if (is(r, "system"))
-            put(b, "<|im_system|>system<|im_middle|>");
+            asn_sbuf_adds(b, "<|im_system|>system<|im_middle|>");
         else if (is(r, "user"))
-            put(b, "<|im_user|>user<|im_middle|>");
+            asn_sbuf_adds(b, "<|im_user|>user<|im_middle|>");
         else if (is(r, "assistant"))
-            put(b, "<|im_assistant|>assistant<|im_middle|>");
+            asn_sbuf_adds(b, "<|im_assistant|>assistant<|im_middle|>");
         else if (is(r, "tool"))
-            put(b, "<|im_system|>tool<|im_middle|>");
-        put(b, m[i].content);
-        put(b, "<|im_end|>");
+            asn_sbuf_adds(b, "<|im_system|>tool<|im_middle|>");
+        asn_sbuf_adds(b, m[i].content);
+        asn_sbuf_adds(b, "<|im_end|>");
     }
     if (gen)
-        put(b, "<|im_assistant|>assistant<|im_middle|>");
+        asn_sbuf_adds(b, "<|im_assistant|>assistant<|im_middle|>");
 }
 
-static void fmt_seed_oss(sbuf *b, const asn_chat_msg *m, size_t n, int gen)
+static void fmt_seed_oss(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen)
 {
     for (size_t i = 0; i < n; i++) {
-        put(b, "<seed:bos>");
-        put(b, m[i].role);
-        put(b, "\n");
-        (is(m[i].role, "assistant") ? put_trim : put)(b, m[i].content);
-        put(b, "<seed:eos>");
+        asn_sbuf_adds(b, "<seed:bos>");
+        asn_sbuf_adds(b, m[i].role);
+        asn_sbuf_adds(b, "\n");
+        (is(m[i].role, "assistant") ? put_trim : asn_sbuf_adds)(b, m[i].content);
+        asn_sbuf_adds(b, "<seed:eos>");
     }
     if (gen)
-        put(b, "<seed:bos>assistant\n");
+        asn_sbuf_adds(b, "<seed:bos>assistant\n");
 }
 
-static void fmt_pangu(sbuf *b, const asn_chat_msg *m, size_t n, int gen)
+static void fmt_pangu(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen)
 {
     if (n > 0 && !is(m[0].role, "system"))
-        put(b, "[unused9]系统：[unused10]");
+        asn_sbuf_adds(b, "[unused9]系统：[unused10]");
     fmt_roles(b, m, n, gen, PANGU, "[unused9]助手：");
 }
 
@@ -926,73 +909,73 @@ int asn_chat_dated(int id) { return id == ASN_CHAT_LLAMA3_1; }
 
 /* HF's Llama 3.1 / 3.2 / 3.3 template: a system block always (the dated
  * lines, then the system text trimmed), every content trimmed. */
-static void fmt_llama31(sbuf *b, const asn_chat_msg *m, size_t n, int gen)
+static void fmt_llama31(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen)
 {
     size_t first = 0;
-    put(b, "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: ");
-    put(b, chat_date);
-    put(b, "\n\n");
+    asn_sbuf_adds(b, "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: ");
+    asn_sbuf_adds(b, chat_date);
+    asn_sbuf_adds(b, "\n\n");
     if (n > 0 && is(m[0].role, "system")) {
         put_trim(b, m[0].content);
         first = 1;
     }
-    put(b, "<|eot_id|>");
+    asn_sbuf_adds(b, "<|eot_id|>");
     fmt_header(b, m + first, n - first, gen, "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>");
 }
 
 /* chatml, with the template's default system text when there is none. */
-static void fmt_chatml_default(sbuf *b, const asn_chat_msg *m, size_t n, int gen, const char *sys)
+static void fmt_chatml_default(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen, const char *sys)
 {
     if (!(n > 0 && is(m[0].role, "system"))) {
-        put(b, "<|im_start|>system\n");
-        put(b, sys);
-        put(b, "<|im_end|>\n");
+        asn_sbuf_adds(b, "<|im_start|>system\n");
+        asn_sbuf_adds(b, sys);
+        asn_sbuf_adds(b, "<|im_end|>\n");
     }
     fmt_chatml(b, m, n, gen);
 }
 
 /* Gemma 3: the first message, if a system one, opens the first turn as
  * written (not trimmed) followed by a blank line. */
-static void fmt_gemma3(sbuf *b, const asn_chat_msg *m, size_t n, int gen)
+static void fmt_gemma3(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen)
 {
     const char *sys = n > 0 && is(m[0].role, "system") ? m[0].content : NULL;
     for (size_t i = sys ? 1 : 0; i < n; i++) {
-        put(b, "<start_of_turn>");
-        put(b, is(m[i].role, "assistant") ? "model" : m[i].role);
-        put(b, "\n");
+        asn_sbuf_adds(b, "<start_of_turn>");
+        asn_sbuf_adds(b, is(m[i].role, "assistant") ? "model" : m[i].role);
+        asn_sbuf_adds(b, "\n");
         if (sys) {
-            put(b, sys);
-            put(b, "\n\n");
+            asn_sbuf_adds(b, sys);
+            asn_sbuf_adds(b, "\n\n");
             sys = NULL;
         }
         put_trim(b, m[i].content);
-        put(b, "<end_of_turn>\n");
+        asn_sbuf_adds(b, "<end_of_turn>\n");
     }
     if (gen)
-        put(b, "<start_of_turn>model\n");
+        asn_sbuf_adds(b, "<start_of_turn>model\n");
 }
 
 /* DeepSeek R1 distills: the system text first, as is; the assistant's
  * opening holds "<think>\n". */
-static void fmt_deepseek_r1(sbuf *b, const asn_chat_msg *m, size_t n, int gen)
+static void fmt_deepseek_r1(asn_sbuf *b, const asn_chat_msg *m, size_t n, int gen)
 {
     for (size_t i = 0; i < n; i++) {
         if (is(m[i].role, "system")) {
-            put(b, m[i].content);
+            asn_sbuf_adds(b, m[i].content);
         } else if (is(m[i].role, "user")) {
-            put(b, "<｜User｜>");
-            put(b, m[i].content);
+            asn_sbuf_adds(b, "<｜User｜>");
+            asn_sbuf_adds(b, m[i].content);
         } else {
-            put(b, "<｜Assistant｜>");
-            put(b, m[i].content);
-            put(b, "<｜end▁of▁sentence｜>");
+            asn_sbuf_adds(b, "<｜Assistant｜>");
+            asn_sbuf_adds(b, m[i].content);
+            asn_sbuf_adds(b, "<｜end▁of▁sentence｜>");
         }
     }
     if (gen)
-        put(b, "<｜Assistant｜><think>\n");
+        asn_sbuf_adds(b, "<｜Assistant｜><think>\n");
 }
 
-static void format_family(sbuf *b, int id, const asn_chat_msg *m, size_t n, int gen)
+static void format_family(asn_sbuf *b, int id, const asn_chat_msg *m, size_t n, int gen)
 {
     switch ((asn_chat_tmpl)id) {
     case ASN_CHAT_NONE: fmt_none(b, m, n); break;
@@ -1023,7 +1006,7 @@ static void format_family(sbuf *b, int id, const asn_chat_msg *m, size_t n, int 
     case ASN_CHAT_DEEPSEEK3: fmt_roles(b, m, n, gen, DEEPSEEK3, "<｜Assistant｜>"); break;
     case ASN_CHAT_DEEPSEEK_OCR: /* no template: the contents, concatenated */
         for (size_t i = 0; i < n; i++)
-            put(b, m[i].content);
+            asn_sbuf_adds(b, m[i].content);
         break;
     case ASN_CHAT_COMMAND_R:
         fmt_roles(b, m, n, gen, COMMAND_R, "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
@@ -1084,7 +1067,7 @@ static void format_family(sbuf *b, int id, const asn_chat_msg *m, size_t n, int 
     case ASN_CHAT_CHATML_THINK:
         fmt_chatml(b, m, n, gen);
         if (gen)
-            put(b, "<think>\n");
+            asn_sbuf_adds(b, "<think>\n");
         break;
     case ASN_CHAT_COUNT: break;
     }
@@ -1106,10 +1089,10 @@ char *asn_chat_format(int id, const asn_chat_msg *msgs, size_t n, int add_genera
             asn_err_set(e, "chat message %zu has no %s", i, msgs[i].role ? "content" : "role");
             return NULL;
         }
-    sbuf b = {0};
-    put(&b, ""); /* an empty conversation still gives a string */
+    asn_sbuf b = {0};
+    asn_sbuf_adds(&b, ""); /* an empty conversation still gives a string */
     format_family(&b, id, msgs, n, add_generation_prompt != 0);
-    return b.p;
+    return b.buf;
 }
 
 /* ---------------------------------------------------- choice for a model */

@@ -9,6 +9,7 @@
  * integers are little-endian and read byte by byte (the header has no
  * alignment at all). */
 #include "asn/gguf.h"
+#include "asn/sbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -775,42 +776,29 @@ double asn_gguf_arr_float(const asn_gguf_kv *kv, uint64_t i)
 
 /* ----------------------------------------------------------------- writer */
 
-typedef struct bytes {
-    uint8_t *p;
-    size_t n, cap;
-} bytes;
-
-static void put(bytes *b, const void *p, size_t n)
-{
-    asn_grow((void **)&b->p, &b->cap, b->n + n, 1);
-    if (n)
-        memcpy(b->p + b->n, p, n);
-    b->n += n;
-}
-
-static void put_u32(bytes *b, uint32_t v)
+static void put_u32(asn_sbuf *b, uint32_t v)
 {
     uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
-    put(b, x, 4);
+    asn_sbuf_add(b, x, 4);
 }
 
-static void put_u64(bytes *b, uint64_t v)
+static void put_u64(asn_sbuf *b, uint64_t v)
 {
     put_u32(b, (uint32_t)v);
     put_u32(b, (uint32_t)(v >> 32));
 }
 
-static void put_str(bytes *b, const char *s)
+static void put_str(asn_sbuf *b, const char *s)
 {
     size_t n = strlen(s);
     put_u64(b, n);
-    put(b, s, n);
+    asn_sbuf_add(b, s, n);
 }
 
 typedef struct wkv {
     char *key;
     asn_gguf_vtype type;
-    bytes val; /* the encoded value (for arrays: element type, count, elements) */
+    asn_sbuf val; /* the encoded value (for arrays: element type, count, elements) */
 } wkv;
 
 typedef struct wtensor {
@@ -851,7 +839,7 @@ void asn_gguf_writer_free(asn_gguf_writer *w)
         return;
     for (size_t i = 0; i < w->n_kv; i++) {
         free(w->kv[i].key);
-        free(w->kv[i].val.p);
+        asn_sbuf_release(&w->kv[i].val);
     }
     for (size_t i = 0; i < w->n_t; i++) {
         free(w->t[i].name);
@@ -864,7 +852,7 @@ void asn_gguf_writer_free(asn_gguf_writer *w)
 
 /* The value slot of key (emptied if the key was set before, which keeps its
  * place), or NULL after recording a misuse. */
-static bytes *set_kv(asn_gguf_writer *w, const char *key, asn_gguf_vtype type)
+static asn_sbuf *set_kv(asn_gguf_writer *w, const char *key, asn_gguf_vtype type)
 {
     if (!key || !*key) {
         werr(w, "metadata key is %s", key ? "empty" : "NULL");
@@ -873,7 +861,7 @@ static bytes *set_kv(asn_gguf_writer *w, const char *key, asn_gguf_vtype type)
     for (size_t i = 0; i < w->n_kv; i++) {
         if (!strcmp(w->kv[i].key, key)) {
             w->kv[i].type = type;
-            w->kv[i].val.n = 0;
+            w->kv[i].val.len = 0;
             return &w->kv[i].val;
         }
     }
@@ -887,21 +875,21 @@ static bytes *set_kv(asn_gguf_writer *w, const char *key, asn_gguf_vtype type)
 
 void asn_gguf_set_u32(asn_gguf_writer *w, const char *key, uint32_t v)
 {
-    bytes *b = set_kv(w, key, ASN_GGUF_U32);
+    asn_sbuf *b = set_kv(w, key, ASN_GGUF_U32);
     if (b)
         put_u32(b, v);
 }
 
 void asn_gguf_set_i32(asn_gguf_writer *w, const char *key, int32_t v)
 {
-    bytes *b = set_kv(w, key, ASN_GGUF_I32);
+    asn_sbuf *b = set_kv(w, key, ASN_GGUF_I32);
     if (b)
         put_u32(b, (uint32_t)v);
 }
 
 void asn_gguf_set_u64(asn_gguf_writer *w, const char *key, uint64_t v)
 {
-    bytes *b = set_kv(w, key, ASN_GGUF_U64);
+    asn_sbuf *b = set_kv(w, key, ASN_GGUF_U64);
     if (b)
         put_u64(b, v);
 }
@@ -910,7 +898,7 @@ void asn_gguf_set_f32(asn_gguf_writer *w, const char *key, float v)
 {
     uint32_t u;
     memcpy(&u, &v, 4);
-    bytes *b = set_kv(w, key, ASN_GGUF_F32);
+    asn_sbuf *b = set_kv(w, key, ASN_GGUF_F32);
     if (b)
         put_u32(b, u);
 }
@@ -918,9 +906,9 @@ void asn_gguf_set_f32(asn_gguf_writer *w, const char *key, float v)
 void asn_gguf_set_bool(asn_gguf_writer *w, const char *key, int v)
 {
     uint8_t x = v != 0;
-    bytes *b = set_kv(w, key, ASN_GGUF_BOOL);
+    asn_sbuf *b = set_kv(w, key, ASN_GGUF_BOOL);
     if (b)
-        put(b, &x, 1);
+        asn_sbuf_add(b, &x, 1);
 }
 
 void asn_gguf_set_str(asn_gguf_writer *w, const char *key, const char *v)
@@ -929,18 +917,18 @@ void asn_gguf_set_str(asn_gguf_writer *w, const char *key, const char *v)
         werr(w, "key %s: NULL string", key ? key : "(null)");
         return;
     }
-    bytes *b = set_kv(w, key, ASN_GGUF_STRING);
+    asn_sbuf *b = set_kv(w, key, ASN_GGUF_STRING);
     if (b)
         put_str(b, v);
 }
 
-static bytes *set_arr(asn_gguf_writer *w, const char *key, asn_gguf_vtype et, const void *v, size_t n)
+static asn_sbuf *set_arr(asn_gguf_writer *w, const char *key, asn_gguf_vtype et, const void *v, size_t n)
 {
     if (n && !v) {
         werr(w, "key %s: NULL array of %zu elements", key ? key : "(null)", n);
         return NULL;
     }
-    bytes *b = set_kv(w, key, ASN_GGUF_ARRAY);
+    asn_sbuf *b = set_kv(w, key, ASN_GGUF_ARRAY);
     if (b) {
         put_u32(b, et);
         put_u64(b, n);
@@ -956,14 +944,14 @@ void asn_gguf_set_arr_str(asn_gguf_writer *w, const char *key, const char *const
             return;
         }
     }
-    bytes *b = set_arr(w, key, ASN_GGUF_STRING, v, n);
+    asn_sbuf *b = set_arr(w, key, ASN_GGUF_STRING, v, n);
     for (size_t i = 0; b && i < n; i++)
         put_str(b, v[i]);
 }
 
 void asn_gguf_set_arr_f32(asn_gguf_writer *w, const char *key, const float *v, size_t n)
 {
-    bytes *b = set_arr(w, key, ASN_GGUF_F32, v, n);
+    asn_sbuf *b = set_arr(w, key, ASN_GGUF_F32, v, n);
     for (size_t i = 0; b && i < n; i++) {
         uint32_t u;
         memcpy(&u, &v[i], 4);
@@ -973,7 +961,7 @@ void asn_gguf_set_arr_f32(asn_gguf_writer *w, const char *key, const float *v, s
 
 void asn_gguf_set_arr_i32(asn_gguf_writer *w, const char *key, const int32_t *v, size_t n)
 {
-    bytes *b = set_arr(w, key, ASN_GGUF_I32, v, n);
+    asn_sbuf *b = set_arr(w, key, ASN_GGUF_I32, v, n);
     for (size_t i = 0; b && i < n; i++)
         put_u32(b, (uint32_t)v[i]);
 }
@@ -1041,7 +1029,7 @@ static int writer_alignment(const asn_gguf_writer *w, uint32_t *align, asn_err *
     for (size_t i = 0; i < w->n_kv; i++) {
         if (strcmp(w->kv[i].key, "general.alignment"))
             continue;
-        uint32_t a = w->kv[i].type == ASN_GGUF_U32 ? rd32(w->kv[i].val.p) : 0;
+        uint32_t a = w->kv[i].type == ASN_GGUF_U32 ? rd32((const uint8_t *)w->kv[i].val.buf) : 0;
         if (a == 0 || (a & (a - 1)))
             return asn_err_set(e, "general.alignment must be a u32 power of two");
         *align = a;
@@ -1065,15 +1053,15 @@ static int pad(FILE *f, uint64_t *pos, uint32_t align)
 
 static int write_all(const asn_gguf_writer *w, FILE *f, uint32_t align)
 {
-    bytes h = {0};
-    put(&h, "GGUF", 4);
+    asn_sbuf h = ASN_SBUF_INIT;
+    asn_sbuf_add(&h, "GGUF", 4);
     put_u32(&h, 3);
     put_u64(&h, w->n_t);
     put_u64(&h, w->n_kv);
     for (size_t i = 0; i < w->n_kv; i++) {
         put_str(&h, w->kv[i].key);
         put_u32(&h, w->kv[i].type);
-        put(&h, w->kv[i].val.p, w->kv[i].val.n);
+        asn_sbuf_add(&h, w->kv[i].val.buf, w->kv[i].val.len);
     }
     uint64_t off = 0;
     for (size_t i = 0; i < w->n_t; i++) {
@@ -1086,9 +1074,9 @@ static int write_all(const asn_gguf_writer *w, FILE *f, uint32_t align)
         put_u64(&h, off);
         off += (t->nbytes + align - 1) / align * align;
     }
-    uint64_t pos = h.n;
-    int rc = fwrite(h.p, 1, h.n, f) == h.n ? 0 : -1;
-    free(h.p);
+    uint64_t pos = h.len;
+    int rc = fwrite(h.buf, 1, h.len, f) == h.len ? 0 : -1;
+    asn_sbuf_release(&h);
     /* like ggml: the data section and every tensor padded to the alignment */
     if (rc || pad(f, &pos, align))
         return -1;

@@ -1,4 +1,4 @@
-/* vocab_internal.h — what the tokenizer files (vocab.c, tok_spm.c,
+/* vocab_internal.h — what the tokenizer files (vocab.c, vocab_sym.c, tok_spm.c,
  * tok_bpe.c, tok_wpm.c, pretok.c, unicode.c) share and nobody else sees: the vocab
  * struct, its hash tables, code point classes, llama.cpp-compatible UTF-8
  * decoding, the byte-level alphabet and the pre-tokenizer interface. */
@@ -171,6 +171,7 @@ static inline const char *asn_sym_text(const asn_vocab *v, int32_t s, size_t *le
     return v->xtext + v->xoff[s];
 }
 
+/* vocab_sym.c: the hash, the symbol lookup and the id array below. */
 uint64_t asn_str_hash(const void *p, size_t n);
 /* Symbol id of these bytes, -1 if none. */
 int32_t asn_sym_find(const asn_vocab *v, const char *s, size_t n);

@@ -4,12 +4,14 @@
 #include "asn/client.h"
 
 #include <curl/curl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "asn/tool.h"
+#include "asn/sbuf.h"
 
 typedef struct server {
     char *url;
@@ -29,8 +31,7 @@ struct asn_client {
 typedef struct xfer {
     CURL *h;
     int req, srv;
-    char *buf;
-    size_t len, cap;
+    asn_sbuf body; /* the answer so far */
     struct curl_slist *hdr;
 } xfer;
 
@@ -39,14 +40,19 @@ typedef struct retry {
     double at;
 } retry;
 
+/* libcurl's global start, once per process (curl_global_init is not
+ * thread-safe; clients may be made from several threads). */
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_started;
+static void curl_start(void) { curl_started = curl_global_init(CURL_GLOBAL_DEFAULT); }
+
 asn_client *asn_client_new(const asn_client_settings *s, asn_err *e)
 {
     if (s->n_urls < 1)
         return asn_err_set(e, "no server"), NULL;
-    static int inited;
-    if (!inited && curl_global_init(CURL_GLOBAL_DEFAULT))
+    pthread_once(&curl_once, curl_start);
+    if (curl_started)
         return asn_err_set(e, "libcurl cannot start"), NULL;
-    inited = 1;
     asn_client *c = asn_xcalloc(1, sizeof *c);
     c->s = *s;
     if (c->s.max_inflight < 1)
@@ -100,10 +106,7 @@ static size_t on_data(char *p, size_t size, size_t n, void *ctx)
 {
     xfer *x = ctx;
     size_t k = size * n;
-    asn_grow((void **)&x->buf, &x->cap, x->len + k + 1, 1);
-    memcpy(x->buf + x->len, p, k);
-    x->len += k;
-    x->buf[x->len] = 0;
+    asn_sbuf_add(&x->body, p, k);
     return k;
 }
 
@@ -139,7 +142,7 @@ static void xfer_free(xfer *x)
 {
     curl_easy_cleanup(x->h);
     curl_slist_free_all(x->hdr);
-    free(x->buf);
+    asn_sbuf_release(&x->body);
     free(x);
 }
 
@@ -150,11 +153,11 @@ static void describe(const xfer *x, long code, CURLcode rc, char *out, size_t ca
         snprintf(out, cap, "%s", curl_easy_strerror(rc));
         return;
     }
-    json_t *o = x->buf ? json_loads(x->buf, 0, NULL) : NULL;
+    json_t *o = x->body.buf ? json_loads(x->body.buf, 0, NULL) : NULL;
     const char *msg = json_string_value(json_object_get(json_object_get(o, "error"), "message"));
     if (!msg)
         msg = json_string_value(json_object_get(o, "error"));
-    snprintf(out, cap, "HTTP %ld: %.300s", code, msg ? msg : x->buf ? x->buf : "");
+    snprintf(out, cap, "HTTP %ld: %.300s", code, msg ? msg : asn_sbuf_str(&x->body));
     json_decref(o);
 }
 
@@ -244,7 +247,7 @@ int asn_client_post_all(asn_client *c, const char *path, char *const *bodies, in
             now = asn_now();
             if (res == CURLE_OK && code / 100 == 2) {
                 sv->backoff = 0.25;
-                if (done(ctx, x->req, x->buf ? x->buf : "", x->len, e)) {
+                if (done(ctx, x->req, asn_sbuf_str(&x->body), x->body.len, e)) {
                     xfer_free(x);
                     goto out;
                 }
@@ -344,9 +347,7 @@ static int get(asn_client *c, int srv, const char *path, char **body, size_t *le
         long code = 0;
         curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
         if (res == CURLE_OK && code == 200) {
-            *body = x->buf ? x->buf : asn_xstrdup("");
-            *len = x->len;
-            x->buf = NULL;
+            *body = asn_sbuf_detach(&x->body, len);
             xfer_free(x);
             *status = 200;
             return 0;

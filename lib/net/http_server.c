@@ -1,6 +1,7 @@
 /* http_server.c — asn/http.h over libmicrohttpd: bodies collected within a
  * limit, one handler call per request, whole or streamed answers. */
 #include "asn/http.h"
+#include "asn/sbuf.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -18,8 +19,7 @@ struct asn_http_server {
 };
 
 typedef struct conn {
-    char *body;
-    size_t len, cap;
+    asn_sbuf body; /* the request's body so far */
     int too_big;
 } conn;
 
@@ -95,13 +95,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     if (*upload_size) {
-        if (k->len + *upload_size > srv->max_body) {
+        if (k->body.len + *upload_size > srv->max_body)
             k->too_big = 1;
-        } else {
-            asn_grow((void **)&k->body, &k->cap, k->len + *upload_size + 1, 1);
-            memcpy(k->body + k->len, upload, *upload_size);
-            k->len += *upload_size;
-        }
+        else
+            asn_sbuf_add(&k->body, upload, *upload_size);
         *upload_size = 0;
         return MHD_YES;
     }
@@ -115,10 +112,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         asn_http_json(&r, 413, asn_xstrdup(msg));
         return queue(c, &r);
     }
-    asn_grow((void **)&k->body, &k->cap, k->len + 1, 1);
-    k->body[k->len] = 0;
-    asn_http_request rq = {method, url, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), k->body,
-                           k->len};
+    asn_sbuf_grow(&k->body, 0);
+    asn_http_request rq = {method, url, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
+                           k->body.buf, k->body.len};
     srv->h(srv->ctx, &rq, &r);
     return queue(c, &r);
 }
@@ -128,7 +124,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     conn *k = *con_cls;
     (void)cls, (void)c, (void)t;
     if (k) {
-        free(k->body);
+        asn_sbuf_release(&k->body);
         free(k);
     }
     *con_cls = NULL;

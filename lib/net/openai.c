@@ -4,6 +4,7 @@
 #include "asn/openai.h"
 #include "asn/chat.h"
 #include "asn/json.h"
+#include "asn/sbuf.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -250,13 +251,11 @@ static void default_prompt_id(asn_oai_request *rq)
     } else if (rq->prompt) {
         asn_prompt_id(NULL, rq->prompt, rq->prompt_id);
     } else {
-        size_t cap = (size_t)rq->n_prompt_ids * 12 + 1, len = 0;
-        char *s = asn_xmalloc(cap);
-        s[0] = 0;
+        asn_sbuf s = ASN_SBUF_INIT;
         for (int i = 0; i < rq->n_prompt_ids; i++)
-            len += (size_t)snprintf(s + len, cap - len, i ? ",%d" : "%d", rq->prompt_ids[i]);
-        asn_prompt_id(NULL, s, rq->prompt_id);
-        free(s);
+            asn_sbuf_addf(&s, i ? ",%d" : "%d", rq->prompt_ids[i]);
+        asn_prompt_id(NULL, asn_sbuf_str(&s), rq->prompt_id);
+        asn_sbuf_release(&s);
     }
 }
 

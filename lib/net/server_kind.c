@@ -23,6 +23,7 @@
 #include "asn/client.h"
 #include "asn/json.h"
 #include "asn/tool.h"
+#include "asn/sbuf.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -177,42 +178,41 @@ static const char *constraint_field(int kind, const char *name)
  * as alternatives, each escaped. */
 static json_t *choice_as(int kind, const json_t *options)
 {
-    size_t cap = 64, len = 0, i;
-    char *out = asn_xmalloc(cap);
+    asn_sbuf out = ASN_SBUF_INIT;
+    size_t i;
     const json_t *o;
-    const char *head = kind == ASN_SERVER_LLAMA ? "root ::= " : "(", *tail = kind == ASN_SERVER_LLAMA ? "" : ")";
-    len = (size_t)snprintf(out, cap, "%s", head);
+    int llama = kind == ASN_SERVER_LLAMA;
+    asn_sbuf_adds(&out, llama ? "root ::= " : "(");
     json_array_foreach(options, i, o)
     {
         const char *t = json_string_value(o);
         size_t tl = json_string_length(o);
-        asn_grow((void **)&out, &cap, len + 4 * tl + 16, 1);
         if (i)
-            len += (size_t)sprintf(out + len, kind == ASN_SERVER_LLAMA ? " | " : "|");
-        if (kind == ASN_SERVER_LLAMA)
-            out[len++] = '"';
+            asn_sbuf_adds(&out, llama ? " | " : "|");
+        if (llama)
+            asn_sbuf_addc(&out, '"');
         for (size_t k = 0; k < tl; k++) {
             unsigned char c = (unsigned char)t[k];
-            if (kind == ASN_SERVER_LLAMA) {
+            if (llama) {
                 if (c == '"' || c == '\\')
-                    out[len++] = '\\', out[len++] = (char)c;
+                    asn_sbuf_addc(&out, '\\'), asn_sbuf_addc(&out, (char)c);
                 else if (c < 0x20)
-                    len += (size_t)sprintf(out + len, "\\x%02X", c);
+                    asn_sbuf_addf(&out, "\\x%02X", c);
                 else
-                    out[len++] = (char)c;
+                    asn_sbuf_addc(&out, (char)c);
             } else {
                 if (strchr(".^$*+?()[]{}|\\/-", c))
-                    out[len++] = '\\';
-                out[len++] = (char)c;
+                    asn_sbuf_addc(&out, '\\');
+                asn_sbuf_addc(&out, (char)c);
             }
         }
-        if (kind == ASN_SERVER_LLAMA)
-            out[len++] = '"';
+        if (llama)
+            asn_sbuf_addc(&out, '"');
     }
-    asn_grow((void **)&out, &cap, len + 4, 1);
-    len += (size_t)sprintf(out + len, "%s", tail);
-    json_t *v = json_stringn(out, len);
-    free(out);
+    if (!llama)
+        asn_sbuf_addc(&out, ')');
+    json_t *v = json_stringn(out.buf, out.len);
+    asn_sbuf_release(&out);
     return v;
 }
 

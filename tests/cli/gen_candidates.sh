@@ -45,6 +45,14 @@ for level in avx2 avxvnni; do
     ASN_CPU=$level G --seeds 0-2 -b 7 -t 2 "$P" > "$TMP/cpu-$level" 2>/dev/null
     check "same output with ASN_CPU=$level" cmp "$TMP/base" "$TMP/cpu-$level"
 done
+# each kernel forced by name (ASN_MATMUL_KERNEL: the f32 kernels that fuse
+# multiply-adds and every integer kernel, which docs/engine.md promises give
+# the bits of one another; a name this CPU cannot run is ignored). The f32
+# "base" kernel does not fuse, so it is promised nothing here.
+for k in avx2 avx512 avxvnni avx512vnni; do
+    ASN_MATMUL_KERNEL=$k G --seeds 0-2 -b 7 -t 2 "$P" > "$TMP/kernel-$k" 2>/dev/null
+    check "same output with ASN_MATMUL_KERNEL=$k" cmp "$TMP/base" "$TMP/kernel-$k"
+done
 G --seeds 2,0-1 "$P" > "$TMP/seedorder" 2>/dev/null
 check "a candidate depends on its seed, not on the other seeds" $PY -c "
 import json

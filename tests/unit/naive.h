@@ -1,6 +1,6 @@
 /* naive.h — the HF truncation rules written the plain way: full softmax,
  * full sort of the vocabulary (qsort, ties by token index), then the rule
- * of the semantics doc. The tests use it as an oracle for the library's
+ * as docs/sampling.md states it. The tests use it as an oracle for the library's
  * partial-sort implementation at large V; the benchmark uses it as the
  * baseline. Header-only so both can include it. */
 #ifndef ASN_NAIVE_H

@@ -1,10 +1,12 @@
 /* test_core.c — core and io: Philox against numpy, SHA-256 against FIPS
  * 180-2, number layout against Python's repr, heuristic ids against
- * Python's json + hashlib, JSONL line numbers, YAML positions. Fixtures in
+ * Python's json + hashlib, JSONL line numbers, YAML positions, the string
+ * builder against literal texts. Fixtures in
  * tests/fixtures/ come from the scripts beside them. */
 #include "asn/core.h"
 #include "asn/json.h"
 #include "asn/sampling.h"
+#include "asn/sbuf.h"
 #include "asn/yaml.h"
 #include "t.h"
 
@@ -220,6 +222,35 @@ static void test_yaml(void)
     T_OK("yaml: empty document is an error", !y && strstr(e.msg, "empty"), "got \"%s\"", e.msg);
 }
 
+/* asn_sbuf: appends of every kind, a formatted text longer than the first
+ * guess, bytes with a NUL inside, reset and detach. */
+static void test_sbuf(void)
+{
+    asn_sbuf b = ASN_SBUF_INIT;
+    T_EQ_STR("sbuf: empty reads as \"\"", asn_sbuf_str(&b), "");
+    asn_sbuf_adds(&b, "ab");
+    asn_sbuf_addc(&b, 'c');
+    asn_sbuf_add(&b, "d\0e", 3);
+    T_EQ_INT("sbuf: length counts the NUL inside", b.len, 6);
+    T_OK("sbuf: bytes kept", !memcmp(b.buf, "abcd\0e", 7), "got other bytes");
+    asn_sbuf_reset(&b);
+    T_EQ_STR("sbuf: reset empties", asn_sbuf_str(&b), "");
+    asn_sbuf_addf(&b, "%d-%s-%.3f", 42, "x", 0.5);
+    T_EQ_STR("sbuf: addf", b.buf, "42-x-0.500");
+    asn_sbuf_addf(&b, "|%0100d|", 7);
+    T_EQ_INT("sbuf: long addf length", b.len, 10 + 102);
+    T_OK("sbuf: long addf text", b.buf[10] == '|' && b.buf[110] == '7' && b.buf[111] == '|' && !b.buf[112],
+         "got \"%s\"", b.buf);
+    size_t n;
+    char *s = asn_sbuf_detach(&b, &n);
+    T_OK("sbuf: detach hands the text over", n == 112 && !b.buf && !b.len && s[0] == '4', "len %zu", n);
+    free(s);
+    s = asn_sbuf_detach(&b, NULL);
+    T_EQ_STR("sbuf: detach of nothing gives \"\"", s, "");
+    free(s);
+    asn_sbuf_release(&b);
+}
+
 int main(void)
 {
     test_philox();
@@ -228,5 +259,6 @@ int main(void)
     test_heuristic_ids();
     test_jsonl();
     test_yaml();
+    test_sbuf();
     T_DONE();
 }

@@ -1,6 +1,7 @@
 /* test_sampling.c — the sampling library against
  *  1. every vector of tests/data/sampling/vectors.jsonl (float32 torch and
- *     llama.cpp arithmetic; pass rule of the semantics doc §7);
+ *     llama.cpp arithmetic; the pass rule is pass_rule below, with ties as
+ *     docs/sampling.md's Arithmetic section treats them);
  *  2. edge cases: ties, one finite token, V = 1, NaN/+inf input, top_k > V,
  *     top_p = 1, penalties computed by hand, greedy, min_new_tokens;
  *  3. a naive full-sort implementation of the HF truncation rules, written
