@@ -282,8 +282,8 @@ DEFINE_ROWS(tile4)
  * sixteen, no accumulator goes through the stack, and each lane gets the
  * same multiply-adds in the same order. */
 #define DEFINE_COLS16_PAIRS(NAME, TARGET, V, VW)                                                   \
-    static inline __attribute__((always_inline)) V NAME##_lane(const float *x, int K, const float *Wt, \
-                                                                int c, int l)                      \
+    TARGET static inline __attribute__((always_inline)) V NAME##_lane(const float *x, int K,       \
+                                                                       const float *Wt, int c, int l) \
     {                                                                                              \
         V p = (V){0};                                                                              \
         for (int k = l; k < K; k += 16) {                                                          \
