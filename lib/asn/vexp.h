@@ -45,4 +45,8 @@ static inline v16f exp16(v16f x)
     return sel16(under, splat16(0.0f), p * s1 * s2);
 }
 
+/* The same over rows (lib/core/vexp.c), in a copy per instruction set. */
+float asn_expf(float x);                                         /* exp16's lane 0 */
+void asn_exp_shifted(const float *x, float m, float *out, int n); /* out = exp(x - m) */
+
 #endif

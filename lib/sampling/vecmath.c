@@ -1,6 +1,6 @@
-/* vecmath.c — the row-wide arithmetic every processor repeats: max, exp of
- * shifted logits, softmax in the reference arithmetic (float exp, double
- * sum, float division), sums.
+/* vecmath.c — the row-wide arithmetic every processor repeats: max,
+ * softmax in the reference arithmetic (float exp by asn_exp_shifted of
+ * lib/core/vexp.c, double sum, float division), sums.
  *
  * Loops are plain C written so the compiler vectorizes them; target_clones
  * adds an AVX2 and an AVX-512 copy chosen at load time. Results are bit-
@@ -8,7 +8,6 @@
  * and conversions (no FMA: -ffp-contract=off), and sums keep a fixed
  * association (8 interleaved partial sums, combined in a fixed order). */
 #include "sampling_internal.h"
-#include "asn/vexp.h"
 
 #include <math.h>
 #include <string.h>
@@ -33,30 +32,6 @@ static inline v8f sel(v8i mask, v8f a, v8f b) /* mask ? a : b, per lane */
 }
 
 static inline v8f splat(float x) { return (v8f){x, x, x, x, x, x, x, x}; }
-
-float asn_expf(float x)
-{
-    return exp16(splat16(x))[0];
-}
-
-ASN_CLONES
-void asn_exp_shifted(const float *x, float m, float *out, int n)
-{
-    const v16f mv = splat16(m);
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        v16f v;
-        memcpy(&v, x + i, sizeof v);
-        v = exp16(v - mv); /* -inf - m = -inf, below the floor: 0 */
-        memcpy(out + i, &v, sizeof v);
-    }
-    if (i < n) {
-        v16f v = splat16(-INFINITY);
-        memcpy(&v, x + i, (size_t)(n - i) * sizeof *x);
-        v = exp16(v - mv);
-        memcpy(out + i, &v, (size_t)(n - i) * sizeof *x);
-    }
-}
 
 ASN_CLONES
 float asn_row_max(const float *x, int n)
