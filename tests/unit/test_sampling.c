@@ -411,9 +411,36 @@ static void test_expf(void)
     T_OK("asn_exp_shifted", out[0] == 0 && out[1] == 0 && out[3] == asn_expf(-1) && out[4] == asn_expf(2), "no");
 }
 
+/* Every kind has a row of the processor table, and its row's name gives
+ * the kind back (the rows are found by name, not by enum position). */
+static void test_table(void)
+{
+    int ok = 0;
+    for (int k = 0; k < ASN_PROC_COUNT; k++) {
+        const char *name = asn_proc_name((asn_proc_kind)k);
+        char procs[200];
+        snprintf(procs, sizeof procs, "[{\"name\":\"%s\"}]", name);
+        json_t *v = json_loads(procs, 0, NULL);
+        asn_heuristic h;
+        asn_err e;
+        /* a row with required parameters says so by name: it was found */
+        int rc = asn_heuristic_init(&h, "t", v, &e);
+        json_decref(v);
+        if (!rc) {
+            ok += h.procs[0].kind == (asn_proc_kind)k;
+            asn_heuristic_clear(&h);
+        } else {
+            ok += strcmp(name, "?") && !strstr(e.msg, "unknown processor");
+        }
+    }
+    T_OK("every processor kind has a row, found by its name", ok == ASN_PROC_COUNT, "%d of %d", ok,
+         (int)ASN_PROC_COUNT);
+}
+
 int main(void)
 {
     ws = asn_workspace_new();
+    test_table();
     test_vectors();
     test_edges();
     test_validation();
