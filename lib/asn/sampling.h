@@ -54,22 +54,13 @@ typedef enum asn_proc_kind {
     ASN_PROC_COUNT
 } asn_proc_kind;
 
-/* One configured processor. Parameters are validated when parsed; the
- * numeric slots mean what the processor's parameter table says (proc.c). */
+/* One configured processor: its row of the processor table (name,
+ * parameters, functions; lib/sampling/proc.h) and its parameters, parsed
+ * and validated into the named struct the row declares. */
 typedef struct asn_proc {
     asn_proc_kind kind;
-    double f[4];      /* real parameters (temperature, top_p, ...) */
-    long i[4];        /* integer parameters (top_k, min_tokens_to_keep, ...) */
-    int has[8];       /* which optional parameters were given */
-    int32_t *ids;     /* min_new_tokens eos ids, or dry breakers (flattened) */
-    int n_ids;
-    int32_t *brk_len; /* dry: length of each breaker sequence in ids */
-    int n_brk;
-    struct asn_learned *learned; /* learned: the loaded sampler, shared by every
-                                  * heuristic naming the same file (proc_learned.c) */
-    struct asn_cproc *cons;      /* json_schema, grammar, regex, choice: the
-                                  * grammar and its compiled constraint
-                                  * (proc_constraint.c) */
+    const struct asn_proc_iface *iface;
+    void *params; /* the row's parameter struct (NULL when it has none) */
 } asn_proc;
 
 /* A heuristic: a named pipeline applied left to right. */
@@ -84,6 +75,11 @@ typedef struct asn_heuristic {
 
 /* Name of a processor kind as written in YAML / JSON. */
 const char *asn_proc_name(asn_proc_kind k);
+/* The parameters of p as parsed: every parameter of its row with a value
+ * (defaults filled in, integers truncated where the row says so), as a new
+ * JSON object. String parameters and the structured constraints' are not
+ * kept (their processors read them when built) and are left out. */
+json_t *asn_proc_params_json(const asn_proc *p);
 
 /* Builds a heuristic from a name and a JSON processor list
  * ([{name, params}], the reference format). Errors name the processor (by
@@ -143,6 +139,9 @@ int asn_heuristic_constrained(const asn_heuristic *h);
  * processor p (json_schema, grammar, regex, choice): what verify and the
  * candidate records call valid. */
 int asn_constraint_proc_valid(const asn_proc *p, const char *text, size_t len);
+/* The sampler network a learned (or adaptive_sampler) processor holds,
+ * shared by every processor naming the same file; NULL for other kinds. */
+const struct asn_sampler *asn_learned_sampler(const asn_proc *p);
 /* 1 for json_schema, grammar, regex and choice. */
 int asn_proc_is_constraint(asn_proc_kind k);
 /* The GBNF text a constraint processor's params stand for (new string),
@@ -186,11 +185,5 @@ int asn_sample_row(const float *row, int V, double u);
  * (mirostat_v2: mu -= eta * (surprise - tau)). */
 void asn_pipeline_accept(const asn_heuristic *h, const float *row, int V, int token,
                          asn_seq_state *state);
-
-/* ------------------------------------------------------------- internals */
-
-/* Exposed for tests and benchmarks. */
-float asn_expf(float x); /* |error| <= 2 ulp vs expf for x in [-104, 88] */
-void asn_exp_shifted(const float *x, float m, float *out, int n); /* out = expf(x - m) */
 
 #endif

@@ -93,4 +93,8 @@ static inline float asn_exp1(float x)
     return under ? 0.0f : p * s1 * s2;
 }
 
+/* The same over rows (lib/core/vexp.c), in a copy per instruction set. */
+float asn_expf(float x);                                         /* asn_exp1 */
+void asn_exp_shifted(const float *x, float m, float *out, int n); /* out = exp(x - m) */
+
 #endif

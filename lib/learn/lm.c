@@ -16,7 +16,7 @@
  * match this forward pass (within 1e-4, tests/unit/test_lm.c). Exponentials
  * use the library's vectorized expf (asn/sampling.h, within 2 ulp). */
 #include "asn/lm.h"
-#include "asn/sampling.h" /* asn_exp_shifted: a vectorized expf */
+#include "asn/vexp.h" /* asn_exp_shifted: a vectorized expf */
 
 #include <cblas.h>
 #include <math.h>

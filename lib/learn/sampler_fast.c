@@ -80,9 +80,11 @@ void asn_sampler_fast_defaults(asn_sampler_fast_opts *o)
     o->exact_max = 1024;
 }
 
+static void fast_free(void *p);
+
 static fast_state *fast_get(asn_sampler_ws *ws)
 {
-    void **slot = asn__sampler_ws_fast(ws);
+    void **slot = asn__sampler_ws_fast(ws, fast_free);
     if (!*slot) {
         fast_state *f = asn_xcalloc(1, sizeof *f);
         asn_sampler_fast_defaults(&f->o);
@@ -91,7 +93,7 @@ static fast_state *fast_get(asn_sampler_ws *ws)
     return *slot;
 }
 
-void asn__sampler_fast_free(void *p)
+static void fast_free(void *p)
 {
     fast_state *f = p;
     if (!f)

@@ -32,10 +32,9 @@ int asn__sampler_scan(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, 
 void asn__sampler_net_reps(const asn_sampler *s, asn_sampler_ws *rws, asn_pool *pool, const float *lp, const float *w,
                            int R, double n_total, float *lmod, float *mult, float *scale, float *thr);
 
-/* The workspace's slot for sampler_fast.c's state, freed with the
- * workspace by asn__sampler_fast_free. */
-void **asn__sampler_ws_fast(asn_sampler_ws *ws);
-void asn__sampler_fast_free(void *fast);
+/* The workspace's slot for sampler_fast.c's state; the workspace frees it
+ * with free_fn (so that sampler_net.c needs nothing of sampler_fast.c). */
+void **asn__sampler_ws_fast(asn_sampler_ws *ws, void (*free_fn)(void *));
 
 /* EquivariantLocalTransform (sampler_equi.c) on a row's n finite logits x
  * (log-sum-exp lse, largest xmax, entropy H): out (n) = the transform; the

@@ -612,7 +612,8 @@ struct asn_sampler_ws {
     const float *w;
     double n_mean;
     float *lmod_out;
-    void *fast;              /* sampler_fast.c's state */
+    void *fast;              /* sampler_fast.c's state, freed by fast_free */
+    void (*fast_free)(void *);
     int step;                /* EQUI: the generation step of the rows */
     asn__equi_state *equi;   /* EQUI: sampler_equi.c's state */
     /* per token (capacity cap_v) */
@@ -722,7 +723,8 @@ void asn_sampler_ws_free(asn_sampler_ws *ws)
     free(ws->tb_u);
     free(ws->pt_neg);
     free(ws->hc);
-    asn__sampler_fast_free(ws->fast);
+    if (ws->fast)
+        ws->fast_free(ws->fast);
     asn__equi_free(ws->equi);
     for (int i = 0; i < ws->cap_threads; i++)
         free(ws->arenas[i].base);
@@ -1785,7 +1787,11 @@ int asn__sampler_scan(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, 
     return 0;
 }
 
-void **asn__sampler_ws_fast(asn_sampler_ws *ws) { return &ws->fast; }
+void **asn__sampler_ws_fast(asn_sampler_ws *ws, void (*free_fn)(void *))
+{
+    ws->fast_free = free_fn;
+    return &ws->fast;
+}
 
 void asn__sampler_net_reps(const asn_sampler *s, asn_sampler_ws *rws, asn_pool *pool, const float *lp, const float *w,
                            int R, double n_total, float *lmod, float *mult, float *scale, float *thr)

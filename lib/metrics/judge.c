@@ -4,7 +4,7 @@
  * from the key-value cache of the prefix they share. */
 #include "asn/bt.h"
 #include "asn/chat.h"
-#include "asn/sampling.h"
+#include "asn/vexp.h"
 #include "asn/vocab.h"
 
 #include <math.h>

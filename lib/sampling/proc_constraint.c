@@ -2,7 +2,7 @@
  * grammar, regex and choice: parameters to GBNF (checked when the
  * heuristic is built), the compiled constraint per vocabulary (made on the
  * first row, shared by every thread), and the mask on a row. */
-#include "sampling_internal.h"
+#include "proc.h"
 #include "asn/grammar.h"
 #include "asn/json.h"
 
@@ -18,10 +18,11 @@ struct asn_cproc {
     const asn_vocab *v;
 };
 
-int asn_proc_is_constraint(asn_proc_kind k)
-{
-    return k == ASN_PROC_JSON_SCHEMA || k == ASN_PROC_GRAMMAR || k == ASN_PROC_REGEX || k == ASN_PROC_CHOICE;
-}
+/* The parameters themselves (schema, gbnf, pattern, options, path,
+ * whitespace) are read once, by constraint_init, into the GBNF. */
+typedef struct constraint_params {
+    struct asn_cproc *cons;
+} constraint_params;
 
 /* Text of a string parameter, or of the file named by "path". */
 static char *text_param(const json_t *params, const char *key, const char *what, asn_err *e)
@@ -128,32 +129,44 @@ int asn_constraint_proc_gbnf(asn_proc_kind kind, const json_t *params, char **gb
     return 0;
 }
 
-int asn_constraint_proc_init(asn_proc *p, const json_t *params, asn_err *e)
+/* After the parameters were checked: the GBNF compiled once (errors name
+ * the parameter and position). */
+static int constraint_init(asn_proc *p, const json_t *params, asn_err *e)
 {
     char *g;
     if (asn_constraint_proc_gbnf(p->kind, params, &g, e))
         return -1;
-    p->cons = asn_xcalloc(1, sizeof *p->cons);
-    p->cons->gbnf = g;
-    pthread_mutex_init(&p->cons->mu, NULL);
+    struct asn_cproc *cp = asn_xcalloc(1, sizeof *cp);
+    cp->gbnf = g;
+    pthread_mutex_init(&cp->mu, NULL);
+    ((constraint_params *)p->params)->cons = cp;
     return 0;
 }
 
-void asn_constraint_proc_release(asn_proc *p)
+static void constraint_release(asn_proc *p)
 {
-    if (!p->cons)
+    constraint_params *a = p->params;
+    if (!a->cons)
         return;
-    asn_constraint_free(p->cons->c);
-    pthread_mutex_destroy(&p->cons->mu);
-    free(p->cons->gbnf);
-    free(p->cons);
-    p->cons = NULL;
+    asn_constraint_free(a->cons->c);
+    pthread_mutex_destroy(&a->cons->mu);
+    free(a->cons->gbnf);
+    free(a->cons);
+    a->cons = NULL;
+}
+
+static int constraint_apply(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx, asn_seq_state *st,
+                            asn_workspace *ws, asn_err *e);
+
+static struct asn_cproc *cproc(const asn_proc *p)
+{
+    return p->params ? ((const constraint_params *)p->params)->cons : NULL;
 }
 
 /* The constraint for this vocabulary (made once; a new vocab replaces it). */
 static asn_constraint *get_constraint(const asn_proc *p, const asn_vocab *v, asn_err *e)
 {
-    struct asn_cproc *cp = p->cons;
+    struct asn_cproc *cp = cproc(p);
     pthread_mutex_lock(&cp->mu);
     if (cp->c && cp->v != v) {
         pthread_mutex_unlock(&cp->mu);
@@ -172,14 +185,13 @@ static asn_constraint *get_constraint(const asn_proc *p, const asn_vocab *v, asn
     return c;
 }
 
-const char *asn_constraint_proc_text(const asn_proc *p) { return p->cons ? p->cons->gbnf : NULL; }
-
 int asn_constraint_proc_valid(const asn_proc *p, const char *text, size_t len)
 {
     asn_err e;
-    if (!p->cons)
+    const struct asn_cproc *cp = p->iface && p->iface->apply == constraint_apply ? cproc(p) : NULL;
+    if (!cp)
         return 0;
-    asn_grammar *g = asn_gbnf_parse(p->cons->gbnf, strlen(p->cons->gbnf), &e);
+    asn_grammar *g = asn_gbnf_parse(cp->gbnf, strlen(cp->gbnf), &e);
     if (!g)
         return 0;
     asn_gstate s = {0};
@@ -190,7 +202,9 @@ int asn_constraint_proc_valid(const asn_proc *p, const char *text, size_t len)
     return ok;
 }
 
-int asn_constraint_proc_complete(const asn_proc *p, const asn_seq_ctx *ctx)
+/* 1 when the generated tokens (ctx->ids[n_prompt..]) are a complete
+ * sentence of the constraint; needs ctx->vocab. */
+static int constraint_complete(const asn_proc *p, const asn_seq_ctx *ctx)
 {
     asn_err e;
     if (!ctx || !ctx->vocab)
@@ -205,10 +219,13 @@ int asn_constraint_proc_complete(const asn_proc *p, const asn_seq_ctx *ctx)
     return ok;
 }
 
-int asn_apply_constraint(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx, asn_err *e)
+/* Masks the row to the tokens the constraint allows after the generated
+ * tokens (ctx->ids[n_prompt..]); needs ctx->vocab. */
+static int constraint_apply(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx, asn_seq_state *st,
+                            asn_workspace *ws, asn_err *e)
 {
     if (!ctx || !ctx->vocab)
-        return asn_err_set(e, "the %s constraint needs the model's tokenizer", asn_proc_name(p->kind));
+        return asn_err_set(e, "the %s constraint needs the model's tokenizer", p->iface->name);
     asn_constraint *c = get_constraint(p, ctx->vocab, e);
     if (!c)
         return -1;
@@ -235,3 +252,17 @@ int asn_apply_constraint(const asn_proc *p, float *row, int V, const asn_seq_ctx
         return asn_err_set(e, "no token of the vocabulary can continue the constrained text here");
     return 0;
 }
+
+/* Structured output (docs/sampling.md "Constraints"): each masks the raw
+ * row before the heuristic's other processors. Its parameters are checked
+ * by asn_constraint_proc_gbnf (constraint_init). */
+#define CONSTRAINT .size = sizeof(constraint_params), .flags = ASN_PF_MASK_FIRST, .init = constraint_init, \
+                   .release = constraint_release, .apply = constraint_apply, .complete = constraint_complete
+const asn_proc_iface asn_procs_constraint[] = {
+    {.name = "json_schema", .kind = ASN_PROC_JSON_SCHEMA,
+     .params = {ASN_ANY("schema"), ASN_ANY("path"), ASN_ANY("whitespace")}, CONSTRAINT},
+    {.name = "grammar", .kind = ASN_PROC_GRAMMAR, .params = {ASN_ANY("gbnf"), ASN_ANY("path")}, CONSTRAINT},
+    {.name = "regex", .kind = ASN_PROC_REGEX, .params = {ASN_ANY("pattern")}, CONSTRAINT},
+    {.name = "choice", .kind = ASN_PROC_CHOICE, .params = {ASN_ANY("options")}, CONSTRAINT},
+    {0},
+};

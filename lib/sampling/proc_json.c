@@ -4,13 +4,17 @@
  * token's bytes are tried from that state; tokens that cannot continue a
  * valid prefix are removed. End-of-generation is allowed only once the
  * value is complete, and then nothing else is. */
-#include "sampling_internal.h"
+#include "proc.h"
 #include "asn/vocab.h"
 
 #include <math.h>
 #include <string.h>
 
 enum { MAX_DEPTH = 48 };
+
+typedef struct json_params {
+    int object; /* the value must be an object */
+} json_params;
 
 enum mode {
     J_VALUE,  /* a value is expected */
@@ -236,12 +240,18 @@ int asn_json_complete(const asn_seq_ctx *ctx, int object_root)
     return ctx && ctx->vocab && !state_after(ctx, object_root, &s) && complete(&s);
 }
 
-int asn_apply_json(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_err *e)
+static int json_complete(const asn_proc *p, const asn_seq_ctx *ctx)
+{
+    return asn_json_complete(ctx, ((const json_params *)p->params)->object);
+}
+
+static int json_apply(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_seq_state *st,
+                      asn_workspace *ws, asn_err *e)
 {
     if (!ctx || !ctx->vocab)
         return asn_err_set(e, "the json constraint needs the model's tokenizer");
     jstate s;
-    if (state_after(ctx, (int)p->i[0], &s))
+    if (state_after(ctx, ((const json_params *)p->params)->object, &s))
         return asn_err_set(e, "the text generated so far is not a JSON prefix");
     int done = complete(&s);
     for (int t = 0; t < V; t++) {
@@ -267,3 +277,12 @@ int asn_apply_json(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, a
     }
     return 0;
 }
+
+/* Applied in its place in the list (not before the others, unlike the
+ * grammar constraints of proc_constraint.c). */
+const asn_proc_iface asn_procs_json[] = {
+    {.name = "json", .kind = ASN_PROC_JSON, .size = sizeof(json_params),
+     .params = {ASN_BOOL("object", json_params, object)},
+     .apply = json_apply, .complete = json_complete},
+    {0},
+};

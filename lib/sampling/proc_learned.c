@@ -15,7 +15,7 @@
  * hold it; the last release frees it. A forward pass needs working memory,
  * kept in the caller's per-thread asn_workspace, one per sampler
  * configuration, made on first use. */
-#include "sampling_internal.h"
+#include "proc.h"
 #include "asn/sampler_net.h"
 
 #include <cblas.h>
@@ -128,6 +128,14 @@ static void release(struct asn_learned *l)
 
 /* ------------------------------------------------------------ parameters */
 
+/* learned {path, exact}; adaptive_sampler {sampler_checkpoint_path,
+ * sampler_model_name, sampler_config_path, device} (strings, read by
+ * learned_init) */
+typedef struct learned_params {
+    int exact;                /* the exact pass, not the fast one */
+    struct asn_learned *held; /* the loaded sampler, shared (the cache above) */
+} learned_params;
+
 /* The hyper-parameters, in the order errors report a difference. */
 static const struct {
     const char *name;
@@ -181,9 +189,12 @@ static int check_alias(const asn_sampler *s, const char *file, const char *cls, 
     return 0;
 }
 
-int asn_learned_init(asn_proc *p, const char *spelled, const json_t *params, asn_err *e)
+/* After the parameters were checked: loads the sampler file named in
+ * params, or takes it from the cache, and checks the alias's class name and
+ * config against it. Errors name the parameter and the file. */
+static int learned_init(asn_proc *p, const json_t *params, asn_err *e)
 {
-    int alias = strcmp(spelled, "learned") != 0;
+    int alias = strcmp(p->iface->name, "learned") != 0;
     const char *key = alias ? "sampler_checkpoint_path" : "path";
     const char *path = json_string_value(json_object_get(params, key));
     if (!path) /* the parameter table requires it */
@@ -196,15 +207,24 @@ int asn_learned_init(asn_proc *p, const char *spelled, const json_t *params, asn
         release(l);
         return -1;
     }
-    p->learned = l;
+    ((learned_params *)p->params)->held = l;
     return 0;
 }
 
-void asn_learned_release(asn_proc *p)
+static void learned_release(asn_proc *p)
 {
-    if (p->learned)
-        release(p->learned);
-    p->learned = NULL;
+    learned_params *a = p->params;
+    if (a->held)
+        release(a->held);
+    a->held = NULL;
+}
+
+const asn_sampler *asn_learned_sampler(const asn_proc *p)
+{
+    if (p->kind != ASN_PROC_LEARNED || !p->params)
+        return NULL;
+    const learned_params *a = p->params;
+    return a->held ? a->held->s : NULL;
 }
 
 /* --------------------------------------------------------------- applying */
@@ -215,11 +235,14 @@ struct asn_learned_ws {
     asn_sampler_ws *ws;
 };
 
-int asn_apply_learned(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx, asn_workspace *ws, asn_err *e)
+/* row = network(row), in place, on the calling thread. */
+static int learned_apply(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx, asn_seq_state *st,
+                         asn_workspace *ws, asn_err *e)
 {
-    if (!p->learned)
+    const learned_params *a = p->params;
+    if (!a->held)
         return asn_err_set(e, "no sampler loaded (the processor was not built by asn_heuristic_init)");
-    const asn_sampler *s = p->learned->s;
+    const asn_sampler *s = a->held->s;
     const asn_sampler_config *c = asn_sampler_get_config(s);
     struct asn_learned_ws *l = ws->learned;
     while (l && memcmp(&l->cfg, c, sizeof *c))
@@ -236,7 +259,7 @@ int asn_apply_learned(const asn_proc *p, float *row, int V, const asn_seq_ctx *c
     /* a SamplingNetwork's fast pass (its tail binned by log-probability;
      * KL to the exact output <= 1e-6) unless exact: true; the other two
      * architectures have one pass */
-    if (p->i[0])
+    if (a->exact)
         return asn_sampler_forward(s, l->ws, NULL, row, V, row, e);
     return asn_sampler_forward_fast(s, l->ws, NULL, row, V, row, e);
 }
@@ -250,3 +273,16 @@ void asn_learned_ws_free(struct asn_learned_ws *l)
         l = next;
     }
 }
+
+/* The output replaces the whole row: it is checked like a scaled one. */
+const asn_proc_iface asn_procs_learned[] = {
+    {.name = "learned", .kind = ASN_PROC_LEARNED, .size = sizeof(learned_params),
+     .params = {ASN_STR("path", 1), ASN_BOOL("exact", learned_params, exact)},
+     .flags = ASN_PF_OVERFLOW, .init = learned_init, .release = learned_release, .apply = learned_apply},
+    /* the reference's _AdaptiveSamplerWrapper arguments */
+    {.name = "adaptive_sampler", .kind = ASN_PROC_LEARNED, .size = sizeof(learned_params),
+     .params = {ASN_STR("sampler_checkpoint_path", 1), ASN_STR("sampler_model_name", 0),
+                ASN_STR("sampler_config_path", 0), ASN_STR("device", 0)},
+     .flags = ASN_PF_OVERFLOW, .init = learned_init, .release = learned_release, .apply = learned_apply},
+    {0},
+};

@@ -3,11 +3,55 @@
  * is -inf. llama sums in float, sequentially, over candidates sorted by
  * descending logit; we sort the same way (ties: lower token id first, one
  * of the orders std::sort may produce). See docs/sampling.md §5. */
-#include "sampling_internal.h"
+#include "proc.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ------------------------------------------------------------- parameters */
+
+typedef struct temp_params {
+    double temp;
+} temp_params;
+
+typedef struct top_k_params {
+    long k;
+} top_k_params;
+
+/* llama_top_p (top_p), llama_min_p (min_p), llama_typical (typ_p) */
+typedef struct keep_params {
+    double cut;
+    long min_keep;
+} keep_params;
+
+typedef struct sigma_params {
+    double n; /* top_n_sigma */
+} sigma_params;
+
+typedef struct xtc_params {
+    double probability, threshold;
+    long min_keep;
+} xtc_params;
+
+typedef struct penalties_params {
+    long last_n;
+    double repeat, freq, present;
+} penalties_params;
+
+typedef struct dry_params {
+    double multiplier, base;
+    long allowed_length, last_n, n_ctx;
+    asn_breakers breakers; /* seq_breakers */
+} dry_params;
+
+typedef struct mirostat_params {
+    double tau, eta;
+} mirostat_params;
+
+typedef struct truncate_params {
+    double mu;
+} truncate_params;
 
 /* The finite tokens sorted by descending logit (ties: lower id first), as
  * token ids in `ord`; returns their count. Uses ws->keys. */
@@ -47,9 +91,10 @@ static int32_t *ord_buf(asn_workspace *ws) { return ws->ord; }
 
 /* ------------------------------------------------------------ truncation */
 
-static void llama_temp(const asn_proc *p, float *x, int V)
+static int llama_temp(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_seq_state *st, asn_workspace *ws,
+                      asn_err *e)
 {
-    float t = (float)p->f[0];
+    float t = (float)((const temp_params *)p->params)->temp;
     if (t <= 0) { /* keep the first maximum only */
         int best = -1;
         for (int i = 0; i < V; i++)
@@ -58,26 +103,32 @@ static void llama_temp(const asn_proc *p, float *x, int V)
         for (int i = 0; i < V; i++)
             if (i != best)
                 x[i] = -INFINITY;
-        return;
+        return 0;
     }
     for (int i = 0; i < V; i++)
         x[i] = x[i] / t;
+    return 0;
 }
 
-static void llama_top_k(const asn_proc *p, float *x, int V, asn_workspace *ws)
+static int llama_top_k(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_seq_state *st, asn_workspace *ws,
+                       asn_err *e)
 {
-    if (p->i[1] <= 0)
-        return;
+    long k = ((const top_k_params *)p->params)->k;
+    if (k <= 0)
+        return 0;
     int32_t *ord = ord_buf(ws);
     int n = sort_desc(ws, x, V, ord);
-    keep_prefix(x, ord, n, p->i[1] < n ? (int)p->i[1] : n);
+    keep_prefix(x, ord, n, k < n ? (int)k : n);
+    return 0;
 }
 
-static void llama_top_p(const asn_proc *p, float *x, int V, asn_workspace *ws)
+static int llama_top_p(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_seq_state *st, asn_workspace *ws,
+                       asn_err *e)
 {
-    float top_p = (float)p->f[0];
+    const keep_params *a = p->params;
+    float top_p = (float)a->cut;
     if (top_p >= 1)
-        return;
+        return 0;
     int32_t *ord = ord_buf(ws);
     int n = sort_desc(ws, x, V, ord);
     llama_softmax(x, ord, n, ws->p);
@@ -85,30 +136,33 @@ static void llama_top_p(const asn_proc *p, float *x, int V, asn_workspace *ws)
     int keep = n;
     for (int j = 0; j < n; j++) {
         cum += ws->p[j];
-        if (cum >= top_p && j + 1 >= p->i[0]) {
+        if (cum >= top_p && j + 1 >= a->min_keep) {
             keep = j + 1;
             break;
         }
     }
     keep_prefix(x, ord, n, keep);
+    return 0;
 }
 
-static void llama_min_p(const asn_proc *p, float *x, int V, asn_workspace *ws)
+static int llama_min_p(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_seq_state *st, asn_workspace *ws,
+                       asn_err *e)
 {
-    float min_p = (float)p->f[0];
+    const keep_params *a = p->params;
+    float min_p = (float)a->cut;
     if (min_p <= 0)
-        return;
+        return 0;
     float lmax = asn_row_max(x, V);
     float thr = lmax + logf(min_p);
     int kept = 0;
     for (int i = 0; i < V; i++)
         kept += x[i] != -INFINITY && x[i] >= thr;
-    long min_keep = p->i[0];
+    long min_keep = a->min_keep;
     if (kept >= min_keep) {
         for (int i = 0; i < V; i++)
             if (x[i] < thr)
                 x[i] = -INFINITY;
-        return;
+        return 0;
     }
     /* too few: keep the sorted prefix up to the first token below the
      * threshold at or after position max(1, min_keep) */
@@ -119,13 +173,16 @@ static void llama_min_p(const asn_proc *p, float *x, int V, asn_workspace *ws)
         if (x[ord[i]] < thr)
             break;
     keep_prefix(x, ord, n, i);
+    return 0;
 }
 
-static void llama_typical(const asn_proc *p, float *x, int V, asn_workspace *ws)
+static int llama_typical(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_seq_state *st, asn_workspace *ws,
+                         asn_err *e)
 {
-    float typ_p = (float)p->f[0];
+    const keep_params *a = p->params;
+    float typ_p = (float)a->cut;
     if (typ_p >= 1)
-        return;
+        return 0;
     int32_t *ord = ord_buf(ws);
     int n = sort_desc(ws, x, V, ord);
     float *prob = ws->p, *shift = ws->e;
@@ -141,7 +198,7 @@ static void llama_typical(const asn_proc *p, float *x, int V, asn_workspace *ws)
     asn_sort_u64(ws->keys, n);
     float cum = 0;
     int last = n;
-    long min_keep = p->i[0];
+    long min_keep = a->min_keep;
     for (int k = 0; k < n; k++) {
         cum += prob[asn_pack_tok(ws->keys[k])];
         if (cum > typ_p && (min_keep == 0 || k >= min_keep - 1)) {
@@ -155,13 +212,15 @@ static void llama_typical(const asn_proc *p, float *x, int V, asn_workspace *ws)
     for (int i = 0; i < V; i++)
         if (ws->stamp[i] != mark)
             x[i] = -INFINITY;
+    return 0;
 }
 
-static void top_n_sigma(const asn_proc *p, float *x, int V)
+static int top_n_sigma(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_seq_state *st, asn_workspace *ws,
+                       asn_err *e)
 {
-    float nsig = (float)p->f[0];
+    float nsig = (float)((const sigma_params *)p->params)->n;
     if (nsig <= 0)
-        return;
+        return 0;
     float mx = -INFINITY, sum = 0;
     int cnt = 0;
     for (int i = 0; i < V; i++)
@@ -171,7 +230,7 @@ static void top_n_sigma(const asn_proc *p, float *x, int V)
             cnt++;
         }
     if (cnt < 2)
-        return;
+        return 0;
     float mean = sum / (float)cnt, acc = 0;
     for (int i = 0; i < V; i++)
         if (x[i] != -INFINITY)
@@ -180,21 +239,24 @@ static void top_n_sigma(const asn_proc *p, float *x, int V)
     for (int i = 0; i < V; i++)
         if (x[i] < mx - nsig * sd)
             x[i] = -INFINITY;
+    return 0;
 }
 
-static void xtc(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_workspace *ws)
+static int xtc(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_seq_state *st, asn_workspace *ws,
+               asn_err *e)
 {
-    float prob = (float)p->f[0], thr = (float)p->f[1];
+    const xtc_params *a = p->params;
+    float prob = (float)a->probability, thr = (float)a->threshold;
     if (prob <= 0 || thr > 0.5f)
-        return;
+        return 0;
     int32_t *ord = ord_buf(ws);
     int n = sort_desc(ws, x, V, ord);
     if (n < 2)
-        return;
+        return 0;
     /* llama draws from its own generator; ours is the counter RNG */
     float r = ctx ? (float)asn_rng_uniform(ctx->key, ctx->step, ASN_STREAM_XTC) : 0.0f;
     if (r > prob)
-        return;
+        return 0;
     llama_softmax(x, ord, n, ws->p);
     int pos_last = 0;
     for (int j = 0; j < n; j++) {
@@ -203,9 +265,10 @@ static void xtc(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_
         else
             break;
     }
-    if (n - pos_last >= p->i[0] && pos_last > 0)
+    if (n - pos_last >= a->min_keep && pos_last > 0)
         for (int j = 0; j < pos_last; j++)
             x[ord[j]] = -INFINITY;
+    return 0;
 }
 
 /* mirostat v2's truncation: keep the prefix of candidates whose surprise
@@ -224,15 +287,54 @@ static void mirostat_truncate(float mu, float *x, int V, asn_workspace *ws)
     keep_prefix(x, ord, n, keep ? keep : 1);
 }
 
+static int mirostat_v2_truncate(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_seq_state *st, asn_workspace *ws,
+                                asn_err *e)
+{
+    mirostat_truncate((float)((const truncate_params *)p->params)->mu, x, V, ws);
+    return 0;
+}
+
+/* mu starts at 2 tau and is carried per sequence (asn_seq_state). */
+static int mirostat_v2(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_seq_state *st, asn_workspace *ws,
+                       asn_err *e)
+{
+    const mirostat_params *a = p->params;
+    float mu = st && st->has_mu ? st->mu : (float)(2 * a->tau);
+    mirostat_truncate(mu, x, V, ws);
+    return 0;
+}
+
+/* After the draw: the surprise of the chosen token under the renormalized
+ * kept distribution moves mu: mu -= eta * (surprise - tau). */
+static void mirostat_v2_accept(const asn_proc *p, const float *row, int V, int token, asn_seq_state *state)
+{
+    const mirostat_params *a = p->params;
+    float m = -INFINITY;
+    for (int i = 0; i < V; i++)
+        m = row[i] > m ? row[i] : m;
+    float S = 0;
+    for (int i = 0; i < V; i++)
+        S += asn_expf(row[i] - m);
+    float psel = asn_expf(row[token] - m) / S;
+    float surprise = -log2f(psel);
+    if (!state->has_mu) {
+        state->has_mu = 1;
+        state->mu = (float)(2 * a->tau);
+    }
+    state->mu -= (float)a->eta * (surprise - (float)a->tau);
+}
+
 /* ------------------------------------------------------------- penalties */
 
-static void penalties(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_workspace *ws)
+static int penalties(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_seq_state *st, asn_workspace *ws,
+                     asn_err *e)
 {
-    long last_n = p->i[1];
-    float rep = (float)p->f[0], freq = (float)p->f[1], pres = (float)p->f[2];
+    const penalties_params *a = p->params;
+    long last_n = a->last_n;
+    float rep = (float)a->repeat, freq = (float)a->freq, pres = (float)a->present;
     int n = ctx ? ctx->n_ids : 0;
     if (last_n == 0 || (rep == 1 && freq == 0 && pres == 0) || n == 0)
-        return;
+        return 0;
     int start = last_n < 0 || last_n >= n ? 0 : n - (int)last_n;
     int32_t *cnt = ws->count;
     for (int j = start; j < n; j++)
@@ -247,18 +349,22 @@ static void penalties(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx
         x[t] = l - ((float)cnt[t] * freq + pres);
         cnt[t] = 0;
     }
+    return 0;
 }
 
 /* DRY (Don't Repeat Yourself, by p-e-w): penalizes the token that would
  * extend a repeat of the recent context, exponentially in its length. */
-static void dry(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_workspace *ws)
+static int dry(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_seq_state *st, asn_workspace *ws,
+               asn_err *e)
 {
-    double mult = p->f[0], base = p->f[1];
-    long allowed = p->i[1], last_n = p->i[2];
+    const dry_params *a = p->params;
+    const asn_breakers *brk = &a->breakers;
+    double mult = a->multiplier, base = a->base;
+    long allowed = a->allowed_length, last_n = a->last_n;
     int len = ctx ? ctx->n_ids : 0;
-    long n_ctx = p->i[3] > 0 ? p->i[3] : len;
+    long n_ctx = a->n_ctx > 0 ? a->n_ctx : len;
     if (mult == 0 || base < 1 || last_n == 0)
-        return;
+        return 0;
     if (last_n < 0)
         last_n = n_ctx;
     long N = len;
@@ -267,7 +373,7 @@ static void dry(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_
     if (n_ctx < N)
         N = n_ctx;
     if (N <= allowed)
-        return;
+        return 0;
     const int32_t *ids = ctx->ids;
 #define RTOK(i) ids[len - 1 - (i)]
     /* rep_limit: how far back a repeat may reach before a sequence breaker */
@@ -275,9 +381,9 @@ static void dry(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_
     for (long i = 0; i < N && rep_limit == N; i++) {
         long best_tail = -1;
         int off = 0;
-        for (int b = 0; b < p->n_brk; b++) {
-            const int32_t *seq = p->ids + off;
-            int blen = p->brk_len[b];
+        for (int b = 0; b < brk->n; b++) {
+            const int32_t *seq = brk->ids + off;
+            int blen = brk->len[b];
             off += blen;
             if (seq[0] != RTOK(i))
                 continue;
@@ -294,7 +400,7 @@ static void dry(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_
             rep_limit = i - best_tail;
     }
     if (rep_limit < allowed)
-        return;
+        return 0;
     /* for each k, the length of the match between the suffix and the text k back */
     int32_t *maxlen = ws->count; /* per token, 0 = none; restored to zero below */
     int32_t *touched = ws->ord;
@@ -321,9 +427,9 @@ static void dry(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_
         maxlen[tok] = 0;
         int single_breaker = 0;
         int off = 0;
-        for (int b = 0; b < p->n_brk; b++) {
-            single_breaker |= p->brk_len[b] == 1 && p->ids[off] == tok;
-            off += p->brk_len[b];
+        for (int b = 0; b < brk->n; b++) {
+            single_breaker |= brk->len[b] == 1 && brk->ids[off] == tok;
+            off += brk->len[b];
         }
         if (single_breaker)
             continue;
@@ -334,28 +440,58 @@ static void dry(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_
         x[tok] = (float)((double)x[tok] - (double)(float)mult * pow((double)(float)base, (double)ex));
     }
 #undef RTOK
-}
-
-int asn_apply_llama(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx, asn_seq_state *st,
-                    asn_workspace *ws, asn_err *e)
-{
-    switch (p->kind) {
-    case ASN_PROC_LLAMA_TEMP: llama_temp(p, x, V); break;
-    case ASN_PROC_LLAMA_TOP_K: llama_top_k(p, x, V, ws); break;
-    case ASN_PROC_LLAMA_TOP_P: llama_top_p(p, x, V, ws); break;
-    case ASN_PROC_LLAMA_MIN_P: llama_min_p(p, x, V, ws); break;
-    case ASN_PROC_LLAMA_TYPICAL: llama_typical(p, x, V, ws); break;
-    case ASN_PROC_TOP_N_SIGMA: top_n_sigma(p, x, V); break;
-    case ASN_PROC_XTC: xtc(p, x, V, ctx, ws); break;
-    case ASN_PROC_PENALTIES: penalties(p, x, V, ctx, ws); break;
-    case ASN_PROC_DRY: dry(p, x, V, ctx, ws); break;
-    case ASN_PROC_MIROSTAT_V2_TRUNCATE: mirostat_truncate((float)p->f[0], x, V, ws); break;
-    case ASN_PROC_MIROSTAT_V2: {
-        float mu = st && st->has_mu ? st->mu : (float)(2 * p->f[0]);
-        mirostat_truncate(mu, x, V, ws);
-        break;
-    }
-    default: return asn_err_set(e, "not a llama.cpp sampler");
-    }
     return 0;
 }
+
+/* ------------------------------------------------------------- the rows */
+
+/* llama.cpp validates almost nothing: out-of-range values mean "off". */
+#define MIN_KEEP(T) ASN_INT("min_keep", T, min_keep, 0, 1, ASN_LO_INCL, 0, 0)
+
+const asn_proc_iface asn_procs_llama[] = {
+    {.name = "llama_temp", .kind = ASN_PROC_LLAMA_TEMP, .size = sizeof(temp_params),
+     .params = {ASN_REAL("temp", temp_params, temp, 1, 0, 0, 0, 0)},
+     .flags = ASN_PF_OVERFLOW, .apply = llama_temp},
+    {.name = "llama_top_k", .kind = ASN_PROC_LLAMA_TOP_K, .size = sizeof(top_k_params),
+     .params = {ASN_INT("top_k", top_k_params, k, 1, 0, 0, 0, 0)},
+     .apply = llama_top_k},
+    {.name = "llama_top_p", .kind = ASN_PROC_LLAMA_TOP_P, .size = sizeof(keep_params),
+     .params = {ASN_REAL("top_p", keep_params, cut, 1, 0, 0, 0, 0), MIN_KEEP(keep_params)},
+     .apply = llama_top_p},
+    {.name = "llama_min_p", .kind = ASN_PROC_LLAMA_MIN_P, .size = sizeof(keep_params),
+     .params = {ASN_REAL("min_p", keep_params, cut, 1, 0, 0, 0, 0), MIN_KEEP(keep_params)},
+     .apply = llama_min_p},
+    {.name = "llama_typical", .kind = ASN_PROC_LLAMA_TYPICAL, .size = sizeof(keep_params),
+     .params = {ASN_REAL("typ_p", keep_params, cut, 1, 0, 0, 0, 0), MIN_KEEP(keep_params)},
+     .apply = llama_typical},
+    {.name = "top_n_sigma", .kind = ASN_PROC_TOP_N_SIGMA, .size = sizeof(sigma_params),
+     .params = {ASN_REAL("top_n_sigma", sigma_params, n, 1, 0, 0, 0, 0)},
+     .apply = top_n_sigma},
+    {.name = "xtc", .kind = ASN_PROC_XTC, .size = sizeof(xtc_params),
+     .params = {ASN_REAL("xtc_probability", xtc_params, probability, 1, 0, 0, 0, 0),
+                ASN_REAL("xtc_threshold", xtc_params, threshold, 1, 0, 0, 0, 0), MIN_KEEP(xtc_params)},
+     .apply = xtc},
+    {.name = "penalties", .kind = ASN_PROC_PENALTIES, .size = sizeof(penalties_params),
+     .params = {ASN_INT("penalty_last_n", penalties_params, last_n, 0, 64, ASN_LO_INCL, -1, 0),
+                ASN_REAL("penalty_repeat", penalties_params, repeat, 0, 1, 0, 0, 0),
+                ASN_REAL("penalty_freq", penalties_params, freq, 0, 0, 0, 0, 0),
+                ASN_REAL("penalty_present", penalties_params, present, 0, 0, 0, 0, 0)},
+     .flags = ASN_PF_OVERFLOW, .apply = penalties},
+    {.name = "dry", .kind = ASN_PROC_DRY, .size = sizeof(dry_params),
+     .params = {ASN_REAL("dry_multiplier", dry_params, multiplier, 1, 0, 0, 0, 0),
+                ASN_REAL("dry_base", dry_params, base, 0, 1.75, 0, 0, 0),
+                ASN_INT("dry_allowed_length", dry_params, allowed_length, 0, 2, ASN_LO_INCL, 0, 0),
+                ASN_INT("dry_penalty_last_n", dry_params, last_n, 0, -1, ASN_LO_INCL, -1, 0),
+                {"seq_breakers", ASN_P_BREAKERS, offsetof(dry_params, breakers), 0, 0, 0, 0, 0, 0},
+                ASN_INT("n_ctx", dry_params, n_ctx, 0, 0, ASN_LO_INCL, 0, 0)},
+     .flags = ASN_PF_OVERFLOW, .apply = dry},
+    /* samples from its own truncated distribution: last in its heuristic */
+    {.name = "mirostat_v2", .kind = ASN_PROC_MIROSTAT_V2, .size = sizeof(mirostat_params),
+     .params = {ASN_REAL("tau", mirostat_params, tau, 1, 0, ASN_LO_INCL, 0, 0),
+                ASN_REAL("eta", mirostat_params, eta, 1, 0, ASN_LO_INCL, 0, 0)},
+     .flags = ASN_PF_LAST, .apply = mirostat_v2, .accept = mirostat_v2_accept},
+    {.name = "mirostat_v2_truncate", .kind = ASN_PROC_MIROSTAT_V2_TRUNCATE, .size = sizeof(truncate_params),
+     .params = {ASN_REAL("mu", truncate_params, mu, 1, 0, 0, 0, 0)},
+     .apply = mirostat_v2_truncate},
+    {0},
+};

@@ -1,12 +1,14 @@
-/* sampling_internal.h — what the files of lib/sampling share and nobody
- * else sees: the workspace, row arithmetic, partial ordering, and the
- * per-family apply functions. */
+/* sampling_internal.h — the row machinery the files of lib/sampling share
+ * and nobody else sees: the workspace (workspace.c), row arithmetic
+ * (vecmath.c) and partial ordering (order.c). The processor interface is
+ * proc.h. */
 #ifndef ASN_SAMPLING_INTERNAL_H
 #define ASN_SAMPLING_INTERNAL_H
 
 #include <stdint.h>
 
 #include "asn/sampling.h"
+#include "asn/vexp.h" /* exp16, asn_exp_shifted */
 
 struct asn_workspace {
     int cap;         /* V the buffers hold */
@@ -21,6 +23,9 @@ struct asn_workspace {
     struct asn_learned_ws *learned; /* sampler workspaces, one per sampler
                                      * configuration, made on first use */
 };
+
+/* Frees the learned processor's workspaces (proc_learned.c). */
+void asn_learned_ws_free(struct asn_learned_ws *l);
 
 /* Makes every buffer hold V entries. */
 void asn_ws_reserve(asn_workspace *ws, int V);
@@ -37,7 +42,7 @@ void asn_div_f32(const float *e, double S, float *p, int n); /* p = (float)(e / 
 void asn_scale_f32(float *x, float t, int n);                /* x = x / t */
 double asn_sum_below(const float *q, const float *x, float cut, int n); /* sum q where !(x >= cut) */
 double asn_nansum_prod(const float *a, const float *b, int n); /* sum of a*b, NaN terms skipped (torch.nansum) */
-/* The softmax of the semantics doc §2: m = max, e = expf(x - m), S = double
+/* The softmax of docs/sampling.md "Arithmetic": m = max, e = expf(x - m), S = double
  * sum, p = (float)(e / S) (p may be NULL). Returns S. */
 double asn_softmax_ref(const float *x, int n, float *e, float *p, float *max_out);
 
@@ -77,44 +82,5 @@ float asn_kth_largest(asn_workspace *ws, const float *x, int V, int k);
 /* Cuts for collecting the top of a row: tokens within `span` of the max. */
 extern const float asn_spans[];
 extern const int asn_n_spans;
-
-/* ------------------------------------------------------ per-family apply */
-
-int asn_apply_hf(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx,
-                 asn_workspace *ws, asn_err *e);
-int asn_apply_json(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx, asn_err *e);
-int asn_apply_llama(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx,
-                    asn_seq_state *st, asn_workspace *ws, asn_err *e);
-
-/* ------------------------------------------------------- proc_learned.c */
-
-/* After the parameters of a learned processor (`learned`, or its alias
- * `adaptive_sampler` as `spelled`) were checked: loads the sampler file
- * named in params, or takes it from the process-wide cache, and checks the
- * alias's class name and config against it. Errors name the parameter and
- * the file; p->learned stays NULL then. */
-int asn_learned_init(asn_proc *p, const char *spelled, const json_t *params, asn_err *e);
-/* Drops p's hold on its sampler (the last hold frees it). */
-void asn_learned_release(asn_proc *p);
-/* row = network(row), in place, on the calling thread. */
-int asn_apply_learned(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx, asn_workspace *ws, asn_err *e);
-void asn_learned_ws_free(struct asn_learned_ws *l);
-
-/* ----------------------------------------------------- proc_constraint.c */
-
-/* After the parameters of a constraint processor were checked: its GBNF
- * compiled once (errors name the parameter and position). */
-int asn_constraint_proc_init(asn_proc *p, const json_t *params, asn_err *e);
-void asn_constraint_proc_release(asn_proc *p);
-/* Masks the row to the tokens the constraint allows after the generated
- * tokens (ctx->ids[n_prompt..]); needs ctx->vocab. */
-int asn_apply_constraint(const asn_proc *p, float *row, int V, const asn_seq_ctx *ctx, asn_err *e);
-int asn_constraint_proc_complete(const asn_proc *p, const asn_seq_ctx *ctx);
-
-/* Parameter slots, by processor (see the table in pipeline.c). */
-enum {
-    /* shared by the HF filters */
-    S_MTK = 0, /* i[0]: min_tokens_to_keep */
-};
 
 #endif

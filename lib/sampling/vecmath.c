@@ -1,6 +1,6 @@
-/* vecmath.c — the row-wide arithmetic every processor repeats: max, exp of
- * shifted logits, softmax in the reference arithmetic (float exp, double
- * sum, float division), sums.
+/* vecmath.c — the row-wide arithmetic every processor repeats: max,
+ * softmax in the reference arithmetic (float exp by asn_exp_shifted of
+ * lib/core/vexp.c, double sum, float division), sums.
  *
  * Loops are plain C written so the compiler vectorizes them; target_clones
  * adds an AVX2 and an AVX-512 copy chosen at load time. Results are bit-
@@ -26,27 +26,6 @@
  * crosses an ABI boundary. */
 #define sel sel8
 #define splat splat8
-
-/* one lane of the vector exp: the same steps, the same bits */
-float asn_expf(float x)
-{
-    return asn_exp1(x);
-}
-
-ASN_CLONES
-void asn_exp_shifted(const float *x, float m, float *out, int n)
-{
-    const v8f mv = splat(m);
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        v8f v;
-        memcpy(&v, x + i, sizeof v);
-        v = exp8(v - mv); /* -inf - m = -inf, below the floor: 0 */
-        memcpy(out + i, &v, sizeof v);
-    }
-    for (; i < n; i++)
-        out[i] = asn_exp1(x[i] - m);
-}
 
 ASN_CLONES
 float asn_row_max(const float *x, int n)
