@@ -368,6 +368,20 @@ static int number_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
 #define LABEL_RE "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 #define OCTET_RE "(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)"
 #define HEX4 "[0-9a-fA-F]{4}"
+/* RFC 3986: URI (scheme ":" hier-part, query, fragment) and relative-ref;
+ * a host is a reg-name (which covers IPv4 addresses); IP-literals ([v6]) are
+ * not generated. */
+#define PCT_RE "%[0-9A-Fa-f]{2}"
+#define PCHAR_RE "([A-Za-z0-9._~!$&'()*+,;=:@-]|" PCT_RE ")"
+#define SEG_RE PCHAR_RE "*"
+#define AUTH_RE "(([A-Za-z0-9._~!$&'()*+,;=:-]|" PCT_RE ")*@)?([A-Za-z0-9._~!$&'()*+,;=-]|" PCT_RE ")*(:[0-9]*)?"
+#define QF_RE "(\\?(" PCHAR_RE "|[/?])*)?(#(" PCHAR_RE "|[/?])*)?"
+#define URI_RE                                                                                               \
+    "[A-Za-z][A-Za-z0-9+.-]*:(//" AUTH_RE "(/" SEG_RE ")*|/(" PCHAR_RE "+(/" SEG_RE ")*)?|" PCHAR_RE        \
+    "+(/" SEG_RE ")*|)" QF_RE
+#define RELREF_RE                                                                                            \
+    "(//" AUTH_RE "(/" SEG_RE ")*|/(" PCHAR_RE "+(/" SEG_RE ")*)?|([A-Za-z0-9._~!$&'()*+,;=@-]|" PCT_RE   \
+    ")+(/" SEG_RE ")*|)" QF_RE
 static const struct {
     const char *name, *re;
 } FORMATS[] = {
@@ -378,11 +392,101 @@ static const struct {
     {"uuid", HEX4 HEX4 "-" HEX4 "-" HEX4 "-" HEX4 "-" HEX4 HEX4 HEX4},
     {"ipv4", "(" OCTET_RE "\\.){3}" OCTET_RE},
     {"hostname", LABEL_RE "(\\." LABEL_RE ")*"},
+    {"uri", URI_RE},
+    {"uri-reference", "(" URI_RE "|" RELREF_RE ")"},
 };
+
+/* The formats JSON Schema defines (draft 2020-12, 7.3): one of them that is
+ * not in FORMATS is refused; any other name is not a format of JSON Schema
+ * and, as the specification says of unknown formats, constrains nothing. */
+static const char *const STANDARD_FORMATS[] = {"date-time", "date", "time", "duration", "email", "idn-email",
+                                               "hostname", "idn-hostname", "ipv4", "ipv6", "uri", "uri-reference",
+                                               "iri", "iri-reference", "uuid", "uri-template", "json-pointer",
+                                               "relative-json-pointer", "regex", NULL};
+
+/* Lengths past GBNF's repetition limit (2000) are counted in blocks of
+ * 1000^l characters: e_l is exactly 1000^l characters, m_l at most
+ * 1000^l - 1, so that a count costs a few rules per digit (base 1000)
+ * instead of one rule per character. */
+enum { BLOCK = 1000 };
+#define MAX_COUNT 1000000000000LL /* 1000^4 */
+
+static void block_rule(conv *c, int l, char *e_out, char *m_out)
+{
+    char e[24] = "char", m[24] = "\"\"", body[80];
+    for (int i = 1; i <= l; i++) {
+        char pe[24], pm[24];
+        strcpy(pe, e), strcpy(pm, m);
+        snprintf(body, sizeof body, "%s{%d}", pe, BLOCK);
+        add_rule(c, body, e);
+        snprintf(body, sizeof body, "%s{0,%d} %s", pe, BLOCK - 1, pm);
+        add_rule(c, body, m);
+    }
+    if (e_out)
+        strcpy(e_out, e);
+    if (m_out)
+        strcpy(m_out, m);
+}
+
+/* At most n characters (n < MAX_COUNT). */
+static void at_most(conv *c, sbuf *b, long long n)
+{
+    if (n < BLOCK) {
+        sb_printf(b, "char{0,%lld}", n);
+        return;
+    }
+    int l = 0;
+    long long p = 1;
+    while (p * BLOCK <= n)
+        p *= BLOCK, l++;
+    long long d = n / p, rest = n % p;
+    char e[24], m[24];
+    block_rule(c, l, e, m);
+    /* fewer than d blocks of p, then fewer than p; or d blocks, then at most rest */
+    sb_puts(b, "(");
+    if (d > 1)
+        sb_printf(b, "%s{0,%lld} ", e, d - 1);
+    sb_printf(b, "%s | %s{%lld} ", m, e, d);
+    at_most(c, b, rest);
+    sb_puts(b, ")");
+}
+
+/* char{lo,hi} (hi < 0: no upper bound) for any counts below MAX_COUNT. */
+static void counted_chars(conv *c, sbuf *b, long long lo, long long hi)
+{
+    c->used |= U_CHAR;
+    if (lo <= 2000 && hi <= 2000) {
+        if (hi >= 0)
+            sb_printf(b, "char{%lld,%lld}", lo, hi);
+        else
+            sb_printf(b, "char{%lld,}", lo);
+        return;
+    }
+    /* exactly lo: its base-1000 digits as blocks */
+    long long p = 1;
+    int l = 0;
+    while (p * BLOCK <= lo)
+        p *= BLOCK, l++;
+    sb_puts(b, "(");
+    for (; l >= 0; l--, p /= BLOCK) {
+        long long d = lo / p % BLOCK;
+        char e[24];
+        block_rule(c, l, e, NULL);
+        if (d)
+            sb_printf(b, "%s{%lld} ", e, d);
+    }
+    if (hi < 0)
+        sb_puts(b, "char*");
+    else
+        at_most(c, b, hi - lo);
+    sb_puts(b, ")");
+}
 
 static int string_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
 {
     const json_t *fmt = json_object_get(s, "format");
+    if (json_is_string(fmt) && !in_list(STANDARD_FORMATS, json_string_value(fmt)))
+        fmt = NULL; /* not a format of JSON Schema: an annotation */
     if (fmt) {
         char p[1024];
         ptr_child(p, sizeof p, ptr, "format");
@@ -392,7 +496,7 @@ static int string_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
         for (size_t i = 0; i < sizeof FORMATS / sizeof FORMATS[0]; i++)
             if (!strcmp(FORMATS[i].name, json_string_value(fmt)))
                 re = FORMATS[i].re;
-        if (!re)
+        if (!re && in_list(STANDARD_FORMATS, json_string_value(fmt)))
             return serr(c, p, "unsupported format \"%s\"", json_string_value(fmt));
         if (json_object_get(s, "pattern") || json_object_get(s, "minLength") || json_object_get(s, "maxLength"))
             return serr(c, p, "%s", "format together with pattern/minLength/maxLength is not supported");
@@ -411,13 +515,13 @@ static int string_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
     const json_t *pat = json_object_get(s, "pattern");
     const json_t *mn = json_object_get(s, "minLength"), *mx = json_object_get(s, "maxLength");
     char p[1024];
-    if (mn && (!json_is_integer(mn) || json_integer_value(mn) < 0 || json_integer_value(mn) > 2000)) {
+    if (mn && (!json_is_integer(mn) || json_integer_value(mn) < 0 || json_integer_value(mn) >= MAX_COUNT)) {
         ptr_child(p, sizeof p, ptr, "minLength");
-        return serr(c, p, "%s", "minLength must be an integer in [0, 2000]");
+        return serr(c, p, "%s", "minLength must be an integer in [0, 10^12)");
     }
-    if (mx && (!json_is_integer(mx) || json_integer_value(mx) < 0 || json_integer_value(mx) > 2000)) {
+    if (mx && (!json_is_integer(mx) || json_integer_value(mx) < 0 || json_integer_value(mx) >= MAX_COUNT)) {
         ptr_child(p, sizeof p, ptr, "maxLength");
-        return serr(c, p, "%s", "maxLength must be an integer in [0, 2000]");
+        return serr(c, p, "%s", "maxLength must be an integer in [0, 10^12)");
     }
     if (pat) {
         ptr_child(p, sizeof p, ptr, "pattern");
@@ -444,15 +548,14 @@ static int string_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
         sb_puts(b, "string");
         return 0;
     }
-    long lo = mn ? (long)json_integer_value(mn) : 0;
-    long hi = mx ? (long)json_integer_value(mx) : -1;
+    long long lo = mn ? (long long)json_integer_value(mn) : 0;
+    long long hi = mx ? (long long)json_integer_value(mx) : -1;
     if (hi >= 0 && hi < lo)
         return serr(c, ptr, "%s", "maxLength is below minLength");
     c->used |= U_CHAR;
-    if (hi >= 0)
-        sb_printf(b, "\"\\\"\" char{%ld,%ld} \"\\\"\"", lo, hi);
-    else
-        sb_printf(b, "\"\\\"\" char{%ld,} \"\\\"\"", lo);
+    sb_puts(b, "\"\\\"\" ");
+    counted_chars(c, b, lo, hi);
+    sb_puts(b, " \"\\\"\"");
     return 0;
 }
 
