@@ -49,7 +49,7 @@ static const char *const ANNOTATIONS[] = {"title", "description", "$schema", "$i
 static const char *const KNOWN[] = {"type", "properties", "required", "additionalProperties", "items",
                                     "prefixItems", "minItems", "maxItems", "enum", "const", "minLength",
                                     "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum",
-                                    "exclusiveMaximum", "$ref", "anyOf", "oneOf", "nullable", "format", NULL};
+                                    "exclusiveMaximum", "$ref", "anyOf", "oneOf", "nullable", "format", "patternProperties", NULL};
 
 static int in_list(const char *const *l, const char *k)
 {
@@ -685,12 +685,76 @@ static int object_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
     const json_t *sub;
     char pp[1024], pk[1024];
     ptr_child(pp, sizeof pp, ptr, "properties");
+    /* patternProperties: one schema for every pattern (the same schema
+     * given to several patterns is one pattern, their alternatives) */
+    const json_t *pats = json_object_get(s, "patternProperties"), *pat_schema = NULL;
+    sbuf patkey = {0};
+    int universal = 0;
+    if (pats) {
+        char pq[1024];
+        ptr_child(pq, sizeof pq, ptr, "patternProperties");
+        if (!json_is_object(pats)) {
+            serr(c, pq, "%s", "patternProperties must be an object");
+            goto fail;
+        }
+        const char *pat;
+        const json_t *ps;
+        json_object_foreach((json_t *)pats, pat, ps)
+        {
+            char pi[1024];
+            ptr_child(pi, sizeof pi, pq, pat);
+            if (pat_schema && !json_equal(pat_schema, ps)) {
+                serr(c, pi, "%s", "patternProperties whose patterns have different schemas is not supported");
+                goto fail;
+            }
+            pat_schema = ps;
+            sbuf x = {0};
+            int anch = 0;
+            asn_err e2;
+            if (asn_regex_expr(pat, 1, &x, &anch, &e2)) {
+                free(x.s);
+                serr(c, pi, "%s", e2.msg);
+                goto fail;
+            }
+            c->used |= U_CHAR;
+            sb_printf(&patkey, "%s(%s", patkey.n ? " | " : "", anch & 1 ? "" : "char* ");
+            sb_put(&patkey, x.s, x.n);
+            sb_printf(&patkey, " %s)", anch & 2 ? "" : "char*");
+            free(x.s);
+            /* matches every name: it may match the empty string where it is not anchored */
+            universal |= anch != 3 && gv_search(pat, "") == 1;
+        }
+        json_object_foreach((json_t *)props, key, sub)
+        {
+            /* a name declared with any value (a required name, see normalize) may come as a pattern's */
+            int any = json_is_true(sub) || (json_is_object(sub) && !json_object_size(sub));
+            json_object_foreach((json_t *)pats, pat, ps) if (gv_search(pat, key) == 1 && !universal && !any)
+            {
+                ptr_child(pk, sizeof pk, pq, pat);
+                serr(c, pk, "%s", "a property of properties that a pattern of patternProperties matches is not "
+                                  "supported (unless the pattern matches every name)");
+                goto fail;
+            }
+        }
+        if (!universal && !json_is_false(add)) {
+            serr(c, pq, "%s", "patternProperties is supported beside additionalProperties: false, or with a "
+                              "pattern that matches every name");
+            goto fail;
+        }
+    }
     json_object_foreach((json_t *)props, key, sub)
     {
         pr[n].name = key;
         char vr[24];
         ptr_child(pk, sizeof pk, pp, key);
-        if (conv_schema(c, sub, pk, vr))
+        int matched = universal;
+        const char *pat;
+        const json_t *ps;
+        json_object_foreach((json_t *)pats, pat, ps) matched |= gv_search(pat, key) == 1;
+        json_t *both = pat_schema && matched ? json_pack("{s:[O,O]}", "allOf", sub, pat_schema) : NULL;
+        int bad = conv_schema(c, both ? both : sub, pk, vr);
+        json_decref(both);
+        if (bad)
             goto fail;
         sbuf kv = {0};
         json_t *js = json_string(key);
@@ -725,10 +789,22 @@ static int object_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
     }
     /* extra members */
     char extra[24] = "";
-    if (!add || json_is_true(add) || json_is_object(add)) {
+    if (pat_schema && !universal) { /* additionalProperties is false */
+        char vr[24];
+        ptr_child(pk, sizeof pk, ptr, "patternProperties");
+        if (conv_schema(c, pat_schema, pk, vr))
+            goto fail;
+        sbuf kv = {0};
+        sb_printf(&kv, "\"\\\"\" (%s) \"\\\"\"%s\":\"%s%s", patkey.s, W(c), W(c), vr);
+        add_rule(c, kv.s, extra);
+        free(kv.s);
+    } else if (pat_schema || !add || json_is_true(add) || json_is_object(add)) {
         char vr[24], nk[24];
-        ptr_child(pk, sizeof pk, ptr, "additionalProperties");
-        if (add && json_is_object(add)) {
+        ptr_child(pk, sizeof pk, ptr, pat_schema ? "patternProperties" : "additionalProperties");
+        if (pat_schema) { /* every other name matches the pattern */
+            if (conv_schema(c, pat_schema, pk, vr))
+                goto fail;
+        } else if (add && json_is_object(add)) {
             if (conv_schema(c, add, pk, vr))
                 goto fail;
         } else {
@@ -877,9 +953,11 @@ static int object_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
         free(after);
     }
     free(pr);
+    free(patkey.s);
     return 0;
 fail:
     free(pr);
+    free(patkey.s);
     return -1;
 }
 
@@ -970,25 +1048,6 @@ static int array_body(conv *c, const json_t *s, const char *ptr, sbuf *b)
 }
 
 /* ---------------------------------------------------------- literals */
-
-static int type_matches(const json_t *v, const char *t)
-{
-    if (!strcmp(t, "string"))
-        return json_is_string(v);
-    if (!strcmp(t, "integer"))
-        return json_is_integer(v) || (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)));
-    if (!strcmp(t, "number"))
-        return json_is_number(v);
-    if (!strcmp(t, "boolean"))
-        return json_is_boolean(v);
-    if (!strcmp(t, "null"))
-        return json_is_null(v);
-    if (!strcmp(t, "object"))
-        return json_is_object(v);
-    if (!strcmp(t, "array"))
-        return json_is_array(v);
-    return 0;
-}
 
 /* A value as the texts that equal it. A number is equal to itself written
  * with trailing zeros after a point (JSON Schema compares numbers by
@@ -1186,6 +1245,29 @@ static int pair_disjoint(const json_t *a, const json_t *b)
     return 0;
 }
 
+/* 1 when a or b is a list of values (enum or const) of which none is valid
+ * under both. */
+static int values_disjoint(conv *c, const json_t *a, const json_t *b)
+{
+    if (!json_is_object(a) || !json_is_object(b))
+        return 0;
+    if (!json_object_get(a, "enum") && !json_object_get(a, "const")) {
+        const json_t *t = a;
+        a = b, b = t;
+    }
+    const json_t *en = json_object_get(a, "enum"), *cn = json_object_get(a, "const");
+    if (!json_is_array(en) && !cn)
+        return 0;
+    size_t n = json_is_array(en) ? json_array_size(en) : 1;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *v = json_is_array(en) ? json_array_get(en, i) : cn;
+        int x = gv_valid(c->root, a, v, NULL, 0), y = x > 0 ? gv_valid(c->root, b, v, NULL, 0) : 0;
+        if (x < 0 || y != 0)
+            return 0;
+    }
+    return 1;
+}
+
 /* 1 when no value can satisfy two branches of oneOf (so that anyOf's
  * grammar is exact): every pair of branches is disjoint (pair_disjoint).
  * $refs of the branches are followed one level. */
@@ -1208,7 +1290,7 @@ static int oneof_disjoint(conv *c, const json_t *arr)
     int ok = 1;
     for (size_t i = 0; ok && i < n; i++)
         for (size_t j = i + 1; ok && j < n; j++)
-            ok = b[i] && b[j] && pair_disjoint(b[i], b[j]);
+            ok = b[i] && b[j] && (pair_disjoint(b[i], b[j]) || values_disjoint(c, b[i], b[j]));
     for (size_t i = 0; i < n; i++)
         json_decref(own[i]);
     free(own);
@@ -1303,18 +1385,25 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
             goto fail;
         }
         size_t ne = en ? json_array_size(en) : 1;
+        /* the values that the other keywords beside them allow */
+        json_t *rest = json_copy((json_t *)s);
+        json_object_del(rest, en ? "enum" : "const");
+        json_object_del(rest, "nullable");
         sb_puts(&b, "(");
         for (size_t i = 0; i < ne; i++) {
             const json_t *x = en ? json_array_get(en, i) : cn;
-            int ok = !type;
-            if (json_is_string(type))
-                ok = type_matches(x, json_string_value(type));
-            for (size_t j = 0; json_is_array(type) && j < json_array_size(type); j++)
-                ok |= json_is_string(json_array_get(type, j)) &&
-                      type_matches(x, json_string_value(json_array_get(type, j)));
+            char why[128];
+            int ok = gv_valid(c->root, rest, x, why, sizeof why);
+            if (ok < 0) {
+                json_decref(rest);
+                ptr_child(p, sizeof p, ptr, why);
+                serr(c, p, "keyword \"%s\" beside enum/const is not supported", why);
+                goto fail;
+            }
             if (!ok)
                 continue;
             if (json_is_object(x) && json_object_size(x) > 1) {
+                json_decref(rest);
                 serr(c, p, "%s", "an object with several members in enum/const is not supported");
                 goto fail;
             }
@@ -1322,6 +1411,7 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
             literal(&b, x);
             alt = 1;
         }
+        json_decref(rest);
         if (!alt)
             sb_puts(&b, "[^\\x00-\\U0010FFFF]");
         sb_puts(&b, ")");
@@ -1342,7 +1432,7 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
                     types[nt++] = json_string_value(t);
             }
         } else {
-            static const char *const OBJ[] = {"properties", "required", "additionalProperties", NULL};
+            static const char *const OBJ[] = {"properties", "required", "additionalProperties", "patternProperties", NULL};
             static const char *const ARR[] = {"items", "prefixItems", "minItems", "maxItems", NULL};
             static const char *const STR[] = {"minLength", "maxLength", "pattern", "format", NULL};
             static const char *const NUM[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL};
@@ -1400,7 +1490,7 @@ fail:
  * Schema says of unknown keywords. */
 static const char *const REFUSED[] = {"not", "if", "then", "else", "dependentSchemas", "dependencies",
                                       "dependentRequired", "contains", "minContains", "maxContains",
-                                      "patternProperties", "propertyNames", "unevaluatedItems",
+                                      "propertyNames", "unevaluatedItems",
                                       "unevaluatedProperties", "uniqueItems", "multipleOf", "minProperties",
                                       "maxProperties", "additionalItems", "$dynamicRef", "$recursiveRef", NULL};
 static const char *const MORE_ANNOTATIONS[] = {"$dynamicAnchor", "$recursiveAnchor", "$vocabulary",
@@ -1548,6 +1638,8 @@ static int merge_into(conv *c, json_t *acc, const json_t *b, const char *ptr)
                 break;
             }
             json_object_set_new(acc, k, m);
+        } else if (!strcmp(k, "not")) { /* not A and not B: not (A or B) */
+            json_object_set_new(acc, k, json_pack("{s:[O,O]}", "anyOf", cur, v));
         } else if (!strcmp(k, "items") || !strcmp(k, "additionalProperties")) {
             json_object_set_new(acc, k, json_pack("{s:[O,O]}", "allOf", cur, v));
         } else {
@@ -1602,6 +1694,54 @@ static int has_validator(const json_t *s, const char *except)
         if (strcmp(k, except) && strcmp(k, "nullable") && !in_list(ANNOTATIONS, k) && !in_list(MORE_ANNOTATIONS, k))
             return 1;
     }
+    return 0;
+}
+
+/* `not` of types (without enum or const beside it): the types left, as
+ * "type". Any other `not` is refused. */
+static int not_types(conv *c, json_t *r, const char *ptr)
+{
+    char p[1024];
+    ptr_child(p, sizeof p, ptr, "not");
+    json_t *n = normalize(c, json_object_get(r, "not"), p, 1);
+    if (!n)
+        return -1;
+    int ok = json_is_false(n) || (json_is_object(n) && json_object_get(n, "type") && !has_validator(n, "type"));
+    if (!ok) {
+        json_decref(n);
+        return serr(c, p, "%s", "unsupported keyword \"not\" (supported: not of types, or beside enum/const)");
+    }
+    static const char *const ALL[] = {"object", "array", "string", "number", "integer", "boolean", "null", NULL};
+    json_t *have = type_list(json_object_get(r, "type")), *out = json_array();
+    if (!have) { /* every type; number stands for integer */
+        have = json_array();
+        for (int i = 0; ALL[i]; i++)
+            if (strcmp(ALL[i], "integer"))
+                json_array_append_new(have, json_string(ALL[i]));
+    }
+    json_t *drop = json_is_object(n) ? type_list(json_object_get(n, "type")) : json_array();
+    size_t i;
+    const json_t *x;
+    int err = 0;
+    json_array_foreach(have, i, x)
+    {
+        const char *t = json_string_value(x);
+        if (!t)
+            continue;
+        int gone = type_has(drop, t) || (!strcmp(t, "integer") && type_has(drop, "number"));
+        if (!gone && !strcmp(t, "number") && type_has(drop, "integer") && !type_has(drop, "number"))
+            err = 1; /* the numbers that are not integers */
+        if (!gone)
+            json_array_append_new(out, json_string(t));
+    }
+    json_decref(have), json_decref(drop), json_decref(n);
+    if (err || !json_array_size(out)) {
+        json_decref(out);
+        return serr(c, p, "%s", err ? "not of integer beside number is not supported"
+                                    : "no type is left: the schema accepts nothing");
+    }
+    json_object_set_new(r, "type", out);
+    json_object_del(r, "not");
     return 0;
 }
 
@@ -1785,20 +1925,35 @@ static json_t *normalize(conv *c, const json_t *s, const char *ptr, int depth)
     /* a required property not declared: declared with the schema of
      * additionalProperties (any value when absent or true) */
     json_t *add = json_object_get(r, "additionalProperties");
-    if (!depth && json_is_array(req) && (!add || json_is_true(add) || json_is_object(add)) &&
+    json_t *pats = json_object_get(r, "patternProperties");
+    if (!depth && json_is_array(req) && (!add || json_is_true(add) || json_is_object(add) || json_is_object(pats)) &&
         (!props || json_is_object(props))) { /* not in a part being merged: its siblings may declare it */
         json_t *np = props ? json_copy(props) : json_object();
         size_t i, added = 0;
         json_t *x;
         json_array_foreach(req, i, x) if (json_is_string(x) && !json_object_get(np, json_string_value(x)))
         {
-            json_object_set_new(np, json_string_value(x), add && json_is_object(add) ? json_incref(add) : json_object());
+            /* a name a pattern matches: its schema comes from the pattern (object_body) */
+            const char *pat;
+            json_t *ps;
+            int matched = 0;
+            json_object_foreach(pats, pat, ps) matched |= gv_search(pat, json_string_value(x)) == 1;
+            if (!matched && json_is_false(add))
+                continue;
+            json_object_set_new(np, json_string_value(x),
+                                !matched && json_is_object(add) ? json_incref(add) : json_object());
             added++;
         }
         if (added)
             json_object_set(r, "properties", np);
         json_decref(np);
     }
+    /* with enum or const, the other keywords filter the values (conv_norm);
+     * a part being merged is checked once merged */
+    if (depth || json_object_get(r, "enum") || json_object_get(r, "const"))
+        return r;
+    if (json_object_get(r, "not") && not_types(c, r, ptr))
+        goto fail;
     json_object_foreach(r, k, v) if (in_list(REFUSED, k))
     {
         ptr_child(p, sizeof p, ptr, k);
