@@ -71,6 +71,17 @@ void gw_expand(gwalker *w, int start, uint32_t pos, int32_t parent);
 /* Writes set [start, start+n) as a canonical state (s's words replaced). */
 void gw_store(gwalker *w, int start, int n, asn_gstate *s);
 
+/* ------------------------------------------------------------ validator */
+
+/* v against schema (whose $refs resolve in root): 1 valid, 0 invalid, -1
+ * not judged (why gets the keyword it cannot evaluate). validate.c. */
+int gv_valid(const json_t *root, const json_t *schema, const json_t *v, char *why, size_t cap);
+/* 1 when the regex (PCRE2) matches somewhere in s, 0 when not, -1 when it
+ * does not compile. */
+int gv_search(const char *pattern, const char *s);
+/* JSON values equal as JSON Schema compares them (numbers by value). */
+int gv_equal(const json_t *a, const json_t *b);
+
 /* ------------------------------------------------------------- word map */
 
 typedef struct wmap_ent {

@@ -49,7 +49,7 @@ static const char *const ANNOTATIONS[] = {"title", "description", "$schema", "$i
 static const char *const KNOWN[] = {"type", "properties", "required", "additionalProperties", "items",
                                     "prefixItems", "minItems", "maxItems", "enum", "const", "minLength",
                                     "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum",
-                                    "exclusiveMaximum", "$ref", "anyOf", "oneOf", "nullable", "format", NULL};
+                                    "exclusiveMaximum", "$ref", "anyOf", "oneOf", "nullable", "format", "patternProperties", NULL};
 
 static int in_list(const char *const *l, const char *k)
 {
@@ -368,6 +368,20 @@ static int number_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
 #define LABEL_RE "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 #define OCTET_RE "(25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)"
 #define HEX4 "[0-9a-fA-F]{4}"
+/* RFC 3986: URI (scheme ":" hier-part, query, fragment) and relative-ref;
+ * a host is a reg-name (which covers IPv4 addresses); IP-literals ([v6]) are
+ * not generated. */
+#define PCT_RE "%[0-9A-Fa-f]{2}"
+#define PCHAR_RE "([A-Za-z0-9._~!$&'()*+,;=:@-]|" PCT_RE ")"
+#define SEG_RE PCHAR_RE "*"
+#define AUTH_RE "(([A-Za-z0-9._~!$&'()*+,;=:-]|" PCT_RE ")*@)?([A-Za-z0-9._~!$&'()*+,;=-]|" PCT_RE ")*(:[0-9]*)?"
+#define QF_RE "(\\?(" PCHAR_RE "|[/?])*)?(#(" PCHAR_RE "|[/?])*)?"
+#define URI_RE                                                                                               \
+    "[A-Za-z][A-Za-z0-9+.-]*:(//" AUTH_RE "(/" SEG_RE ")*|/(" PCHAR_RE "+(/" SEG_RE ")*)?|" PCHAR_RE        \
+    "+(/" SEG_RE ")*|)" QF_RE
+#define RELREF_RE                                                                                            \
+    "(//" AUTH_RE "(/" SEG_RE ")*|/(" PCHAR_RE "+(/" SEG_RE ")*)?|([A-Za-z0-9._~!$&'()*+,;=@-]|" PCT_RE   \
+    ")+(/" SEG_RE ")*|)" QF_RE
 static const struct {
     const char *name, *re;
 } FORMATS[] = {
@@ -378,11 +392,101 @@ static const struct {
     {"uuid", HEX4 HEX4 "-" HEX4 "-" HEX4 "-" HEX4 "-" HEX4 HEX4 HEX4},
     {"ipv4", "(" OCTET_RE "\\.){3}" OCTET_RE},
     {"hostname", LABEL_RE "(\\." LABEL_RE ")*"},
+    {"uri", URI_RE},
+    {"uri-reference", "(" URI_RE "|" RELREF_RE ")"},
 };
+
+/* The formats JSON Schema defines (draft 2020-12, 7.3): one of them that is
+ * not in FORMATS is refused; any other name is not a format of JSON Schema
+ * and, as the specification says of unknown formats, constrains nothing. */
+static const char *const STANDARD_FORMATS[] = {"date-time", "date", "time", "duration", "email", "idn-email",
+                                               "hostname", "idn-hostname", "ipv4", "ipv6", "uri", "uri-reference",
+                                               "iri", "iri-reference", "uuid", "uri-template", "json-pointer",
+                                               "relative-json-pointer", "regex", NULL};
+
+/* Lengths past GBNF's repetition limit (2000) are counted in blocks of
+ * 1000^l characters: e_l is exactly 1000^l characters, m_l at most
+ * 1000^l - 1, so that a count costs a few rules per digit (base 1000)
+ * instead of one rule per character. */
+enum { BLOCK = 1000 };
+#define MAX_COUNT 1000000000000LL /* 1000^4 */
+
+static void block_rule(conv *c, int l, char *e_out, char *m_out)
+{
+    char e[24] = "char", m[24] = "\"\"", body[80];
+    for (int i = 1; i <= l; i++) {
+        char pe[24], pm[24];
+        strcpy(pe, e), strcpy(pm, m);
+        snprintf(body, sizeof body, "%s{%d}", pe, BLOCK);
+        add_rule(c, body, e);
+        snprintf(body, sizeof body, "%s{0,%d} %s", pe, BLOCK - 1, pm);
+        add_rule(c, body, m);
+    }
+    if (e_out)
+        strcpy(e_out, e);
+    if (m_out)
+        strcpy(m_out, m);
+}
+
+/* At most n characters (n < MAX_COUNT). */
+static void at_most(conv *c, asn_sbuf *b, long long n)
+{
+    if (n < BLOCK) {
+        asn_sbuf_addf(b, "char{0,%lld}", n);
+        return;
+    }
+    int l = 0;
+    long long p = 1;
+    while (p * BLOCK <= n)
+        p *= BLOCK, l++;
+    long long d = n / p, rest = n % p;
+    char e[24], m[24];
+    block_rule(c, l, e, m);
+    /* fewer than d blocks of p, then fewer than p; or d blocks, then at most rest */
+    asn_sbuf_adds(b, "(");
+    if (d > 1)
+        asn_sbuf_addf(b, "%s{0,%lld} ", e, d - 1);
+    asn_sbuf_addf(b, "%s | %s{%lld} ", m, e, d);
+    at_most(c, b, rest);
+    asn_sbuf_adds(b, ")");
+}
+
+/* char{lo,hi} (hi < 0: no upper bound) for any counts below MAX_COUNT. */
+static void counted_chars(conv *c, asn_sbuf *b, long long lo, long long hi)
+{
+    c->used |= U_CHAR;
+    if (lo <= 2000 && hi <= 2000) {
+        if (hi >= 0)
+            asn_sbuf_addf(b, "char{%lld,%lld}", lo, hi);
+        else
+            asn_sbuf_addf(b, "char{%lld,}", lo);
+        return;
+    }
+    /* exactly lo: its base-1000 digits as blocks */
+    long long p = 1;
+    int l = 0;
+    while (p * BLOCK <= lo)
+        p *= BLOCK, l++;
+    asn_sbuf_adds(b, "(");
+    for (; l >= 0; l--, p /= BLOCK) {
+        long long d = lo / p % BLOCK;
+        char e[24];
+        block_rule(c, l, e, NULL);
+        if (d)
+            asn_sbuf_addf(b, "%s{%lld} ", e, d);
+    }
+    if (hi < 0)
+        asn_sbuf_adds(b, "char*");
+    else
+        at_most(c, b, hi - lo);
+    asn_sbuf_adds(b, ")");
+}
 
 static int string_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
 {
     const json_t *fmt = json_object_get(s, "format");
+    if (json_is_string(fmt) && !in_list(STANDARD_FORMATS, json_string_value(fmt)))
+        fmt = NULL; /* not a format of JSON Schema: an annotation */
     if (fmt) {
         char p[1024];
         ptr_child(p, sizeof p, ptr, "format");
@@ -392,7 +496,7 @@ static int string_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
         for (size_t i = 0; i < sizeof FORMATS / sizeof FORMATS[0]; i++)
             if (!strcmp(FORMATS[i].name, json_string_value(fmt)))
                 re = FORMATS[i].re;
-        if (!re)
+        if (!re && in_list(STANDARD_FORMATS, json_string_value(fmt)))
             return serr(c, p, "unsupported format \"%s\"", json_string_value(fmt));
         if (json_object_get(s, "pattern") || json_object_get(s, "minLength") || json_object_get(s, "maxLength"))
             return serr(c, p, "%s", "format together with pattern/minLength/maxLength is not supported");
@@ -411,13 +515,13 @@ static int string_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
     const json_t *pat = json_object_get(s, "pattern");
     const json_t *mn = json_object_get(s, "minLength"), *mx = json_object_get(s, "maxLength");
     char p[1024];
-    if (mn && (!json_is_integer(mn) || json_integer_value(mn) < 0 || json_integer_value(mn) > 2000)) {
+    if (mn && (!json_is_integer(mn) || json_integer_value(mn) < 0 || json_integer_value(mn) >= MAX_COUNT)) {
         ptr_child(p, sizeof p, ptr, "minLength");
-        return serr(c, p, "%s", "minLength must be an integer in [0, 2000]");
+        return serr(c, p, "%s", "minLength must be an integer in [0, 10^12)");
     }
-    if (mx && (!json_is_integer(mx) || json_integer_value(mx) < 0 || json_integer_value(mx) > 2000)) {
+    if (mx && (!json_is_integer(mx) || json_integer_value(mx) < 0 || json_integer_value(mx) >= MAX_COUNT)) {
         ptr_child(p, sizeof p, ptr, "maxLength");
-        return serr(c, p, "%s", "maxLength must be an integer in [0, 2000]");
+        return serr(c, p, "%s", "maxLength must be an integer in [0, 10^12)");
     }
     if (pat) {
         ptr_child(p, sizeof p, ptr, "pattern");
@@ -444,15 +548,14 @@ static int string_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
         asn_sbuf_adds(b, "string");
         return 0;
     }
-    long lo = mn ? (long)json_integer_value(mn) : 0;
-    long hi = mx ? (long)json_integer_value(mx) : -1;
+    long long lo = mn ? (long long)json_integer_value(mn) : 0;
+    long long hi = mx ? (long long)json_integer_value(mx) : -1;
     if (hi >= 0 && hi < lo)
         return serr(c, ptr, "%s", "maxLength is below minLength");
     c->used |= U_CHAR;
-    if (hi >= 0)
-        asn_sbuf_addf(b, "\"\\\"\" char{%ld,%ld} \"\\\"\"", lo, hi);
-    else
-        asn_sbuf_addf(b, "\"\\\"\" char{%ld,} \"\\\"\"", lo);
+    asn_sbuf_adds(b, "\"\\\"\" ");
+    counted_chars(c, b, lo, hi);
+    asn_sbuf_adds(b, " \"\\\"\"");
     return 0;
 }
 
@@ -582,12 +685,76 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
     const json_t *sub;
     char pp[1024], pk[1024];
     ptr_child(pp, sizeof pp, ptr, "properties");
+    /* patternProperties: one schema for every pattern (the same schema
+     * given to several patterns is one pattern, their alternatives) */
+    const json_t *pats = json_object_get(s, "patternProperties"), *pat_schema = NULL;
+    asn_sbuf patkey = {0};
+    int universal = 0;
+    if (pats) {
+        char pq[1024];
+        ptr_child(pq, sizeof pq, ptr, "patternProperties");
+        if (!json_is_object(pats)) {
+            serr(c, pq, "%s", "patternProperties must be an object");
+            goto fail;
+        }
+        const char *pat;
+        const json_t *ps;
+        json_object_foreach((json_t *)pats, pat, ps)
+        {
+            char pi[1024];
+            ptr_child(pi, sizeof pi, pq, pat);
+            if (pat_schema && !json_equal(pat_schema, ps)) {
+                serr(c, pi, "%s", "patternProperties whose patterns have different schemas is not supported");
+                goto fail;
+            }
+            pat_schema = ps;
+            asn_sbuf x = {0};
+            int anch = 0;
+            asn_err e2;
+            if (asn_regex_expr(pat, 1, &x, &anch, &e2)) {
+                asn_sbuf_release(&x);
+                serr(c, pi, "%s", e2.msg);
+                goto fail;
+            }
+            c->used |= U_CHAR;
+            asn_sbuf_addf(&patkey, "%s(%s", patkey.len ? " | " : "", anch & 1 ? "" : "char* ");
+            asn_sbuf_add(&patkey, x.buf, x.len);
+            asn_sbuf_addf(&patkey, " %s)", anch & 2 ? "" : "char*");
+            asn_sbuf_release(&x);
+            /* matches every name: it may match the empty string where it is not anchored */
+            universal |= anch != 3 && gv_search(pat, "") == 1;
+        }
+        json_object_foreach((json_t *)props, key, sub)
+        {
+            /* a name declared with any value (a required name, see normalize) may come as a pattern's */
+            int any = json_is_true(sub) || (json_is_object(sub) && !json_object_size(sub));
+            json_object_foreach((json_t *)pats, pat, ps) if (gv_search(pat, key) == 1 && !universal && !any)
+            {
+                ptr_child(pk, sizeof pk, pq, pat);
+                serr(c, pk, "%s", "a property of properties that a pattern of patternProperties matches is not "
+                                  "supported (unless the pattern matches every name)");
+                goto fail;
+            }
+        }
+        if (!universal && !json_is_false(add)) {
+            serr(c, pq, "%s", "patternProperties is supported beside additionalProperties: false, or with a "
+                              "pattern that matches every name");
+            goto fail;
+        }
+    }
     json_object_foreach((json_t *)props, key, sub)
     {
         pr[n].name = key;
         char vr[24];
         ptr_child(pk, sizeof pk, pp, key);
-        if (conv_schema(c, sub, pk, vr))
+        int matched = universal;
+        const char *pat;
+        const json_t *ps;
+        json_object_foreach((json_t *)pats, pat, ps) matched |= gv_search(pat, key) == 1;
+        json_t *both = pat_schema && matched ? json_pack("{s:[O,O]}", "allOf", sub, pat_schema) : NULL;
+        int bad = conv_schema(c, both ? both : sub, pk, vr);
+        json_decref(both);
+        if (bad)
             goto fail;
         asn_sbuf kv = {0};
         json_t *js = json_string(key);
@@ -622,10 +789,22 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
     }
     /* extra members */
     char extra[24] = "";
-    if (!add || json_is_true(add) || json_is_object(add)) {
+    if (pat_schema && !universal) { /* additionalProperties is false */
+        char vr[24];
+        ptr_child(pk, sizeof pk, ptr, "patternProperties");
+        if (conv_schema(c, pat_schema, pk, vr))
+            goto fail;
+        asn_sbuf kv = {0};
+        asn_sbuf_addf(&kv, "\"\\\"\" (%s) \"\\\"\"%s\":\"%s%s", asn_sbuf_str(&patkey), W(c), W(c), vr);
+        add_rule(c, asn_sbuf_str(&kv), extra);
+        asn_sbuf_release(&kv);
+    } else if (pat_schema || !add || json_is_true(add) || json_is_object(add)) {
         char vr[24], nk[24];
-        ptr_child(pk, sizeof pk, ptr, "additionalProperties");
-        if (add && json_is_object(add)) {
+        ptr_child(pk, sizeof pk, ptr, pat_schema ? "patternProperties" : "additionalProperties");
+        if (pat_schema) { /* every other name matches the pattern */
+            if (conv_schema(c, pat_schema, pk, vr))
+                goto fail;
+        } else if (add && json_is_object(add)) {
             if (conv_schema(c, add, pk, vr))
                 goto fail;
         } else {
@@ -774,9 +953,11 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
         free(after);
     }
     free(pr);
+    asn_sbuf_release(&patkey);
     return 0;
 fail:
     free(pr);
+    asn_sbuf_release(&patkey);
     return -1;
 }
 
@@ -867,25 +1048,6 @@ static int array_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
 }
 
 /* ---------------------------------------------------------- literals */
-
-static int type_matches(const json_t *v, const char *t)
-{
-    if (!strcmp(t, "string"))
-        return json_is_string(v);
-    if (!strcmp(t, "integer"))
-        return json_is_integer(v) || (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)));
-    if (!strcmp(t, "number"))
-        return json_is_number(v);
-    if (!strcmp(t, "boolean"))
-        return json_is_boolean(v);
-    if (!strcmp(t, "null"))
-        return json_is_null(v);
-    if (!strcmp(t, "object"))
-        return json_is_object(v);
-    if (!strcmp(t, "array"))
-        return json_is_array(v);
-    return 0;
-}
 
 /* A value as the texts that equal it. A number is equal to itself written
  * with trailing zeros after a point (JSON Schema compares numbers by
@@ -1083,6 +1245,29 @@ static int pair_disjoint(const json_t *a, const json_t *b)
     return 0;
 }
 
+/* 1 when a or b is a list of values (enum or const) of which none is valid
+ * under both. */
+static int values_disjoint(conv *c, const json_t *a, const json_t *b)
+{
+    if (!json_is_object(a) || !json_is_object(b))
+        return 0;
+    if (!json_object_get(a, "enum") && !json_object_get(a, "const")) {
+        const json_t *t = a;
+        a = b, b = t;
+    }
+    const json_t *en = json_object_get(a, "enum"), *cn = json_object_get(a, "const");
+    if (!json_is_array(en) && !cn)
+        return 0;
+    size_t n = json_is_array(en) ? json_array_size(en) : 1;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *v = json_is_array(en) ? json_array_get(en, i) : cn;
+        int x = gv_valid(c->root, a, v, NULL, 0), y = x > 0 ? gv_valid(c->root, b, v, NULL, 0) : 0;
+        if (x < 0 || y != 0)
+            return 0;
+    }
+    return 1;
+}
+
 /* 1 when no value can satisfy two branches of oneOf (so that anyOf's
  * grammar is exact): every pair of branches is disjoint (pair_disjoint).
  * $refs of the branches are followed one level. */
@@ -1105,7 +1290,7 @@ static int oneof_disjoint(conv *c, const json_t *arr)
     int ok = 1;
     for (size_t i = 0; ok && i < n; i++)
         for (size_t j = i + 1; ok && j < n; j++)
-            ok = b[i] && b[j] && pair_disjoint(b[i], b[j]);
+            ok = b[i] && b[j] && (pair_disjoint(b[i], b[j]) || values_disjoint(c, b[i], b[j]));
     for (size_t i = 0; i < n; i++)
         json_decref(own[i]);
     free(own);
@@ -1200,18 +1385,25 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
             goto fail;
         }
         size_t ne = en ? json_array_size(en) : 1;
+        /* the values that the other keywords beside them allow */
+        json_t *rest = json_copy((json_t *)s);
+        json_object_del(rest, en ? "enum" : "const");
+        json_object_del(rest, "nullable");
         asn_sbuf_adds(&b, "(");
         for (size_t i = 0; i < ne; i++) {
             const json_t *x = en ? json_array_get(en, i) : cn;
-            int ok = !type;
-            if (json_is_string(type))
-                ok = type_matches(x, json_string_value(type));
-            for (size_t j = 0; json_is_array(type) && j < json_array_size(type); j++)
-                ok |= json_is_string(json_array_get(type, j)) &&
-                      type_matches(x, json_string_value(json_array_get(type, j)));
+            char why[128];
+            int ok = gv_valid(c->root, rest, x, why, sizeof why);
+            if (ok < 0) {
+                json_decref(rest);
+                ptr_child(p, sizeof p, ptr, why);
+                serr(c, p, "keyword \"%s\" beside enum/const is not supported", why);
+                goto fail;
+            }
             if (!ok)
                 continue;
             if (json_is_object(x) && json_object_size(x) > 1) {
+                json_decref(rest);
                 serr(c, p, "%s", "an object with several members in enum/const is not supported");
                 goto fail;
             }
@@ -1219,6 +1411,7 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
             literal(&b, x);
             alt = 1;
         }
+        json_decref(rest);
         if (!alt)
             asn_sbuf_adds(&b, "[^\\x00-\\U0010FFFF]");
         asn_sbuf_adds(&b, ")");
@@ -1239,7 +1432,7 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
                     types[nt++] = json_string_value(t);
             }
         } else {
-            static const char *const OBJ[] = {"properties", "required", "additionalProperties", NULL};
+            static const char *const OBJ[] = {"properties", "required", "additionalProperties", "patternProperties", NULL};
             static const char *const ARR[] = {"items", "prefixItems", "minItems", "maxItems", NULL};
             static const char *const STR[] = {"minLength", "maxLength", "pattern", "format", NULL};
             static const char *const NUM[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL};
@@ -1297,7 +1490,7 @@ fail:
  * Schema says of unknown keywords. */
 static const char *const REFUSED[] = {"not", "if", "then", "else", "dependentSchemas", "dependencies",
                                       "dependentRequired", "contains", "minContains", "maxContains",
-                                      "patternProperties", "propertyNames", "unevaluatedItems",
+                                      "propertyNames", "unevaluatedItems",
                                       "unevaluatedProperties", "uniqueItems", "multipleOf", "minProperties",
                                       "maxProperties", "additionalItems", "$dynamicRef", "$recursiveRef", NULL};
 static const char *const MORE_ANNOTATIONS[] = {"$dynamicAnchor", "$recursiveAnchor", "$vocabulary",
@@ -1445,6 +1638,8 @@ static int merge_into(conv *c, json_t *acc, const json_t *b, const char *ptr)
                 break;
             }
             json_object_set_new(acc, k, m);
+        } else if (!strcmp(k, "not")) { /* not A and not B: not (A or B) */
+            json_object_set_new(acc, k, json_pack("{s:[O,O]}", "anyOf", cur, v));
         } else if (!strcmp(k, "items") || !strcmp(k, "additionalProperties")) {
             json_object_set_new(acc, k, json_pack("{s:[O,O]}", "allOf", cur, v));
         } else {
@@ -1499,6 +1694,54 @@ static int has_validator(const json_t *s, const char *except)
         if (strcmp(k, except) && strcmp(k, "nullable") && !in_list(ANNOTATIONS, k) && !in_list(MORE_ANNOTATIONS, k))
             return 1;
     }
+    return 0;
+}
+
+/* `not` of types (without enum or const beside it): the types left, as
+ * "type". Any other `not` is refused. */
+static int not_types(conv *c, json_t *r, const char *ptr)
+{
+    char p[1024];
+    ptr_child(p, sizeof p, ptr, "not");
+    json_t *n = normalize(c, json_object_get(r, "not"), p, 1);
+    if (!n)
+        return -1;
+    int ok = json_is_false(n) || (json_is_object(n) && json_object_get(n, "type") && !has_validator(n, "type"));
+    if (!ok) {
+        json_decref(n);
+        return serr(c, p, "%s", "unsupported keyword \"not\" (supported: not of types, or beside enum/const)");
+    }
+    static const char *const ALL[] = {"object", "array", "string", "number", "integer", "boolean", "null", NULL};
+    json_t *have = type_list(json_object_get(r, "type")), *out = json_array();
+    if (!have) { /* every type; number stands for integer */
+        have = json_array();
+        for (int i = 0; ALL[i]; i++)
+            if (strcmp(ALL[i], "integer"))
+                json_array_append_new(have, json_string(ALL[i]));
+    }
+    json_t *drop = json_is_object(n) ? type_list(json_object_get(n, "type")) : json_array();
+    size_t i;
+    const json_t *x;
+    int err = 0;
+    json_array_foreach(have, i, x)
+    {
+        const char *t = json_string_value(x);
+        if (!t)
+            continue;
+        int gone = type_has(drop, t) || (!strcmp(t, "integer") && type_has(drop, "number"));
+        if (!gone && !strcmp(t, "number") && type_has(drop, "integer") && !type_has(drop, "number"))
+            err = 1; /* the numbers that are not integers */
+        if (!gone)
+            json_array_append_new(out, json_string(t));
+    }
+    json_decref(have), json_decref(drop), json_decref(n);
+    if (err || !json_array_size(out)) {
+        json_decref(out);
+        return serr(c, p, "%s", err ? "not of integer beside number is not supported"
+                                    : "no type is left: the schema accepts nothing");
+    }
+    json_object_set_new(r, "type", out);
+    json_object_del(r, "not");
     return 0;
 }
 
@@ -1682,20 +1925,35 @@ static json_t *normalize(conv *c, const json_t *s, const char *ptr, int depth)
     /* a required property not declared: declared with the schema of
      * additionalProperties (any value when absent or true) */
     json_t *add = json_object_get(r, "additionalProperties");
-    if (!depth && json_is_array(req) && (!add || json_is_true(add) || json_is_object(add)) &&
+    json_t *pats = json_object_get(r, "patternProperties");
+    if (!depth && json_is_array(req) && (!add || json_is_true(add) || json_is_object(add) || json_is_object(pats)) &&
         (!props || json_is_object(props))) { /* not in a part being merged: its siblings may declare it */
         json_t *np = props ? json_copy(props) : json_object();
         size_t i, added = 0;
         json_t *x;
         json_array_foreach(req, i, x) if (json_is_string(x) && !json_object_get(np, json_string_value(x)))
         {
-            json_object_set_new(np, json_string_value(x), add && json_is_object(add) ? json_incref(add) : json_object());
+            /* a name a pattern matches: its schema comes from the pattern (object_body) */
+            const char *pat;
+            json_t *ps;
+            int matched = 0;
+            json_object_foreach(pats, pat, ps) matched |= gv_search(pat, json_string_value(x)) == 1;
+            if (!matched && json_is_false(add))
+                continue;
+            json_object_set_new(np, json_string_value(x),
+                                !matched && json_is_object(add) ? json_incref(add) : json_object());
             added++;
         }
         if (added)
             json_object_set(r, "properties", np);
         json_decref(np);
     }
+    /* with enum or const, the other keywords filter the values (conv_norm);
+     * a part being merged is checked once merged */
+    if (depth || json_object_get(r, "enum") || json_object_get(r, "const"))
+        return r;
+    if (json_object_get(r, "not") && not_types(c, r, ptr))
+        goto fail;
     json_object_foreach(r, k, v) if (in_list(REFUSED, k))
     {
         ptr_child(p, sizeof p, ptr, k);

@@ -80,7 +80,7 @@ PYEOF
 expect_stderr "summary gives the shares and mask times" "10 records: 10 compiled, 5 valid .* mask per token .* us mean"
 
 cat > "$TMP/bad.jsonl" <<'EOF'
-{"json_schema": {"type": "string", "format": "uri"}, "text": "\"a\""}
+{"json_schema": {"type": "string", "format": "ipv6"}, "text": "\"a\""}
 {"grammar": "root ::= \"a\"\nx ::= (\"b\"\n", "text": "a"}
 {"regex": "a(b", "text": "a"}
 {"choice": [], "text": "a"}
@@ -90,7 +90,7 @@ check "errors name the field and the position" $PY - "$TMP/out" <<'PYEOF'
 import json, sys
 errs = [json.loads(l)["error"] for l in open(sys.argv[1])]
 assert errs == [
-    'field "json_schema": parameter "schema": /format: unsupported format "uri"',
+    'field "json_schema": parameter "schema": /format: unsupported format "ipv6"',
     "field \"grammar\": parameter \"gbnf\": 3:1: expecting ')'",
     'field "regex": parameter "pattern": offset 3: missing closing parenthesis',
     'field "choice": parameter "options": the list of options is empty',

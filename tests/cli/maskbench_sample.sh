@@ -9,9 +9,15 @@ V="$ROOT/tests/data/vocab/ggml-vocab-llama-bpe.gguf"
 
 expect_status "maskbench.py --check over the sample" 0 $PY "$ROOT/bench/maskbench.py" --constrain "$BIN/constrain" -m "$V" \
     --check --out "$TMP/recs.jsonl" "$DATA/maskbench"
-expect_stdout "33 of 38 schemas compiled" "^schemas compiled: +33/38 "
+expect_stdout "44 of 46 schemas compiled" "^schemas compiled: +44/46 "
 expect_stdout "every valid instance of a compiled schema accepted" "^valid instances accepted: +([0-9]+)/\\1 \\(100.0%\\)"
 expect_stdout "every invalid instance rejected" "^invalid instances rejected: +([0-9]+)/\\1 \\(100.0%\\)"
+for f in Snowplow---sp_175_Normalized MCPspec---SubscribeRequest Github_easy---o33695 \
+    JsonSchemaStore---es6importsorterrc Synthesized---draft2019_09_valid_type_id47_subschema1_not_2 \
+    Synthesized---draft2019_09_nonvalid_properties_id10_subschema1_not_2 Github_easy---o14471 Github_medium---o17648; do
+    check "$f (maxLength > 2000, uri, unknown format, oneOf of values, not, patternProperties) compiled" \
+        grep -q "\"file\": \"$f.json\", \"text\": .*\"compiled\": true" "$TMP/recs.jsonl"
+done
 check "the verdicts agree with Python's jsonschema on the instances it can judge" $PY - "$TMP/recs.jsonl" <<'PYEOF'
 import json, sys
 import jsonschema

@@ -41,8 +41,8 @@ assert n == 123 and 30 < valid < 70, (n, valid)
 PYEOF
 
 cat > "$TMP/bad.jsonl" <<'EOF'
-{"json_schema": {"type": "object", "properties": {"a": {"not": {"type": "string"}}}}, "text": "{}"}
-{"json_schema": {"type": "string", "format": "uri"}, "text": "\"x\""}
+{"json_schema": {"type": "object", "properties": {"a": {"not": {"minLength": 2}}}}, "text": "{}"}
+{"json_schema": {"type": "string", "format": "ipv6"}, "text": "\"x\""}
 {"json_schema": {"type": "array", "uniqueItems": true}, "text": "[]"}
 {"json_schema": {"type": "object", "patternProperties": {"^x": {}}}, "text": "{}"}
 {"json_schema": {"allOf": [{"type": "string"}, {"type": "integer"}]}, "text": "1"}
@@ -59,10 +59,10 @@ check "each error names the keyword and its JSON pointer" $PY - "$TMP/out" <<'PY
 import json, sys
 errs = [json.loads(l)["error"].split(": ", 2)[2] for l in open(sys.argv[1])]
 assert errs == [
-    '/properties/a/not: unsupported keyword "not"',
-    '/format: unsupported format "uri"',
+    '/properties/a/not: unsupported keyword "not" (supported: not of types, or beside enum/const)',
+    '/format: unsupported format "ipv6"',
     '/uniqueItems: unsupported keyword "uniqueItems"',
-    '/patternProperties: unsupported keyword "patternProperties"',
+    '/patternProperties: patternProperties is supported beside additionalProperties: false, or with a pattern that matches every name',
     "/allOf: the subschemas' types do not intersect",
     "/allOf: subschemas with additionalProperties and different properties cannot be merged",
     '/minProperties: unsupported keyword "minProperties"',
