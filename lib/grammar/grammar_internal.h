@@ -81,6 +81,10 @@ int gv_valid(const json_t *root, const json_t *schema, const json_t *v, char *wh
 int gv_search(const char *pattern, const char *s);
 /* JSON values equal as JSON Schema compares them (numbers by value). */
 int gv_equal(const json_t *a, const json_t *b);
+/* The value a local $ref ("#", "#/a/b~1c/0") names in root (RFC 6901
+ * escapes); NULL when it names none, *syntax set when ref is not of that
+ * form (syntax may be NULL). */
+const json_t *gv_pointer(const json_t *root, const char *ref, int *syntax);
 
 /* ------------------------------------------------------------- word map */
 

@@ -1105,33 +1105,12 @@ static int resolve_ref(conv *c, const char *ref, const char *ptr, const json_t *
     ptr_child(p, sizeof p, ptr, "$ref");
     if (ref[0] != '#')
         return serr(c, p, "only local references (#...) are supported, not \"%s\"", ref);
-    const json_t *cur = c->root;
-    const char *q = ref + 1;
-    while (*q == '/') {
-        q++;
-        const char *end = strchr(q, '/');
-        size_t n = end ? (size_t)(end - q) : strlen(q);
-        char key[512];
-        size_t k = 0;
-        for (size_t i = 0; i < n && k + 1 < sizeof key; i++) {
-            if (q[i] == '~' && i + 1 < n && (q[i + 1] == '0' || q[i + 1] == '1'))
-                key[k++] = q[i + 1] == '0' ? '~' : '/', i++;
-            else
-                key[k++] = q[i];
-        }
-        key[k] = 0;
-        if (json_is_object(cur))
-            cur = json_object_get(cur, key);
-        else if (json_is_array(cur))
-            cur = json_array_get(cur, (size_t)strtoul(key, NULL, 10));
-        else
-            cur = NULL;
-        if (!cur)
-            return serr(c, p, "reference \"%s\" does not resolve", ref);
-        q += n;
-    }
-    if (*q)
+    int syntax;
+    const json_t *cur = gv_pointer(c->root, ref, &syntax);
+    if (syntax)
         return serr(c, p, "reference \"%s\" is not a JSON pointer", ref);
+    if (!cur)
+        return serr(c, p, "reference \"%s\" does not resolve", ref);
     *out = cur;
     return 0;
 }

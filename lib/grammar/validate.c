@@ -100,10 +100,15 @@ static int search(const char *pattern, const char *s, size_t len)
     return rc >= 0 ? 1 : rc == PCRE2_ERROR_NOMATCH ? 0 : -1;
 }
 
-static const json_t *resolve(const json_t *root, const char *ref)
+const json_t *gv_pointer(const json_t *root, const char *ref, int *syntax)
 {
-    if (ref[0] != '#')
+    if (syntax)
+        *syntax = 0;
+    if (ref[0] != '#' || (ref[1] && ref[1] != '/')) {
+        if (syntax)
+            *syntax = 1;
         return NULL;
+    }
     const json_t *cur = root;
     const char *q = ref + 1;
     while (*q == '/' && cur) {
@@ -124,7 +129,7 @@ static const json_t *resolve(const json_t *root, const char *ref)
                                    : NULL;
         q += n;
     }
-    return *q ? NULL : cur;
+    return cur;
 }
 
 static int valid(vctx *x, const json_t *s, const json_t *v, int depth);
@@ -228,7 +233,7 @@ static int valid(vctx *x, const json_t *s, const json_t *v, int depth)
                 return unjudged(x, k);
             r = !strcmp(k, "allOf") ? n == (int)json_array_size(a) : !strcmp(k, "anyOf") ? n > 0 : n == 1;
         } else if (!strcmp(k, "$ref")) {
-            const json_t *t = json_is_string(a) ? resolve(x->root, json_string_value(a)) : NULL;
+            const json_t *t = json_is_string(a) ? gv_pointer(x->root, json_string_value(a), NULL) : NULL;
             if (!t)
                 return unjudged(x, k);
             r = valid(x, t, v, depth + 1);

@@ -5,7 +5,7 @@ and docs resolves. Prints "FILE:LINE: REF" per dangling reference and exits
 
 A reference is a path under one of the repository's top folders
 ("lib/io/json.c", "docs/sampling.md", "tests/cli/"), a bare source or doc
-name ("proc.c", "gtext.h", "DESIGN.md") in a comment of a C file or anywhere
+name ("proc.c", "gtext.h", "tools.md") in a comment of a C file or anywhere
 in the other text files, or "semantics doc §N". A path resolves when the
 file or folder exists; a bare name when some file of the tree has that
 name. Not references: system and library headers (any name some file
