@@ -30,4 +30,15 @@ unsigned asn_cpu_features(void);
 /* Whether every feature of mask is present. */
 static inline int asn_cpu_has(unsigned mask) { return (asn_cpu_features() & mask) == mask; }
 
+/* A function compiled three times, for the baseline, AVX2 and AVX-512,
+ * the copy chosen by GCC's resolver when the program loads (not capped by
+ * ASN_CPU): for loops whose every copy gives the same bits (IEEE +, -, *,
+ * / and conversions only). Without GCC on x86-64, or under the sanitizers,
+ * one copy. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define ASN_CLONES __attribute__((target_clones("default", "avx2", "arch=x86-64-v4")))
+#else
+#define ASN_CLONES
+#endif
+
 #endif

@@ -3,16 +3,11 @@
  * judges. target_clones adds an AVX2 and an AVX-512 copy chosen at load
  * time; every copy gives the same bits (only IEEE +, -, *, / and
  * conversions, no FMA). */
+#include "asn/cpu.h"
 #include "asn/vexp.h"
 
 #include <math.h>
 #include <string.h>
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define ASN_CLONES __attribute__((target_clones("default", "avx2", "arch=x86-64-v4")))
-#else
-#define ASN_CLONES
-#endif
 
 /* one lane of the vector exp: the same steps, the same bits */
 float asn_expf(float x)

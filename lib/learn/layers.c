@@ -10,18 +10,13 @@
  * Only IEEE +, -, *, / and conversions (no FMA: -ffp-contract=off), so the
  * clones give the same bits. Vector comparisons are only used through vsel:
  * GCC turns them into scalar code when their results are used as values. */
+#include "asn/cpu.h"
 #include "learn/layers.h"
 
 #include <cblas.h>
 #include <float.h>
 #include <math.h>
 #include <string.h>
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define NN_CLONES __attribute__((target_clones("default", "avx2", "arch=x86-64-v4")))
-#else
-#define NN_CLONES
-#endif
 
 /* ------------------------------------------------------------ vector math */
 
@@ -228,7 +223,7 @@ static inline float hsum16(const float *a)
     return (c[0] + c[2]) + (c[1] + c[3]);
 }
 
-NN_CLONES
+ASN_CLONES
 void asn_nn_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                               const float *b, int n, int C)
 {
@@ -274,7 +269,7 @@ void asn_nn_layernorm_forward(float *out, float *mean, float *rstd, const float 
     }
 }
 
-NN_CLONES
+ASN_CLONES
 void asn_nn_layernorm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                                const float *w, const float *mean, const float *rstd, int n, int C)
 {
@@ -323,7 +318,7 @@ void asn_nn_layernorm_backward(float *dinp, float *dw, float *db, const float *d
 
 /* ------------------------------------------------------- elementwise maps */
 
-NN_CLONES
+ASN_CLONES
 void asn_nn_swiglu_forward(float *a, const float *g, const float *u, size_t count)
 {
     VEC_LOOP(count, {
@@ -332,7 +327,7 @@ void asn_nn_swiglu_forward(float *a, const float *g, const float *u, size_t coun
     });
 }
 
-NN_CLONES
+ASN_CLONES
 void asn_nn_swiglu_backward(float *dg, float *du, const float *da, const float *g, const float *u,
                             size_t count)
 {
@@ -345,7 +340,7 @@ void asn_nn_swiglu_backward(float *dg, float *du, const float *da, const float *
     });
 }
 
-NN_CLONES
+ASN_CLONES
 void asn_nn_silu_forward(float *out, const float *inp, size_t count)
 {
     VEC_LOOP(count, {
@@ -354,7 +349,7 @@ void asn_nn_silu_forward(float *out, const float *inp, size_t count)
     });
 }
 
-NN_CLONES
+ASN_CLONES
 void asn_nn_silu_backward(float *dinp, const float *dout, const float *inp, size_t count)
 {
     VEC_LOOP(count, {
@@ -364,7 +359,7 @@ void asn_nn_silu_backward(float *dinp, const float *dout, const float *inp, size
     });
 }
 
-NN_CLONES
+ASN_CLONES
 void asn_nn_elu1_forward(float *out, int ldo, const float *inp, int ldi, int n, int w)
 {
     if (w < VL) { /* narrow rows: the elements of several rows in each vector (element-wise, the same bits) */
@@ -396,7 +391,7 @@ void asn_nn_elu1_forward(float *out, int ldo, const float *inp, int ldi, int n, 
     }
 }
 
-NN_CLONES
+ASN_CLONES
 void asn_nn_elu1_backward(float *dinp, int lddi, const float *dout, int lddo, const float *inp, int ldi, int n, int w)
 {
     for (int r = 0; r < n; r++) {
@@ -483,7 +478,7 @@ void asn_nn_mlp_tail_backward(float *dtail, const asn_nn_mlp *dm, const double *
 
 /* The scalar MLP, 16 rows at a time: each inner unit's gate, up and silu
  * are computed on a vector of rows, never stored. */
-NN_CLONES
+ASN_CLONES
 void asn_nn_mlp1_forward(float *out, const float *x, const asn_nn_mlp *m, int n)
 {
     const int NI = m->inner;
@@ -508,7 +503,7 @@ void asn_nn_mlp1_forward(float *out, const float *x, const asn_nn_mlp *m, int n)
 }
 
 #define MLP1_BLK 32 /* inner units per pass over the rows (vector accumulators on the stack) */
-NN_CLONES
+ASN_CLONES
 void asn_nn_mlp1_backward(float *dx, const asn_nn_mlp *dm, const float *dout, const float *x,
                           const asn_nn_mlp *m, int n)
 {
@@ -659,7 +654,7 @@ void asn_nn_mean_backward(float *dinp, int lddi, const float *dmean, int count, 
 
 /* --------------------------------------------------------- soft truncation */
 
-NN_CLONES
+ASN_CLONES
 void asn_nn_trunc_forward(float *out, const float *l, float scale, float thr, int n)
 {
     VEC_LOOP((size_t)n, {
@@ -668,7 +663,7 @@ void asn_nn_trunc_forward(float *out, const float *l, float scale, float thr, in
     });
 }
 
-NN_CLONES
+ASN_CLONES
 void asn_nn_trunc_backward(float *dl, double *dscale, double *dthr, const float *dout, const float *l,
                            float scale, float thr, int n)
 {
@@ -686,7 +681,7 @@ void asn_nn_trunc_backward(float *dl, double *dscale, double *dthr, const float 
 
 /* ------------------------------------- equivariant local transform (token) */
 
-NN_CLONES
+ASN_CLONES
 void asn_nn_equi_forward(float *out, const float *lp, const float *r, const float *c, const float *d,
                          const asn_nn_equi *q, int n)
 {
@@ -759,7 +754,7 @@ void asn_nn_equi_backward(float *dlp, float *dr, float *dc, float *dd, double *a
 
 /* ------------------------------------------------------------- log_softmax */
 
-NN_CLONES
+ASN_CLONES
 asn_nn_lse asn_nn_lse_block(const float *x, int n, int *bad)
 {
     vf mx = vsplat(-INFINITY), mn = vsplat(INFINITY), nan = vsplat(0.0f);
@@ -822,7 +817,7 @@ void asn_nn_logsoftmax_forward(float *lp, const float *x, double lse, int n)
         lp[i] = (x[i] - hi) - lo;
 }
 
-NN_CLONES
+ASN_CLONES
 void asn_nn_logsoftmax_backward(float *dx, const float *dlp, const float *lp, double sum_dlp, int n)
 {
     float s = (float)sum_dlp;

@@ -22,6 +22,7 @@
  * Rows of at most exact_max finite tokens go through the exact pass.
  * Everything but the network is O(V) and cheap; the network runs on a few
  * hundred rows whatever V is. */
+#include "asn/cpu.h"
 #include "asn/sampler_net.h"
 #include "learn/layers.h"
 #include "learn/sampler_internal.h"
@@ -31,14 +32,8 @@
 #include <string.h>
 
 /* The loops over tokens are written for the compiler to vectorize (with
- * gathers on AVX2 and AVX-512); only IEEE operations, the same bits in
- * every copy. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define FAST_CLONES __attribute__((target_clones("default", "avx2", "arch=x86-64-v4")))
-#else
-#define FAST_CLONES
-#endif
-
+ * gathers on AVX2 and AVX-512) in the ASN_CLONES copies; only IEEE
+ * operations, the same bits in every copy. */
 #define FB 4096           /* tokens per block of the passes over the row */
 #define FINE_RANGE 64.0   /* nats of bin_width bins below the top */
 #define GEO_BITS 6        /* 2^GEO_BITS bins per octave beyond them */
@@ -158,7 +153,7 @@ static inline int bin_of(bin_geo g, float dist)
 
 /* Bins of a block of tokens, and (lp - c) sc (see bin_setup) of each;
  * returns the smallest bin. */
-FAST_CLONES
+ASN_CLONES
 static int bins_block(bin_geo g, const float *restrict c, const float *restrict sc, const float *restrict x, int n,
                       float xhi, float xlo, int32_t *restrict bin, int32_t *restrict k)
 {
@@ -178,7 +173,7 @@ static int bins_block(bin_geo g, const float *restrict c, const float *restrict 
  * l' interpolated (head tokens: anything, they are written afterwards): the
  * cubic of the token's side of its bin's representative, in dm = lp - (its
  * lp). */
-FAST_CLONES
+ASN_CLONES
 static void interp_block(const int32_t *restrict bin, const float *restrict bm, const float *restrict bq,
                          const float *restrict x, int n, float xhi, float xlo, float mult, int b_head,
                          float *restrict l)

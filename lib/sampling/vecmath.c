@@ -7,35 +7,28 @@
  * identical across the clones because the code uses only IEEE +, -, *, /
  * and conversions (no FMA: -ffp-contract=off), and sums keep a fixed
  * association (8 interleaved partial sums, combined in a fixed order). */
+#include "asn/cpu.h"
 #include "sampling_internal.h"
 #include "asn/vexp.h"
 
 #include <math.h>
 #include <string.h>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define ASN_CLONES __attribute__((target_clones("default", "avx2", "arch=x86-64-v4")))
-#else
-#define ASN_CLONES
-#endif
-
 /* Eight floats at a time with GCC's vector extensions (asn/vexp.h): at the
  * baseline ISA this is two SSE registers, in the AVX2 / AVX-512 clones one
  * YMM register. Comparisons give lane masks (all ones or zero) for
  * branch-free selects. The helpers are static and inlined: no vector
  * crosses an ABI boundary. */
-#define sel sel8
-#define splat splat8
 
 ASN_CLONES
 float asn_row_max(const float *x, int n)
 {
-    v8f m = splat(-INFINITY);
+    v8f m = splat8(-INFINITY);
     int i = 0;
     for (; i + 8 <= n; i += 8) {
         v8f v;
         memcpy(&v, x + i, sizeof v);
-        m = sel(v > m, v, m);
+        m = sel8(v > m, v, m);
     }
     float r = -INFINITY;
     for (int j = 0; j < 8; j++)
@@ -94,7 +87,7 @@ void asn_div_f32(const float *e, double S, float *p, int n)
 ASN_CLONES
 int asn_collect(const float *key, int n, float cut, int below, uint64_t *out)
 {
-    const v8f c = splat(cut);
+    const v8f c = splat8(cut);
     int cnt = 0, i = 0;
     for (; i + 8 <= n; i += 8) {
         v8f v;
@@ -118,12 +111,12 @@ int asn_collect(const float *key, int n, float cut, int below, uint64_t *out)
 ASN_CLONES
 float asn_row_min(const float *x, int n)
 {
-    v8f m = splat(INFINITY);
+    v8f m = splat8(INFINITY);
     int i = 0;
     for (; i + 8 <= n; i += 8) {
         v8f v;
         memcpy(&v, x + i, sizeof v);
-        m = sel(v < m, v, m);
+        m = sel8(v < m, v, m);
     }
     float r = INFINITY;
     for (int j = 0; j < 8; j++)
