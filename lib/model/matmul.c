@@ -245,43 +245,14 @@ DEFINE_ROWS(tile4)
 /* out[j] = dot(x, column j of Wt) for j < 16, Wt K rows of 16 (Wt[k * 16 +
  * j]): the products of the tiles above, transposed. The tiles give output
  * (t, j) one 16-lane accumulator whose lane l takes k = l, l + 16, ...;
- * here that lane is the vector p[l] and each of its lanes one column j, so
- * p[l][j] gets the same multiply-adds in the same order, and the tree
- * (l, l+8), (l, l+4), (l, l+2), (l, l+1) adds whole vectors: the same bits
- * as asn_dot(x, column j), sixteen at a time without horizontal sums. */
+ * here that lane is a vector p_l whose lanes are the columns j, so p_l[j]
+ * gets the same multiply-adds in the same order. Lanes l and l + 8 are
+ * summed one after the other, each over its whole k chain, and added at
+ * once (the tree's first level), then (l, l+4), (l, l+2), (l, l+1) add
+ * whole vectors: the same bits as asn_dot(x, column j), sixteen at a time
+ * without horizontal sums, with eight vectors live (all sixteen p_l would
+ * not fit beside the operands in 16 registers). */
 #define DEFINE_COLS16(NAME, TARGET, V, VW)                                                         \
-    TARGET static void NAME(const float *x, int K, const float *Wt, float *out)                    \
-    {                                                                                              \
-        _Pragma("GCC unroll 4") for (int c = 0; c < 16; c += VW) {                                 \
-            V p[16];                                                                               \
-            _Pragma("GCC unroll 16") for (int l = 0; l < 16; l++)                                  \
-                p[l] = (V){0};                                                                     \
-            int k = 0;                                                                             \
-            for (; k + 16 <= K; k += 16)                                                           \
-                _Pragma("GCC unroll 16") for (int l = 0; l < 16; l++) {                            \
-                    V w;                                                                           \
-                    memcpy(&w, Wt + (size_t)(k + l) * 16 + c, sizeof w);                           \
-                    p[l] += w * x[k + l];                                                          \
-                }                                                                                  \
-            for (int l = 0; k + l < K; l++) {                                                      \
-                V w;                                                                               \
-                memcpy(&w, Wt + (size_t)(k + l) * 16 + c, sizeof w);                               \
-                p[l] += w * x[k + l];                                                              \
-            }                                                                                      \
-            _Pragma("GCC unroll 4") for (int h = 8; h > 0; h /= 2)                                 \
-                _Pragma("GCC unroll 8") for (int l = 0; l < h; l++)                                \
-                    p[l] += p[l + h];                                                              \
-            memcpy(out + c, &p[0], sizeof p[0]);                                                   \
-        }                                                                                          \
-    }
-
-/* The same sums for targets with 16 vector registers (AVX2, SSE2): p[l]
- * for all 16 lanes would not fit beside the operands, so lanes l and l + 8
- * are summed one after the other, each over its whole k chain, and added
- * at once (the tree's first level): eight vectors live instead of
- * sixteen, no accumulator goes through the stack, and each lane gets the
- * same multiply-adds in the same order. */
-#define DEFINE_COLS16_PAIRS(NAME, TARGET, V, VW)                                                   \
     TARGET static inline __attribute__((always_inline)) V NAME##_lane(const float *x, int K,       \
                                                                        const float *Wt, int c, int l) \
     {                                                                                              \
@@ -330,8 +301,8 @@ DEFINE_DOT(dot_avx512, V4_TARGET, tile16)
 DEFINE_DOT(dot_avx2, V3_TARGET, tile8)
 DEFINE_DOT(dot_base, V1_TARGET, tile4)
 DEFINE_COLS16(cols16_avx512, V4_TARGET, v16, 16)
-DEFINE_COLS16_PAIRS(cols16_avx2, V3_TARGET, v8, 8)
-DEFINE_COLS16_PAIRS(cols16_base, V1_TARGET, v4, 4)
+DEFINE_COLS16(cols16_avx2, V3_TARGET, v8, 8)
+DEFINE_COLS16(cols16_base, V1_TARGET, v4, 4)
 
 static block_fn block_impl;
 
