@@ -74,6 +74,33 @@ static json_t *get_json(asn_client *c, int srv, const char *path, int *answered,
     return o;
 }
 
+/* What server srv of a kind that says so runs at once (slots) and how
+ * many requests the client keeps in flight there (limit): llama-server's
+ * total_slots (/props) for both; serve's batch (its /v1/models "asn"
+ * object; models: that answer when already read), and twice that, at most its queue, so
+ * that a finished sequence's slot takes a queued request at once. 0 when
+ * the server does not say. */
+static int server_limit(asn_client *c, int srv, int kind, const json_t *models, int *slots, int *limit)
+{
+    asn_err e;
+    json_t *own = models ? NULL : get_json(c, srv, kind == ASN_SERVER_ASN ? "/v1/models" : "/props", NULL, &e);
+    const json_t *o = models ? models : own;
+    int got = 0;
+    if (kind == ASN_SERVER_ASN) {
+        const json_t *a = json_object_get(json_array_get(json_object_get(o, "data"), 0), "asn");
+        json_int_t batch = json_integer_value(json_object_get(a, "batch"));
+        json_int_t queue = json_integer_value(json_object_get(a, "queue"));
+        if ((got = batch > 0 && batch < (1 << 20) && queue > 0))
+            *slots = (int)batch, *limit = (int)(2 * batch < queue ? 2 * batch : queue);
+    } else {
+        json_int_t n = json_integer_value(json_object_get(o, "total_slots"));
+        if ((got = n > 0 && n < (1 << 20)))
+            *slots = *limit = (int)n;
+    }
+    json_decref(own);
+    return got;
+}
+
 int asn_server_probe(asn_client *c, const char *kind_name, asn_server_info *info, asn_err *e)
 {
     memset(info, 0, sizeof *info);
@@ -121,31 +148,14 @@ int asn_server_probe(asn_client *c, const char *kind_name, asn_server_info *info
         return asn_err_set(e, "%s: cannot tell the server's kind (no known owned_by in /v1/models, no /props, "
                               "/get_model_info or /version); give --server-kind", asn_client_url(c, srv));
     }
-    if (info->kind == ASN_SERVER_ASN)
-        for (int i = 0; i < n; i++) { /* twice its batch in flight: its queue refills a slot at once */
-            json_t *mi = i == srv ? NULL : get_json(c, i, "/v1/models", NULL, &e2);
-            const json_t *a = json_object_get(json_array_get(json_object_get(mi ? mi : models, "data"), 0), "asn");
-            json_int_t batch = json_integer_value(json_object_get(a, "batch"));
-            json_int_t queue = json_integer_value(json_object_get(a, "queue"));
-            if (batch > 0 && batch < (1 << 20) && queue > 0) {
-                int limit = (int)(2 * batch < queue ? 2 * batch : queue);
-                asn_client_set_limit(c, i, limit);
-                if (i == srv)
-                    info->slots = (int)batch, info->limit = limit;
-            }
-            json_decref(mi);
-        }
-    if (info->kind == ASN_SERVER_LLAMA)
-        for (int i = 0; i < n; i++) { /* each server's slots bound its requests in flight */
-            json_t *props = get_json(c, i, "/props", NULL, &e2);
-            json_int_t slots = json_integer_value(json_object_get(props, "total_slots"));
-            if (slots > 0 && slots < (1 << 20)) {
-                asn_client_set_limit(c, i, (int)slots);
-                if (i == srv)
-                    info->slots = info->limit = (int)slots;
-            }
-            json_decref(props);
-        }
+    for (int i = 0; i < n && (info->kind == ASN_SERVER_ASN || info->kind == ASN_SERVER_LLAMA); i++) {
+        int slots = 0, limit = 0;
+        if (!server_limit(c, i, info->kind, i == srv && info->kind == ASN_SERVER_ASN ? models : NULL, &slots, &limit))
+            continue;
+        asn_client_set_limit(c, i, limit);
+        if (i == srv)
+            info->slots = slots, info->limit = limit;
+    }
     json_decref(models);
     return 0;
 }
