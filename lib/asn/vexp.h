@@ -6,7 +6,6 @@
 #define ASN_VEXP_H
 
 #include <stdint.h>
-#include <string.h>
 
 #pragma GCC diagnostic ignored "-Wpsabi"
 typedef float v16f __attribute__((vector_size(64)));
@@ -15,10 +14,13 @@ typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 typedef float v4f __attribute__((vector_size(16)));
 typedef int32_t v4i __attribute__((vector_size(16)));
+typedef float v1f __attribute__((vector_size(4)));
+typedef int32_t v1i __attribute__((vector_size(4)));
 
 static inline __attribute__((always_inline)) v16f splat16(float x) { return (v16f){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
 static inline __attribute__((always_inline)) v8f splat8(float x) { return (v8f){x, x, x, x, x, x, x, x}; }
 static inline __attribute__((always_inline)) v4f splat4(float x) { return (v4f){x, x, x, x}; }
+static inline __attribute__((always_inline)) v1f splat1(float x) { return (v1f){x}; }
 
 /* mask ? a : b, lane by lane */
 #define ASN_VSEL_DEFINE(W)                                                                        \
@@ -29,6 +31,7 @@ static inline __attribute__((always_inline)) v4f splat4(float x) { return (v4f){
 ASN_VSEL_DEFINE(16)
 ASN_VSEL_DEFINE(8)
 ASN_VSEL_DEFINE(4)
+ASN_VSEL_DEFINE(1)
 
 /* exp(x): x = n ln2 + r with |r| <= ln2/2, e^r by a degree-7 Taylor
  * polynomial in float Horner form, 2^n applied as two exponent-field
@@ -39,9 +42,9 @@ ASN_VSEL_DEFINE(4)
  *
  * expW works on W lanes: a caller uses its target's native width (16 with
  * AVX-512, 8 with AVX2, 4 with SSE2 or NEON), since a vector wider than the
- * registers is split through memory, its compares lane by lane. asn_exp1
- * is one lane. Every lane of every width takes the same steps: the same
- * bits (test_sampling.c checks it). */
+ * registers is split through memory, its compares lane by lane. exp1 and
+ * asn_exp1 are one lane. Every lane of every width takes the same steps:
+ * the same bits (test_vexp.c checks it). */
 #define ASN_VEXP_DEFINE(W)                                                                        \
     static inline __attribute__((always_inline)) v##W##f exp##W(v##W##f x)                                                      \
     {                                                                                             \
@@ -67,30 +70,13 @@ ASN_VSEL_DEFINE(4)
 ASN_VEXP_DEFINE(16)
 ASN_VEXP_DEFINE(8)
 ASN_VEXP_DEFINE(4)
+ASN_VEXP_DEFINE(1)
 
 static inline float asn_exp1(float x)
 {
     if (x != x) /* NaN: what the vector lanes give, without converting NaN to an integer */
         return x + x;
-    int under = x < -104.0f;
-    x = under ? -104.0f : x;
-    x = x > 88.7f ? 88.7f : x;
-    float fn = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    int32_t n = (int32_t)fn;
-    float r = (x - fn * 0.693359375f) - fn * -2.12194440e-4f;
-    float p = 1.0f / 5040.0f;
-    p = p * r + 1.0f / 720.0f;
-    p = p * r + 1.0f / 120.0f;
-    p = p * r + 1.0f / 24.0f;
-    p = p * r + 1.0f / 6.0f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    int32_t n1 = n >> 1, n2 = n - n1, b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
-    float s1, s2;
-    memcpy(&s1, &b1, sizeof s1);
-    memcpy(&s2, &b2, sizeof s2);
-    return under ? 0.0f : p * s1 * s2;
+    return exp1(splat1(x))[0];
 }
 
 /* The same over rows (lib/core/vexp.c), in a copy per instruction set. */
