@@ -19,24 +19,24 @@ ledger=tests/fuzz/ledger.tsv
 [ -s "$ledger" ] || printf 'date\ttarget\twall_s\tcpu_s\texecutions\tcoverage\tfeatures\tcorpus\tcrashes\n' > "$ledger"
 tf=$(mktemp)
 trap 'rm -f "$tf"' EXIT
-cpu_now() { # children's user + system seconds so far (times in this shell, not a subshell)
+cpu_now() { # CPU: children's user + system seconds so far (times in this shell, not a subshell)
     times > "$tf"
-    awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } print t }' "$tf"
+    CPU=$(awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } print t }' "$tf")
 }
 status=0
 for n in "$@"; do
     mkdir -p "build/fuzz/corpus-$n" "build/fuzz/crashes-$n"
     before=$(ls "build/fuzz/crashes-$n" | wc -l)
     echo "fuzzing $n for ${secs}s"
-    cpu_now > "$tf.0"
+    cpu_now
+    c0=$CPU
     t0=$(date +%s)
     "build/fuzz/$n" -max_total_time="$secs" -max_len=8192 -timeout="$tmo" -print_final_stats=1 \
         -artifact_prefix="build/fuzz/crashes-$n/" "build/fuzz/corpus-$n" "tests/fuzz/seeds/$n" \
         > "build/fuzz/log-$n.txt" 2>&1
     t1=$(date +%s)
-    cpu_now > "$tf.1"
-    c0=$(cat "$tf.0") c1=$(cat "$tf.1")
-    rm -f "$tf.0" "$tf.1"
+    cpu_now
+    c1=$CPU
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "build/fuzz/log-$n.txt" | tail -1)
     cov=$(grep -o 'cov: [0-9]*' "build/fuzz/log-$n.txt" | tail -1 | cut -d' ' -f2)
     ft=$(grep -o 'ft: [0-9]*' "build/fuzz/log-$n.txt" | tail -1 | cut -d' ' -f2)
