@@ -12,6 +12,7 @@
  * (title, description, default, examples, ...) are ignored. */
 #include "grammar_internal.h"
 #include "gtext.h"
+#include "asn/json.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -1966,9 +1967,45 @@ static int conv_schema(conv *c, const json_t *s, const char *ptr, char *name_out
     return rc;
 }
 
+/* The pointer (in out) of an integer beyond 64 bits in v, as the record
+ * reader leaves it (asn/json.h); 1 if there is one. */
+static int find_big_integer(const json_t *v, const char *ptr, char *out, size_t cap, const char **digits)
+{
+    char p[1024];
+    if (json_is_object(v)) {
+        const json_t *d = json_object_get(v, ASN_JSON_BIG_INTEGER);
+        if (json_object_size(v) == 1 && json_is_string(d)) {
+            snprintf(out, cap, "%s", ptr);
+            *digits = json_string_value(d);
+            return 1;
+        }
+        const char *k;
+        const json_t *x;
+        json_object_foreach((json_t *)v, k, x)
+        {
+            ptr_child(p, sizeof p, ptr, k);
+            if (find_big_integer(x, p, out, cap, digits))
+                return 1;
+        }
+    }
+    for (size_t i = 0; json_is_array(v) && i < json_array_size(v); i++) {
+        ptr_index(p, sizeof p, ptr, i);
+        if (find_big_integer(json_array_get(v, i), p, out, cap, digits))
+            return 1;
+    }
+    return 0;
+}
+
 char *asn_schema_to_gbnf(const json_t *schema, asn_ws_rule ws, asn_err *e)
 {
     conv c = {0};
+    char big[1024];
+    const char *digits;
+    if (find_big_integer(schema, "", big, sizeof big, &digits)) {
+        c.e = e;
+        serr(&c, big, "integer %s does not fit in 64 bits (not supported)", digits);
+        return NULL;
+    }
     c.root = schema;
     const char *dialect = json_string_value(json_object_get(schema, "$schema"));
     c.old_ref = dialect && (strstr(dialect, "draft-03") || strstr(dialect, "draft-04") ||
