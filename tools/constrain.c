@@ -310,6 +310,7 @@ int main(int argc, char **argv)
         asn_fatal("%s: %s", opt_model, e.msg);
     ctx c = {0};
     c.v = v;
+    asn_jsonl_keep_big_integers(1); /* a schema holding one is refused, not the run */
     asn_grammar *g0 = asn_gbnf_parse("root ::= \"\"", 11, &e);
     c.base = asn_constraint_new(g0, v);
     long bad = asn_map_records(nops ? argv + 1 : NULL, opt_skip_bad, opt_progress, check, &c);

@@ -55,6 +55,13 @@ asn_jsonl *asn_jsonl_open(const char *path, asn_err *e);
  * -2 when the stream itself failed (read error): stop. A UTF-8 byte-order
  * mark at the start of the file is skipped. */
 int asn_jsonl_next(asn_jsonl *r, json_t **rec, asn_err *e);
+/* From now on (the whole process), an integer literal beyond 64 bits in a
+ * record (jansson's json_int_t cannot hold it) no longer makes the line
+ * invalid: it is read as the object {ASN_JSON_BIG_INTEGER: "its digits"},
+ * for the program to refuse where it meets one (constrain: a schema's
+ * bound of 2^64 - 1 refuses that schema, not the run). */
+#define ASN_JSON_BIG_INTEGER "$asn_big_integer"
+void asn_jsonl_keep_big_integers(int on);
 const char *asn_jsonl_path(const asn_jsonl *r); /* "<stdin>" for "-" */
 long asn_jsonl_lineno(const asn_jsonl *r);      /* line of the last record read */
 void asn_jsonl_close(asn_jsonl *r);

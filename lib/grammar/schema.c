@@ -12,6 +12,7 @@
  * (title, description, default, examples, ...) are ignored. */
 #include "grammar_internal.h"
 #include "gtext.h"
+#include "asn/json.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -49,7 +50,13 @@ static const char *const ANNOTATIONS[] = {"title", "description", "$schema", "$i
 static const char *const KNOWN[] = {"type", "properties", "required", "additionalProperties", "items",
                                     "prefixItems", "minItems", "maxItems", "enum", "const", "minLength",
                                     "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum",
-                                    "exclusiveMaximum", "$ref", "anyOf", "oneOf", "nullable", "format", "patternProperties", NULL};
+                                    "exclusiveMaximum", "$ref", "anyOf", "oneOf", "nullable", "format", "patternProperties",
+                                    "minProperties", "maxProperties", "dependentRequired", NULL};
+/* Set by normalize (never read from a schema): anyOf / oneOf whose
+ * branches only list required names, as a list of those lists; object_body
+ * makes them conditions on the set of names present. */
+#define REQ_ANY "\x01required_any"
+#define REQ_ONE "\x01required_one"
 
 static int in_list(const char *const *l, const char *k)
 {
@@ -664,6 +671,149 @@ static int count_required(const prop *pr, int n)
     return k;
 }
 
+/* The conditions on which members an object has, for objects of up to
+ * MAX_ANY_ORDER declared properties: sets of them as bit masks over the
+ * declared properties, and the count of undeclared members (e, counted up
+ * to e_cap). */
+typedef struct presence {
+    const char *what;        /* the first keyword that makes one (for messages), NULL: none */
+    unsigned req;            /* required */
+    unsigned *dep_if, *dep_then; /* dependentRequired: present dep_if[i] -> dep_then[i] present */
+    int n_dep;
+    unsigned *any, *one;     /* REQ_ANY / REQ_ONE: the branches that can hold */
+    int n_any, n_one, has_any, has_one;
+    long long min_p, max_p;  /* -1: none */
+    int e_cap;
+} presence;
+
+static void presence_clear(presence *pc)
+{
+    free(pc->dep_if), free(pc->dep_then), free(pc->any), free(pc->one);
+}
+
+/* The mask of the names in list l (strings); -1 when one is not declared. */
+static long long names_mask(const json_t *l, const prop *pr, int n)
+{
+    unsigned m = 0;
+    size_t i;
+    const json_t *x;
+    json_array_foreach(l, i, x)
+    {
+        int j = 0;
+        while (j < n && strcmp(pr[j].name, json_string_value(x)))
+            j++;
+        if (j == n)
+            return -1;
+        m |= 1u << j;
+    }
+    return m;
+}
+
+static int presence_read(conv *c, const json_t *s, const char *ptr, const prop *pr, int n, int extras, presence *pc)
+{
+    char p[1024];
+    memset(pc, 0, sizeof *pc);
+    pc->min_p = pc->max_p = -1;
+    static const char *const KEYS[] = {"minProperties", "maxProperties", "dependentRequired", REQ_ANY, REQ_ONE};
+    static const char *const SHOWN[] = {"minProperties", "maxProperties", "dependentRequired", "anyOf", "oneOf"};
+    for (int i = 0; i < 5; i++)
+        if (json_object_get(s, KEYS[i]) && !pc->what)
+            pc->what = SHOWN[i];
+    for (int i = 0; i < 2; i++) {
+        const json_t *m = json_object_get(s, KEYS[i]);
+        ptr_child(p, sizeof p, ptr, KEYS[i]);
+        if (m && (!json_is_integer(m) || json_integer_value(m) < 0))
+            return serr(c, p, "%s must be a non-negative integer", KEYS[i]);
+        if (m)
+            *(i ? &pc->max_p : &pc->min_p) = json_integer_value(m);
+    }
+    const json_t *dr = json_object_get(s, "dependentRequired");
+    ptr_child(p, sizeof p, ptr, "dependentRequired");
+    if (dr && !json_is_object(dr))
+        return serr(c, p, "%s", "dependentRequired must be an object of lists of names");
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)dr, k, v)
+    {
+        size_t i;
+        const json_t *x;
+        int ok = json_is_array(v);
+        json_array_foreach(v, i, x) ok &= json_is_string(x);
+        if (!ok) {
+            char pk[1024];
+            ptr_child(pk, sizeof pk, p, k);
+            return serr(c, pk, "%s", "a dependency must be a list of names");
+        }
+    }
+    for (int g = 0; g < 2; g++) {
+        const json_t *l = json_object_get(s, g ? REQ_ONE : REQ_ANY);
+        *(g ? &pc->has_one : &pc->has_any) = l != NULL;
+    }
+    for (int j = 0; j < n && j < MAX_ANY_ORDER; j++)
+        pc->req |= (unsigned)pr[j].required << j;
+    if (n > MAX_ANY_ORDER || !pc->what)
+        return 0;
+    if (extras && (pc->min_p >= 0 || pc->max_p >= 0)) {
+        long long cap = pc->max_p >= 0 ? pc->max_p : pc->min_p;
+        if (((long long)1 << n) * (cap + 1) > 4096) {
+            ptr_child(p, sizeof p, ptr, pc->max_p >= 0 ? "maxProperties" : "minProperties");
+            return serr(c, p, "%s", "counting this many undeclared properties is not supported");
+        }
+        pc->e_cap = (int)cap;
+    }
+    size_t nd = json_object_size(dr);
+    pc->dep_if = asn_xcalloc(nd + 1, sizeof *pc->dep_if);
+    pc->dep_then = asn_xcalloc(nd + 1, sizeof *pc->dep_then);
+    json_object_foreach((json_t *)dr, k, v)
+    {
+        json_t *one = json_pack("[s]", k);
+        long long a = names_mask(one, pr, n), t = names_mask(v, pr, n);
+        json_decref(one);
+        if (a < 0) /* not declared: cannot be present (normalize declares it otherwise) */
+            continue;
+        pc->dep_if[pc->n_dep] = (unsigned)a;
+        pc->dep_then[pc->n_dep++] = t < 0 ? ~0u : (unsigned)t; /* ~0u: a name that cannot be present */
+    }
+    for (int g = 0; g < 2; g++) {
+        const json_t *l = json_object_get(s, g ? REQ_ONE : REQ_ANY);
+        unsigned *m = asn_xcalloc(json_array_size(l) + 1, sizeof *m);
+        int nm = 0;
+        size_t i;
+        const json_t *x;
+        json_array_foreach(l, i, x)
+        {
+            long long b = names_mask(x, pr, n);
+            if (b >= 0) /* a branch that requires an undeclared name never holds */
+                m[nm++] = (unsigned)b;
+        }
+        if (g)
+            pc->one = m, pc->n_one = nm;
+        else
+            pc->any = m, pc->n_any = nm;
+    }
+    return 0;
+}
+
+/* Whether an object whose declared members are S, with e undeclared ones,
+ * satisfies the conditions. */
+static int presence_accepts(const presence *pc, unsigned S, int e)
+{
+    if ((S & pc->req) != pc->req)
+        return 0;
+    for (int i = 0; i < pc->n_dep; i++)
+        if ((S & pc->dep_if[i]) && (S & pc->dep_then[i]) != pc->dep_then[i])
+            return 0;
+    int any = 0, one = 0;
+    for (int i = 0; i < pc->n_any; i++)
+        any |= (S & pc->any[i]) == pc->any[i];
+    for (int i = 0; i < pc->n_one; i++)
+        one += (S & pc->one[i]) == pc->one[i];
+    if ((pc->has_any && !any) || (pc->has_one && one != 1))
+        return 0;
+    long long count = __builtin_popcount(S) + e;
+    return count >= pc->min_p && (pc->max_p < 0 || count <= pc->max_p);
+}
+
 static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
 {
     const json_t *props = json_object_get(s, "properties"), *req = json_object_get(s, "required");
@@ -834,49 +984,77 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
         goto fail;
     }
     const char *w = W(c);
+    presence pc;
+    if (presence_read(c, s, ptr, pr, n, extra[0] != 0, &pc))
+        goto fail;
     if (n <= MAX_ANY_ORDER) {
-        /* after at least one member, with set S written: rule more[S] */
-        int ns = 1 << n;
-        char(*more)[24] = asn_xcalloc((size_t)ns, sizeof *more);
-        unsigned reqmask = 0;
-        for (int j = 0; j < n; j++)
-            reqmask |= (unsigned)pr[j].required << j;
-        for (int S = ns - 1; S >= 0; S--) {
-            asn_sbuf x = {0};
+        /* after at least one member, with set S of declared ones written and
+         * e undeclared ones (counted up to pc.e_cap): rule more[S][e] */
+        int ns = 1 << n, ne = pc.e_cap + 1;
+        char(*more)[24] = asn_xcalloc((size_t)ns * (size_t)ne, sizeof *more);
+        unsigned char *live = asn_xcalloc((size_t)ns * (size_t)ne, 1);
+        for (int S = ns - 1; S >= 0; S--)
+            for (int e = ne - 1; e >= 0; e--) {
+                int st = S * ne + e, e2 = e + 1 > pc.e_cap ? (pc.max_p >= 0 ? -1 : e) : e + 1;
+                live[st] = presence_accepts(&pc, (unsigned)S, e);
+                for (int j = 0; j < n; j++)
+                    live[st] |= !(S >> j & 1) && live[(S | 1 << j) * ne + e];
+                live[st] |= extra[0] && e2 > e && live[S * ne + e2];
+            }
+        for (int S = ns - 1; S >= 0; S--)
+            for (int e = ne - 1; e >= 0; e--) {
+                int st = S * ne + e, e2 = e + 1 > pc.e_cap ? (pc.max_p >= 0 ? -1 : e) : e + 1;
+                if (!live[st])
+                    continue;
+                asn_sbuf x = {0};
+                int alt = 0;
+                if (presence_accepts(&pc, (unsigned)S, e))
+                    asn_sbuf_addf(&x, "%s\"}\"", w + 1), alt = 1;
+                for (int j = 0; j < n; j++)
+                    if (!(S >> j & 1) && live[(S | 1 << j) * ne + e]) {
+                        asn_sbuf_addf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, pr[j].kv,
+                                      more[(S | 1 << j) * ne + e]);
+                        alt = 1;
+                    }
+                if (extra[0] && e2 == e) {
+                    /* more[S][e] refers to itself: name it first */
+                    char self[24];
+                    snprintf(self, sizeof self, "r%d", c->n_rules++);
+                    asn_sbuf_addf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, extra, self);
+                    asn_sbuf_addf(&c->rules, "%s ::= %s\n", self, x.buf);
+                    strcpy(more[st], self);
+                } else {
+                    if (extra[0] && e2 > e && live[S * ne + e2])
+                        asn_sbuf_addf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, extra, more[S * ne + e2]);
+                    add_rule(c, x.buf, more[st]);
+                }
+                free(x.buf);
+            }
+        if (!live[0]) { /* no set of members satisfies the conditions */
+            asn_sbuf_adds(b, "[^\\x00-\\U0010FFFF]");
+        } else {
+            asn_sbuf_addf(b, "\"{\"%s(", w);
             int alt = 0;
-            if ((S & reqmask) == reqmask)
-                asn_sbuf_addf(&x, "%s\"}\"", w + 1), alt = 1;
+            if (presence_accepts(&pc, 0, 0))
+                asn_sbuf_adds(b, "\"}\""), alt = 1;
             for (int j = 0; j < n; j++)
-                if (!(S >> j & 1)) {
-                    asn_sbuf_addf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, pr[j].kv, more[S | 1 << j]);
+                if (live[(1 << j) * ne]) {
+                    asn_sbuf_addf(b, "%s%s %s", alt ? " | " : "", pr[j].kv, more[(1 << j) * ne]);
                     alt = 1;
                 }
-            if (extra[0]) {
-                /* more[S] refers to itself: name it first */
-                char self[24];
-                snprintf(self, sizeof self, "r%d", c->n_rules++);
-                asn_sbuf_addf(&x, "%s%s\",\"%s%s %s", alt ? " | " : "", w + 1, w, extra, self);
-                asn_sbuf_addf(&c->rules, "%s ::= %s\n", self, x.buf);
-                strcpy(more[S], self);
-            } else {
-                if (!alt)
-                    asn_sbuf_adds(&x, "[^\\x00-\\U0010FFFF]");
-                add_rule(c, x.buf, more[S]);
-            }
-            free(x.buf);
+            int e1 = pc.e_cap >= 1 ? 1 : pc.max_p >= 0 ? -1 : 0;
+            if (extra[0] && e1 >= 0 && live[e1])
+                asn_sbuf_addf(b, "%s%s %s", alt ? " | " : "", extra, more[e1]);
+            asn_sbuf_adds(b, ")");
         }
-        asn_sbuf_addf(b, "\"{\"%s(", w);
-        int alt = 0;
-        if (!reqmask)
-            asn_sbuf_adds(b, "\"}\""), alt = 1;
-        for (int j = 0; j < n; j++) {
-            asn_sbuf_addf(b, "%s%s %s", alt ? " | " : "", pr[j].kv, more[1 << j]);
-            alt = 1;
-        }
-        if (extra[0])
-            asn_sbuf_addf(b, "%s%s %s", alt ? " | " : "", extra, more[0]);
-        asn_sbuf_adds(b, ")");
         free(more);
+        free(live);
+        presence_clear(&pc);
+    } else if (pc.what) {
+        ptr_child(pk, sizeof pk, ptr, pc.what);
+        presence_clear(&pc);
+        serr(c, pk, "keyword \"%s\" on an object of more than 8 declared properties is not supported", pc.what);
+        goto fail;
     } else if (count_required(pr, n) <= MAX_ANY_ORDER) {
         /* any order, tracking the required properties written (set S of
          * their indices among the required); an optional one may repeat */
@@ -1411,7 +1589,8 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
                     types[nt++] = json_string_value(t);
             }
         } else {
-            static const char *const OBJ[] = {"properties", "required", "additionalProperties", "patternProperties", NULL};
+            static const char *const OBJ[] = {"properties", "required", "additionalProperties", "patternProperties",
+                                              "minProperties", "maxProperties", "dependentRequired", REQ_ANY, REQ_ONE, NULL};
             static const char *const ARR[] = {"items", "prefixItems", "minItems", "maxItems", NULL};
             static const char *const STR[] = {"minLength", "maxLength", "pattern", "format", NULL};
             static const char *const NUM[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", NULL};
@@ -1468,10 +1647,10 @@ fail:
  * understood or annotation ones is not JSON Schema: ignored, as JSON
  * Schema says of unknown keywords. */
 static const char *const REFUSED[] = {"not", "if", "then", "else", "dependentSchemas", "dependencies",
-                                      "dependentRequired", "contains", "minContains", "maxContains",
+                                      "contains", "minContains", "maxContains",
                                       "propertyNames", "unevaluatedItems",
-                                      "unevaluatedProperties", "uniqueItems", "multipleOf", "minProperties",
-                                      "maxProperties", "additionalItems", "$dynamicRef", "$recursiveRef", NULL};
+                                      "unevaluatedProperties", "uniqueItems", "multipleOf",
+                                      "additionalItems", "$dynamicRef", "$recursiveRef", NULL};
 static const char *const MORE_ANNOTATIONS[] = {"$dynamicAnchor", "$recursiveAnchor", "$vocabulary",
                                                "contentEncoding", "contentMediaType", "contentSchema", NULL};
 
@@ -1731,6 +1910,67 @@ static int not_types(conv *c, json_t *r, const char *ptr)
  * each branch; keywords that hold whatever the grammar does (uniqueItems
  * false, multipleOf 1 on integers, min/maxProperties the properties
  * already imply) dropped; the rest of REFUSED refused. */
+/* Whether the anyOf/oneOf list br has only branches {"required": [names]}
+ * (annotations aside). */
+static int required_only(const json_t *br)
+{
+    size_t i, j;
+    const json_t *x, *n;
+    if (!json_is_array(br) || !json_array_size(br))
+        return 0;
+    json_array_foreach(br, i, x)
+    {
+        const json_t *req = json_object_get(x, "required");
+        if (!json_is_array(req))
+            return 0;
+        json_array_foreach(req, j, n) if (!json_is_string(n)) return 0;
+        const char *k;
+        const json_t *v;
+        json_object_foreach((json_t *)x, k, v) if (strcmp(k, "required") && !in_list(ANNOTATIONS, k)) return 0;
+    }
+    return 1;
+}
+
+/* Every name that required, dependentRequired and the required lists of
+ * REQ_ANY / REQ_ONE mention (a new list, repeats included). */
+static json_t *presence_names(const json_t *r)
+{
+    json_t *out = json_array();
+    const json_t *req = json_object_get(r, "required"), *dr = json_object_get(r, "dependentRequired");
+    if (json_is_array(req))
+        json_array_extend(out, (json_t *)req);
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)dr, k, v)
+    {
+        json_array_append_new(out, json_string(k));
+        if (json_is_array(v))
+            json_array_extend(out, (json_t *)v);
+    }
+    for (int g = 0; g < 2; g++) {
+        size_t i;
+        const json_t *l;
+        json_array_foreach(json_object_get(r, g ? REQ_ONE : REQ_ANY), i, l) json_array_extend(out, (json_t *)l);
+    }
+    return out;
+}
+
+/* Whether the properties of r and the names the branches br require are
+ * at most MAX_ANY_ORDER (objects whose members object_body tracks). */
+static int few_names(const json_t *r, const json_t *br)
+{
+    json_t *names = json_copy(json_object_get(r, "properties"));
+    if (!json_is_object(names))
+        json_decref(names), names = json_object();
+    size_t i, j;
+    const json_t *x, *nm;
+    json_array_foreach(br, i, x) json_array_foreach(json_object_get(x, "required"), j, nm)
+        json_object_set_new(names, json_string_value(nm), json_true());
+    int ok = json_object_size(names) <= MAX_ANY_ORDER;
+    json_decref(names);
+    return ok;
+}
+
 static json_t *normalize(conv *c, const json_t *s, const char *ptr, int depth)
 {
     char p[1024];
@@ -1865,6 +2105,34 @@ static json_t *normalize(conv *c, const json_t *s, const char *ptr, int depth)
                 return r;
         }
     }
+    /* anyOf/oneOf whose branches only list required names: conditions on
+     * the names present (object_body); oneOf of several holds of objects only */
+    const char *rkey = json_object_get(r, "anyOf") ? "anyOf" : json_object_get(r, "oneOf") ? "oneOf" : NULL;
+    if (rkey && !depth && required_only(json_object_get(r, rkey)) && few_names(r, json_object_get(r, rkey))) {
+        json_t *lists = json_array(), *br = json_object_get(r, rkey);
+        size_t i;
+        json_t *x;
+        json_array_foreach(br, i, x) json_array_append(lists, json_object_get(x, "required"));
+        int one = !strcmp(rkey, "oneOf");
+        json_object_set_new(r, one ? REQ_ONE : REQ_ANY, lists);
+        if (one && json_array_size(br) > 1) {
+            json_t *tl = type_list(json_object_get(r, "type"));
+            if (!tl || type_has(tl, "object"))
+                json_object_set_new(r, "type", json_string("object"));
+            json_decref(tl);
+        }
+        json_object_del(r, rkey);
+    }
+    /* dependencies that list names: dependentRequired */
+    json_t *deps = json_object_get(r, "dependencies");
+    if (json_is_object(deps) && !json_object_get(r, "dependentRequired")) {
+        int lists = 1;
+        json_object_foreach(deps, k, v) lists &= json_is_array(v);
+        if (lists) {
+            json_object_set(r, "dependentRequired", deps);
+            json_object_del(r, "dependencies");
+        }
+    }
     /* anyOf/oneOf beside validating keywords: each branch gets them */
     const char *anykey = json_object_get(r, "anyOf") ? "anyOf" : json_object_get(r, "oneOf") ? "oneOf" : NULL;
     if (anykey && has_validator(r, anykey) && json_is_array(json_object_get(r, anykey))) {
@@ -1905,12 +2173,13 @@ static json_t *normalize(conv *c, const json_t *s, const char *ptr, int depth)
      * additionalProperties (any value when absent or true) */
     json_t *add = json_object_get(r, "additionalProperties");
     json_t *pats = json_object_get(r, "patternProperties");
-    if (!depth && json_is_array(req) && (!add || json_is_true(add) || json_is_object(add) || json_is_object(pats)) &&
+    if (!depth && (json_is_array(req) || json_object_get(r, "dependentRequired") || json_object_get(r, REQ_ANY) ||
+                   json_object_get(r, REQ_ONE)) && (!add || json_is_true(add) || json_is_object(add) || json_is_object(pats)) &&
         (!props || json_is_object(props))) { /* not in a part being merged: its siblings may declare it */
         json_t *np = props ? json_copy(props) : json_object();
         size_t i, added = 0;
-        json_t *x;
-        json_array_foreach(req, i, x) if (json_is_string(x) && !json_object_get(np, json_string_value(x)))
+        json_t *x, *names = presence_names(r);
+        json_array_foreach(names, i, x) if (json_is_string(x) && !json_object_get(np, json_string_value(x)))
         {
             /* a name a pattern matches: its schema comes from the pattern (object_body) */
             const char *pat;
@@ -1926,6 +2195,7 @@ static json_t *normalize(conv *c, const json_t *s, const char *ptr, int depth)
         if (added)
             json_object_set(r, "properties", np);
         json_decref(np);
+        json_decref(names);
     }
     /* with enum or const, the other keywords filter the values (conv_norm);
      * a part being merged is checked once merged */
@@ -1966,9 +2236,45 @@ static int conv_schema(conv *c, const json_t *s, const char *ptr, char *name_out
     return rc;
 }
 
+/* The pointer (in out) of an integer beyond 64 bits in v, as the record
+ * reader leaves it (asn/json.h); 1 if there is one. */
+static int find_big_integer(const json_t *v, const char *ptr, char *out, size_t cap, const char **digits)
+{
+    char p[1024];
+    if (json_is_object(v)) {
+        const json_t *d = json_object_get(v, ASN_JSON_BIG_INTEGER);
+        if (json_object_size(v) == 1 && json_is_string(d)) {
+            snprintf(out, cap, "%s", ptr);
+            *digits = json_string_value(d);
+            return 1;
+        }
+        const char *k;
+        const json_t *x;
+        json_object_foreach((json_t *)v, k, x)
+        {
+            ptr_child(p, sizeof p, ptr, k);
+            if (find_big_integer(x, p, out, cap, digits))
+                return 1;
+        }
+    }
+    for (size_t i = 0; json_is_array(v) && i < json_array_size(v); i++) {
+        ptr_index(p, sizeof p, ptr, i);
+        if (find_big_integer(json_array_get(v, i), p, out, cap, digits))
+            return 1;
+    }
+    return 0;
+}
+
 char *asn_schema_to_gbnf(const json_t *schema, asn_ws_rule ws, asn_err *e)
 {
     conv c = {0};
+    char big[1024];
+    const char *digits;
+    if (find_big_integer(schema, "", big, sizeof big, &digits)) {
+        c.e = e;
+        serr(&c, big, "integer %s does not fit in 64 bits (not supported)", digits);
+        return NULL;
+    }
     c.root = schema;
     const char *dialect = json_string_value(json_object_get(schema, "$schema"));
     c.old_ref = dialect && (strstr(dialect, "draft-03") || strstr(dialect, "draft-04") ||

@@ -339,6 +339,61 @@ asn_jsonl *asn_jsonl_open(const char *path, asn_err *e)
 const char *asn_jsonl_path(const asn_jsonl *r) { return r->path; }
 long asn_jsonl_lineno(const asn_jsonl *r) { return r->rec_line; }
 
+static int keep_big_integers;
+
+void asn_jsonl_keep_big_integers(int on) { keep_big_integers = on; }
+
+/* Whether the integer literal p[0..n) (an optional '-', then digits) lies
+ * outside json_int_t (64 bits). */
+static int int_too_big(const char *p, size_t n)
+{
+    int neg = *p == '-';
+    p += neg, n -= (size_t)neg;
+    const char *lim = neg ? "9223372036854775808" : "9223372036854775807";
+    return n > 19 || (n == 19 && memcmp(p, lim, 19) > 0);
+}
+
+/* text with every integer literal beyond 64 bits (outside strings) written
+ * as {"ASN_JSON_BIG_INTEGER": "digits"}; NULL when there is none. */
+static char *mark_big_integers(const char *text, size_t len, size_t *out_len)
+{
+    asn_sbuf b = {0};
+    size_t from = 0;
+    int found = 0;
+    for (size_t i = 0; i < len;) {
+        if (text[i] == '"') { /* skip the string */
+            for (i++; i < len && text[i] != '"'; i++)
+                i += text[i] == '\\';
+            i++;
+            continue;
+        }
+        if (text[i] != '-' && !(text[i] >= '0' && text[i] <= '9')) {
+            i++;
+            continue;
+        }
+        size_t j = i + (text[i] == '-');
+        while (j < len && text[j] >= '0' && text[j] <= '9')
+            j++;
+        int integer = j == len || !strchr(".eE", text[j]);
+        while (j < len && strchr("0123456789.eE+-", text[j]))
+            j++;
+        if (integer && int_too_big(text + i, j - i)) {
+            asn_sbuf_add(&b, text + from, i - from);
+            asn_sbuf_addf(&b, "{\"%s\":\"%.*s\"}", ASN_JSON_BIG_INTEGER, (int)(j - i), text + i);
+            from = j;
+            found = 1;
+        }
+        i = j;
+    }
+    if (!found) {
+        asn_sbuf_release(&b);
+        return NULL;
+    }
+    asn_sbuf_add(&b, text + from, len - from);
+    *out_len = b.len;
+    return b.buf;
+}
+
 int asn_jsonl_next(asn_jsonl *r, json_t **rec, asn_err *e)
 {
     *rec = NULL;
@@ -369,6 +424,13 @@ int asn_jsonl_next(asn_jsonl *r, json_t **rec, asn_err *e)
         r->rec_line = r->lineno;
         json_error_t je;
         json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+        if (!v && keep_big_integers && (strstr(je.text, "too big integer") || strstr(je.text, "too big negative integer"))) {
+            size_t ml;
+            char *marked = mark_big_integers(text, len, &ml);
+            if (marked)
+                v = json_loadb(marked, ml, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+            free(marked);
+        }
         if (!v)
             return asn_err_set(e, "%s:%ld: invalid JSON at column %d: %s", r->path, r->lineno,
                                je.column, je.text);

@@ -84,16 +84,24 @@ cat > "$TMP/bad.jsonl" <<'EOF'
 {"grammar": "root ::= \"a\"\nx ::= (\"b\"\n", "text": "a"}
 {"regex": "a(b", "text": "a"}
 {"choice": [], "text": "a"}
+{"json_schema": {"type": "integer", "maximum": 18446744073709551615, "description": "up to 99999999999999999999"}, "text": "1"}
+{"json_schema": {"enum": [1, -9223372036854775809e0, "-9223372036854775809", [-9223372036854775809]]}, "text": "1"}
+{"json_schema": {"enum": [-9223372036854775808, 9223372036854775807, 1.5]}, "text": "9223372036854775807"}
 EOF
 expect_status "constrain reports constraints that do not compile" 0 "$BIN/constrain" -m "$V" "$TMP/bad.jsonl"
 check "errors name the field and the position" $PY - "$TMP/out" <<'PYEOF'
 import json, sys
-errs = [json.loads(l)["error"] for l in open(sys.argv[1])]
+recs = [json.loads(l) for l in open(sys.argv[1])]
+errs = [r.get("error") for r in recs]
+assert recs[-1]["valid"], recs[-1]
 assert errs == [
     'field "json_schema": parameter "schema": /format: unsupported format "ipv6"',
     "field \"grammar\": parameter \"gbnf\": 3:1: expecting ')'",
     'field "regex": parameter "pattern": offset 3: missing closing parenthesis',
     'field "choice": parameter "options": the list of options is empty',
+    'field "json_schema": parameter "schema": /maximum: integer 18446744073709551615 does not fit in 64 bits (not supported)',
+    'field "json_schema": parameter "schema": /enum/3/0: integer -9223372036854775809 does not fit in 64 bits (not supported)',
+    None,
 ], errs
 PYEOF
 
