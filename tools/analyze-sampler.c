@@ -23,36 +23,60 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *opt_model, *opt_sampler, *opt_file, *opt_system, *opt_template, *opt_heuristics,
-    *opt_heuristic, *opt_candidates, *opt_id, *opt_plot_dir;
-static long opt_seed, opt_max_new = 20, opt_min_new, opt_threads, opt_ctx, opt_steps, opt_plot_steps = 5,
-                      opt_top = 50, opt_json_top;
-static int opt_json;
+/* The command line, as asn_tool_parse fills it. */
+typedef struct analyze_sampler_options {
+    const char *model;
+    const char *sampler;
+    const char *file;
+    const char *system;
+    const char *template;
+    const char *heuristics;
+    const char *heuristic;
+    const char *candidates;
+    const char *id;
+    const char *plot_dir;
+    long seed;
+    long max_new;
+    long min_new;
+    long threads;
+    long ctx;
+    long steps;
+    long plot_steps;
+    long top;
+    long json_top;
+    int json;
+    const char *chat_date;
+} analyze_sampler_options;
 
-static const char *opt_chat_date;
+/* The options, with their defaults (the table below points into it). */
+static analyze_sampler_options opts = {
+    .max_new = 20,
+    .plot_steps = 5,
+    .top = 50,
+};
 
 static const asn_option options[] = {
-    {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "the base model GGUF (required)"},
-    {"sampler|s", 'S', ASN_OPT_STRING, &opt_sampler, "FILE", "a learned sampler GGUF (train-sampler output); without it, raw vs target only"},
-    {"candidates", 0, ASN_OPT_STRING, &opt_candidates, "FILE", "analyze candidate records (gen-candidates, filter-topk; - for stdin) instead of a prompt"},
-    {"id", 0, ASN_OPT_STRING, &opt_id, "ID", "with --candidates: only the record with this id (default: every record)"},
-    {"file", 'f', ASN_OPT_STRING, &opt_file, "FILE", "read the prompt from FILE (- for stdin)"},
-    {"system", 0, ASN_OPT_STRING, &opt_system, "TEXT", "system message"},
-    {"chat-template", 0, ASN_OPT_STRING, &opt_template, "NAME", "chat template (chatml, llama3, ..., none); default: the model's, none without one"},
-    {"chat-date", 0, ASN_OPT_STRING, &opt_chat_date, "DATE", ASN_CHAT_DATE_HELP},
-    {"heuristics", 'H', ASN_OPT_STRING, &opt_heuristics, "FILE", "heuristics YAML (with --heuristic; prompt mode)"},
-    {"heuristic", 0, ASN_OPT_STRING, &opt_heuristic, "NAME", "pipeline of --heuristics that generates and gives the target"},
-    {"seed", 0, ASN_OPT_INT, &opt_seed, "N", "random seed of the generation"},
-    {"max-new-tokens", 'n', ASN_OPT_INT, &opt_max_new, "N", "prompt mode: generate at most N new tokens"},
-    {"min-new-tokens", 0, ASN_OPT_INT, &opt_min_new, "N", "prompt mode: no end-of-generation token before N new tokens"},
-    {"steps", 0, ASN_OPT_INT, &opt_steps, "N", "analyze the first N steps of each generation (0: all)"},
-    {"json", 0, ASN_OPT_FLAG, &opt_json, NULL, "write JSON lines (one per step, then a summary) instead of tables"},
-    {"json-top", 0, ASN_OPT_INT, &opt_json_top, "N", "with --json: also the N most probable tokens of each step"},
-    {"plot-dir", 0, ASN_OPT_STRING, &opt_plot_dir, "DIR", "write one SVG plot per step into DIR (created if needed)"},
-    {"plot-steps", 0, ASN_OPT_INT, &opt_plot_steps, "K", "plot the first K steps of each generation"},
-    {"top", 0, ASN_OPT_INT, &opt_top, "N", "tokens per plot"},
-    {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
-    {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "context size (0: the model's)"},
+    {"model", 'm', ASN_OPT_STRING, &opts.model, "FILE", "the base model GGUF (required)"},
+    {"sampler|s", 'S', ASN_OPT_STRING, &opts.sampler, "FILE", "a learned sampler GGUF (train-sampler output); without it, raw vs target only"},
+    {"candidates", 0, ASN_OPT_STRING, &opts.candidates, "FILE", "analyze candidate records (gen-candidates, filter-topk; - for stdin) instead of a prompt"},
+    {"id", 0, ASN_OPT_STRING, &opts.id, "ID", "with --candidates: only the record with this id (default: every record)"},
+    {"file", 'f', ASN_OPT_STRING, &opts.file, "FILE", "read the prompt from FILE (- for stdin)"},
+    {"system", 0, ASN_OPT_STRING, &opts.system, "TEXT", "system message"},
+    {"chat-template", 0, ASN_OPT_STRING, &opts.template, "NAME", "chat template (chatml, llama3, ..., none); default: the model's, none without one"},
+    {"chat-date", 0, ASN_OPT_STRING, &opts.chat_date, "DATE", ASN_CHAT_DATE_HELP},
+    {"heuristics", 'H', ASN_OPT_STRING, &opts.heuristics, "FILE", "heuristics YAML (with --heuristic; prompt mode)"},
+    {"heuristic", 0, ASN_OPT_STRING, &opts.heuristic, "NAME", "pipeline of --heuristics that generates and gives the target"},
+    {"seed", 0, ASN_OPT_INT, &opts.seed, "N", "random seed of the generation"},
+    {"max-new-tokens", 'n', ASN_OPT_INT, &opts.max_new, "N", "prompt mode: generate at most N new tokens"},
+    {"min-new-tokens", 0, ASN_OPT_INT, &opts.min_new, "N", "prompt mode: no end-of-generation token before N new tokens"},
+    {"steps", 0, ASN_OPT_INT, &opts.steps, "N", "analyze the first N steps of each generation (0: all)"},
+    {"json", 0, ASN_OPT_FLAG, &opts.json, NULL, "write JSON lines (one per step, then a summary) instead of tables"},
+    {"json-top", 0, ASN_OPT_INT, &opts.json_top, "N", "with --json: also the N most probable tokens of each step"},
+    {"plot-dir", 0, ASN_OPT_STRING, &opts.plot_dir, "DIR", "write one SVG plot per step into DIR (created if needed)"},
+    {"plot-steps", 0, ASN_OPT_INT, &opts.plot_steps, "K", "plot the first K steps of each generation"},
+    {"top", 0, ASN_OPT_INT, &opts.top, "N", "tokens per plot"},
+    {"threads", 't', ASN_OPT_INT, &opts.threads, "N", "threads (0: all cores)"},
+    {"ctx", 'c', ASN_OPT_INT, &opts.ctx, "N", "context size (0: the model's)"},
     {0},
 };
 
@@ -338,7 +362,7 @@ static void write_plot(analyzer *an, const asn_candidate *c, long record, int st
                        const float *tgt, const float *lrn, double lse_raw, double lse_tgt, double lse_lrn,
                        const double kl[2], const double mass[2], const char *tok_label)
 {
-    int n = top_tokens(an, raw, tgt, opt_top);
+    int n = top_tokens(an, raw, tgt, opts.top);
     enum { LABEL_CHARS = 12 };
     char **labels = asn_xmalloc((size_t)n * sizeof *labels);
     double lo = 0;
@@ -361,7 +385,7 @@ static void write_plot(analyzer *an, const asn_candidate *c, long record, int st
         dec_lo = -12;
 
     char path[4096], title[1024], desc[256], id[32], a[32], b[32];
-    snprintf(path, sizeof path, "%s/record-%ld-step-%d.svg", opt_plot_dir, record, step);
+    snprintf(path, sizeof path, "%s/record-%ld-step-%d.svg", opts.plot_dir, record, step);
     FILE *f = asn_open_out(path);
     fmt_measure(a, kl[0]);
     int len = snprintf(title, sizeof title, "Record %ld, step %d: token %s (id %d), heuristic \"%s\"\nKL(target||raw) %s",
@@ -436,7 +460,7 @@ static void analyze_step(analyzer *an, const asn_candidate *c, const source *src
     an->sum_kept += kept;
     an->inf_lrn |= isinf(kl[1]);
 
-    if (opt_json) {
+    if (opts.json) {
         json_t *o = json_object();
         json_object_set_new(o, "record", json_integer(an->records));
         if (src->id)
@@ -456,8 +480,8 @@ static void analyze_step(analyzer *an, const asn_candidate *c, const source *src
             json_object_set_new(o, "kl_learned", jnum(kl[1]));
             json_object_set_new(o, "mass_learned", jnum(mass[1]));
         }
-        if (opt_json_top > 0) {
-            int n = top_tokens(an, raw, tgt, opt_json_top);
+        if (opts.json_top > 0) {
+            int n = top_tokens(an, raw, tgt, opts.json_top);
             json_t *top = json_array();
             for (int k = 0; k < n; k++) {
                 int id = an->order[k];
@@ -489,7 +513,7 @@ static void analyze_step(analyzer *an, const asn_candidate *c, const source *src
             printf(" %12s %12s%s\n", a, b, drawn ? "" : "  *");
         }
     }
-    if (opt_plot_dir && step < opt_plot_steps)
+    if (opts.plot_dir && step < opts.plot_steps)
         write_plot(an, c, an->records, step, raw, tgt, lrn, lse_raw, lse_tgt, lse_lrn, kl, mass, label);
     return;
 fail:
@@ -508,8 +532,8 @@ static void analyze(analyzer *an, const asn_candidate *c, const source *src)
             asn_fatal("%s:%ld: %s", src->path, src->line, e.msg);
         asn_fatal("%s", e.msg);
     }
-    int n = opt_steps > 0 && opt_steps < c->n_gen ? (int)opt_steps : c->n_gen;
-    if (!opt_json) {
+    int n = opts.steps > 0 && opts.steps < c->n_gen ? (int)opts.steps : c->n_gen;
+    if (!opts.json) {
         char *text = NULL;
         size_t len = 0;
         if (asn_detokenize(an->v, c->gen, (size_t)c->n_gen, 1, 0, &text, &len, &e))
@@ -548,7 +572,7 @@ static void analyze(analyzer *an, const asn_candidate *c, const source *src)
                 lrn = an->lrn + o;
                 asn_sampler_ws_set_step(an->ws, done + j);
                 if (asn_sampler_forward(an->s, an->ws, an->pool, an->raw + o, an->V, lrn, &e))
-                    asn_fatal("%s: step %d: %s", opt_sampler, done + j, e.msg);
+                    asn_fatal("%s: step %d: %s", opts.sampler, done + j, e.msg);
             }
             analyze_step(an, c, src, done + j, an->raw + o, an->tgt + o, lrn, an->drawn[j]);
         }
@@ -561,7 +585,7 @@ static void summary(analyzer *an)
     double n = (double)an->steps;
     double kr = an->sum_kl_raw / n, mr = an->sum_mass_raw / n, kl = an->sum_kl_lrn / n, ml = an->sum_mass_lrn / n;
     double ratio = an->s && an->steps && kl > 0 ? kr / kl : NAN;
-    if (opt_json) {
+    if (opts.json) {
         json_t *s = json_object();
         json_object_set_new(s, "records", json_integer(an->records));
         json_object_set_new(s, "steps", json_integer(an->steps));
@@ -611,38 +635,38 @@ static void summary(analyzer *an)
 static void prompt_mode(analyzer *an, const char *prompt)
 {
     asn_err e;
-    asn_heuristics *hs = asn_heuristics_load(opt_heuristics, &e);
+    asn_heuristics *hs = asn_heuristics_load(opts.heuristics, &e);
     if (!hs)
         asn_fatal("%s", e.msg);
-    int k = asn_heuristics_find(hs, opt_heuristic);
+    int k = asn_heuristics_find(hs, opts.heuristic);
     if (k < 0)
-        asn_fatal("%s: no pipeline named \"%s\"", opt_heuristics, opt_heuristic);
+        asn_fatal("%s: no pipeline named \"%s\"", opts.heuristics, opts.heuristic);
     char *tmpl_text = NULL;
     if (asn_gguf_get_str(asn_model_gguf(an->m), "tokenizer.chat_template", 0, &tmpl_text, &e))
         asn_fatal("%s", e.msg);
     /* a model without a template is a base model here: its prompt goes as is */
-    int tmpl = !opt_template && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opt_template, &e);
+    int tmpl = !opts.template && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opts.template, &e);
     if (tmpl < 0)
-        asn_fatal("%s: %s", opt_model, e.msg);
+        asn_fatal("%s: %s", opts.model, e.msg);
     free(tmpl_text);
     int32_t *ids;
     int n_ids;
-    if (asn_gen_prompt_tokens(an->v, tmpl, opt_system, prompt, &ids, &n_ids, &e))
+    if (asn_gen_prompt_tokens(an->v, tmpl, opts.system, prompt, &ids, &n_ids, &e))
         asn_fatal("%s", e.msg);
     if (!n_ids)
         asn_fatal("the prompt is empty");
     char pid[17];
-    asn_prompt_id(opt_system, prompt, pid);
-    asn_gen_settings gs = {.min_new_tokens = (int)opt_min_new, .max_new_tokens = (int)opt_max_new};
-    asn_generator *g = asn_generator_new(an->m, an->pool, 1, (int)opt_ctx, &gs, &e);
+    asn_prompt_id(opts.system, prompt, pid);
+    asn_gen_settings gs = {.min_new_tokens = (int)opts.min_new, .max_new_tokens = (int)opts.max_new};
+    asn_generator *g = asn_generator_new(an->m, an->pool, 1, (int)opts.ctx, &gs, &e);
     if (!g)
         asn_fatal("%s", e.msg);
-    asn_gen_job job = {.prompt_id = pid, .prompt_tokens = ids, .n_prompt = n_ids, .heuristic = &hs->h[k], .seed = (uint64_t)opt_seed};
+    asn_gen_job job = {.prompt_id = pid, .prompt_tokens = ids, .n_prompt = n_ids, .heuristic = &hs->h[k], .seed = (uint64_t)opts.seed};
     if (asn_generate(g, &job, 1, NULL, NULL, &e))
         asn_fatal("%s", e.msg);
     asn_generator_free(g);
     /* the generation as a candidate (borrowing everything) */
-    asn_candidate c = {pid, ids, n_ids, job.tokens, job.n_tokens, hs->h[k], (uint64_t)opt_seed, (int)opt_min_new};
+    asn_candidate c = {pid, ids, n_ids, job.tokens, job.n_tokens, hs->h[k], (uint64_t)opts.seed, (int)opts.min_new};
     source src = {NULL, 0, NULL};
     analyze(an, &c, &src);
     asn_gen_job_clear(&job);
@@ -658,10 +682,10 @@ static int model_chat(analyzer *an)
     char *t = NULL;
     if (asn_gguf_get_str(asn_model_gguf(an->m), "tokenizer.chat_template", 0, &t, &e))
         asn_fatal("%s", e.msg);
-    int family = !opt_template && !t ? ASN_CHAT_NONE : asn_chat_for_model(t, opt_template, &e);
+    int family = !opts.template && !t ? ASN_CHAT_NONE : asn_chat_for_model(t, opts.template, &e);
     free(t);
     if (family < 0)
-        asn_fatal("%s: %s", opt_model, e.msg);
+        asn_fatal("%s: %s", opts.model, e.msg);
     return family;
 }
 
@@ -671,7 +695,7 @@ static void candidates_mode(analyzer *an)
     const char *sha = asn_model_sha256(an->m, &e);
     if (!sha)
         asn_fatal("%s", e.msg);
-    asn_jsonl *r = asn_jsonl_open(opt_candidates, &e);
+    asn_jsonl *r = asn_jsonl_open(opts.candidates, &e);
     if (!r)
         asn_fatal("%s", e.msg);
     const char *path = asn_jsonl_path(r);
@@ -681,7 +705,7 @@ static void candidates_mode(analyzer *an)
     while ((rc = asn_jsonl_next(r, &rec, &e)) > 0) {
         long line = asn_jsonl_lineno(r);
         const json_t *jid = json_object_get(rec, "id");
-        if (opt_id && !(json_is_string(jid) && !strcmp(json_string_value(jid), opt_id))) {
+        if (opts.id && !(json_is_string(jid) && !strcmp(json_string_value(jid), opts.id))) {
             json_decref(rec);
             continue;
         }
@@ -696,7 +720,7 @@ static void candidates_mode(analyzer *an)
                           path, line);
             if (strcmp(json_string_value(ms), sha))
                 asn_fatal("%s:%ld: field \"model.sha256\": the record was generated by model %.12s..., not by %s "
-                          "(%.12s...)", path, line, json_string_value(ms), opt_model, sha);
+                          "(%.12s...)", path, line, json_string_value(ms), opts.model, sha);
             if (asn_candidate_from_json(&c, rec, an->v, &e))
                 asn_fatal("%s:%ld: %s", path, line, e.msg);
         }
@@ -705,14 +729,14 @@ static void candidates_mode(analyzer *an)
         asn_candidate_clear(&c);
         json_decref(rec);
         found++;
-        if (opt_id)
+        if (opts.id)
             break;
     }
     if (rc < 0)
         asn_fatal("%s", e.msg);
     if (!found) {
-        if (opt_id)
-            asn_fatal("%s: no record with id \"%s\"", path, opt_id);
+        if (opts.id)
+            asn_fatal("%s: no record with id \"%s\"", path, opts.id);
         asn_fatal("%s: no candidate records", path);
     }
     asn_jsonl_close(r);
@@ -723,49 +747,49 @@ int main(int argc, char **argv)
     int nops = asn_tool_parse(&tool, argc, argv);
     {
         asn_err de;
-        if (opt_chat_date && asn_chat_set_date(opt_chat_date, &de))
+        if (opts.chat_date && asn_chat_set_date(opts.chat_date, &de))
             asn_usage_error("--chat-date: %s", de.msg);
     }
-    if (!opt_model)
+    if (!opts.model)
         asn_usage_error("--model is required");
-    if (opt_candidates) {
-        if (nops || opt_file || opt_heuristics || opt_heuristic)
+    if (opts.candidates) {
+        if (nops || opts.file || opts.heuristics || opts.heuristic)
             asn_usage_error("--candidates replays records: no PROMPT, --file, --heuristics or --heuristic");
     } else {
-        if (!opt_heuristics || !opt_heuristic)
+        if (!opts.heuristics || !opts.heuristic)
             asn_usage_error("give --candidates FILE, or --heuristics FILE and --heuristic NAME with a prompt");
-        if (opt_id)
+        if (opts.id)
             asn_usage_error("--id goes with --candidates");
         if (nops > 1)
             asn_usage_error("one PROMPT argument at most (quote it)");
-        if (nops && opt_file)
+        if (nops && opts.file)
             asn_usage_error("a PROMPT argument or --file, not both");
     }
-    if (opt_max_new < 1 || opt_min_new < 0 || opt_seed < 0 || opt_steps < 0 || opt_plot_steps < 0 ||
-        opt_top < 1 || opt_json_top < 0 || opt_threads < 0 || opt_ctx < 0)
+    if (opts.max_new < 1 || opts.min_new < 0 || opts.seed < 0 || opts.steps < 0 || opts.plot_steps < 0 ||
+        opts.top < 1 || opts.json_top < 0 || opts.threads < 0 || opts.ctx < 0)
         asn_usage_error("--max-new-tokens and --top must be >= 1; --min-new-tokens, --seed, --steps, --plot-steps, "
                         "--json-top, --threads and --ctx >= 0");
-    if (opt_json_top && !opt_json)
+    if (opts.json_top && !opts.json)
         asn_usage_error("--json-top goes with --json");
 
     asn_err e;
     analyzer an = {0};
-    if (opt_sampler && !(an.s = asn_sampler_load(opt_sampler, &e)))
+    if (opts.sampler && !(an.s = asn_sampler_load(opts.sampler, &e)))
         asn_fatal("%s", e.msg);
     char *prompt = NULL;
-    if (!opt_candidates) {
+    if (!opts.candidates) {
         size_t plen;
-        prompt = nops ? asn_xstrdup(argv[1]) : asn_read_all(opt_file ? opt_file : "-", &plen);
+        prompt = nops ? asn_xstrdup(argv[1]) : asn_read_all(opts.file ? opts.file : "-", &plen);
     }
-    if (!(an.m = asn_model_load(opt_model, &e)) || !(an.v = asn_model_vocab(an.m, &e)))
+    if (!(an.m = asn_model_load(opts.model, &e)) || !(an.v = asn_model_vocab(an.m, &e)))
         asn_fatal("%s", e.msg);
-    if (opt_plot_dir && mkdir(opt_plot_dir, 0777) && errno != EEXIST)
-        asn_fatal("%s: %s", opt_plot_dir, strerror(errno));
+    if (opts.plot_dir && mkdir(opts.plot_dir, 0777) && errno != EEXIST)
+        asn_fatal("%s: %s", opts.plot_dir, strerror(errno));
 
     openblas_set_num_threads(1); /* the pool's threads call it (see asn_sampler_forward) */
-    an.pool = asn_pool_new((int)opt_threads);
+    an.pool = asn_pool_new((int)opts.threads);
     an.V = asn_model_cfg(an.m)->n_vocab;
-    if (!(an.rp = asn_replayer_new(an.m, an.pool, (int)opt_ctx, &e)))
+    if (!(an.rp = asn_replayer_new(an.m, an.pool, (int)opts.ctx, &e)))
         asn_fatal("%s", e.msg);
     if (an.s)
         an.ws = asn_sampler_ws_new(an.s, 0);
@@ -775,7 +799,7 @@ int main(int argc, char **argv)
     an.lrn = an.s ? asn_xmalloc(rows * sizeof(float)) : NULL;
     an.order = asn_xmalloc((size_t)an.V * sizeof *an.order);
 
-    if (opt_candidates)
+    if (opts.candidates)
         candidates_mode(&an);
     else
         prompt_mode(&an, prompt);

@@ -15,20 +15,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *opt_model;
-static int opt_times, opt_gbnf, opt_skip_bad, opt_progress, opt_quiet;
-static long opt_sample, opt_seed, opt_max_tokens = 200;
+/* The command line, as asn_tool_parse fills it. */
+typedef struct constrain_options {
+    const char *model;
+    int times;
+    int gbnf;
+    int skip_bad;
+    int progress;
+    int quiet;
+    long sample;
+    long seed;
+    long max_tokens;
+} constrain_options;
+
+/* The options, with their defaults (the table below points into it). */
+static constrain_options opts = {
+    .max_tokens = 200,
+};
 
 static const asn_option options[] = {
-    {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF file whose tokenizer to use (a model or a vocab-only file; required)"},
-    {"times", 0, ASN_OPT_FLAG, &opt_times, NULL, "add compile_ms, mask_us_mean, mask_us_max and mask_us (each token's) to each record (not deterministic)"},
-    {"gbnf", 0, ASN_OPT_FLAG, &opt_gbnf, NULL, "add the constraint's GBNF text as \"gbnf\""},
-    {"sample", 0, ASN_OPT_INT, &opt_sample, "N", "also write N random texts the constraint allows as \"samples\""},
-    {"seed", 's', ASN_OPT_INT, &opt_seed, "N", "seed of --sample (default 0)"},
-    {"max-tokens", 0, ASN_OPT_INT, &opt_max_tokens, "N", "--sample: ends a text after N tokens, marked \"finish\": \"length\" (default 200)"},
-    ASN_OPT_SKIP_BAD(&opt_skip_bad),
-    {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show a progress line on stderr"},
-    {"quiet", 'q', ASN_OPT_FLAG, &opt_quiet, NULL, "no summary on stderr"},
+    {"model", 'm', ASN_OPT_STRING, &opts.model, "FILE", "GGUF file whose tokenizer to use (a model or a vocab-only file; required)"},
+    {"times", 0, ASN_OPT_FLAG, &opts.times, NULL, "add compile_ms, mask_us_mean, mask_us_max and mask_us (each token's) to each record (not deterministic)"},
+    {"gbnf", 0, ASN_OPT_FLAG, &opts.gbnf, NULL, "add the constraint's GBNF text as \"gbnf\""},
+    {"sample", 0, ASN_OPT_INT, &opts.sample, "N", "also write N random texts the constraint allows as \"samples\""},
+    {"seed", 's', ASN_OPT_INT, &opts.seed, "N", "seed of --sample (default 0)"},
+    {"max-tokens", 0, ASN_OPT_INT, &opts.max_tokens, "N", "--sample: ends a text after N tokens, marked \"finish\": \"length\" (default 200)"},
+    ASN_OPT_SKIP_BAD(&opts.skip_bad),
+    {"progress", 0, ASN_OPT_FLAG, &opts.progress, NULL, "show a progress line on stderr"},
+    {"quiet", 'q', ASN_OPT_FLAG, &opts.quiet, NULL, "no summary on stderr"},
     {0},
 };
 
@@ -127,16 +141,16 @@ static json_t *samples(ctx *c, asn_constraint *k, long rec_no)
     json_t *out = json_array();
     int V = asn_vocab_n_tokens(c->v);
     uint64_t *bits = asn_xmalloc((size_t)(V + 63) / 64 * sizeof *bits);
-    for (long i = 0; i < opt_sample; i++) {
+    for (long i = 0; i < opts.sample; i++) {
         char id[64];
         snprintf(id, sizeof id, "%ld/%ld", rec_no, i);
-        asn_rng_key key = asn_rng_key_make((uint64_t)opt_seed, id, "constrain");
+        asn_rng_key key = asn_rng_key_make((uint64_t)opts.seed, id, "constrain");
         asn_gstate s;
         asn_gstate_start(asn_constraint_grammar(k), &s);
-        int32_t *ids = asn_xmalloc((size_t)opt_max_tokens * sizeof *ids);
+        int32_t *ids = asn_xmalloc((size_t)opts.max_tokens * sizeof *ids);
         int n = 0;
         const char *finish = "length";
-        while (n < opt_max_tokens) {
+        while (n < opts.max_tokens) {
             asn_constraint_mask(k, &s, bits);
             if (asn_gstate_complete(&s) && (!asn_gstate_can_continue(&s) ||
                                              asn_rng_uniform(key, (uint64_t)n, 7) < 0.5)) {
@@ -192,7 +206,7 @@ static int check(json_t *rec, void *vctx, const char *path, long line, asn_err *
     if (which < 0)
         return asn_err_set(e, "no constraint: expected one of \"json_schema\", \"grammar\", \"regex\", \"choice\"");
     const json_t *jt = json_object_get(rec, "text");
-    if (!json_is_string(jt) && (jt || !opt_sample))
+    if (!json_is_string(jt) && (jt || !opts.sample))
         return asn_err_set(e, "field \"text\" must be a string");
     c->records++;
     json_t *params = json_object();
@@ -230,9 +244,9 @@ static int check(json_t *rec, void *vctx, const char *path, long line, asn_err *
     c->compiled++;
     c->compile_sum += compile_ms;
     json_object_set_new(rec, "compiled", json_true());
-    if (opt_gbnf)
+    if (opts.gbnf)
         json_object_set_new(rec, "gbnf", json_string(gbnf));
-    if (opt_sample)
+    if (opts.sample)
         json_object_set_new(rec, "samples", samples(c, k, c->records));
     if (!jt) {
         free(gbnf);
@@ -250,7 +264,7 @@ static int check(json_t *rec, void *vctx, const char *path, long line, asn_err *
     asn_gstate_start(asn_constraint_grammar(k), &s);
     long refused = -1;
     double sum = 0, mx = 0;
-    json_t *each = opt_times ? json_array() : NULL;
+    json_t *each = opts.times ? json_array() : NULL;
     for (size_t i = 0; i < n; i++) {
         double t = asn_now();
         asn_constraint_mask(k, &s, bits);
@@ -274,7 +288,7 @@ static int check(json_t *rec, void *vctx, const char *path, long line, asn_err *
     json_object_set_new(rec, "refused_at", refused < 0 ? json_null() : json_integer(refused));
     json_object_set_new(rec, "complete", json_boolean(complete));
     json_object_set_new(rec, "valid", json_boolean(refused < 0 && complete));
-    if (opt_times) {
+    if (opts.times) {
         long steps = refused < 0 ? (long)n : refused + 1;
         json_object_set_new(rec, "compile_ms", json_real(compile_ms));
         json_object_set_new(rec, "mask_us_mean", steps ? json_real(sum / (double)steps) : json_null());
@@ -298,24 +312,24 @@ static int cmp_double(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
-    if (!opt_model)
+    if (!opts.model)
         asn_usage_error("-m MODEL.gguf is required");
     asn_err e;
-    asn_gguf *gg = asn_gguf_open(opt_model, &e);
+    asn_gguf *gg = asn_gguf_open(opts.model, &e);
     if (!gg)
         asn_fatal("%s", e.msg);
     asn_vocab *v = asn_vocab_load(gg, &e);
     asn_gguf_close(gg);
     if (!v)
-        asn_fatal("%s: %s", opt_model, e.msg);
+        asn_fatal("%s: %s", opts.model, e.msg);
     ctx c = {0};
     c.v = v;
     asn_jsonl_keep_big_integers(1); /* a schema holding one is refused, not the run */
     asn_grammar *g0 = asn_gbnf_parse("root ::= \"\"", 11, &e);
     c.base = asn_constraint_new(g0, v);
-    long bad = asn_map_records(nops ? argv + 1 : NULL, opt_skip_bad, opt_progress, check, &c);
+    long bad = asn_map_records(nops ? argv + 1 : NULL, opts.skip_bad, opts.progress, check, &c);
     asn_close_out(stdout, "-");
-    if (!opt_quiet) {
+    if (!opts.quiet) {
         if (c.n_times)
             qsort(c.times, c.n_times, sizeof *c.times, cmp_double);
         double mean = 0;

@@ -8,13 +8,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *opt_to = "reference";
-static int opt_skip_invalid, opt_progress;
+/* The command line, as asn_tool_parse fills it. */
+typedef struct convert_records_options {
+    const char *to;
+    int skip_invalid;
+    int progress;
+} convert_records_options;
+
+/* The options, with their defaults (the table below points into it). */
+static convert_records_options opts = {
+    .to = "reference",
+};
 
 static const asn_option options[] = {
-    {"to", 0, ASN_OPT_STRING, &opt_to, "FORMAT", "the format to write: reference (the research pipeline's)"},
-    {"skip-invalid", 0, ASN_OPT_FLAG, &opt_skip_invalid, NULL, "warn about malformed records, drop them and go on"},
-    {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show the progress bar even when stderr is not a terminal"},
+    {"to", 0, ASN_OPT_STRING, &opts.to, "FORMAT", "the format to write: reference (the research pipeline's)"},
+    {"skip-invalid", 0, ASN_OPT_FLAG, &opts.skip_invalid, NULL, "warn about malformed records, drop them and go on"},
+    {"progress", 0, ASN_OPT_FLAG, &opts.progress, NULL, "show the progress bar even when stderr is not a terminal"},
     {0},
 };
 
@@ -97,9 +106,9 @@ static int convert(json_t *rec, void *ctx, const char *path, long line, asn_err 
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
-    if (strcmp(opt_to, "reference"))
-        asn_usage_error("--to must be reference, not \"%s\"", opt_to);
-    asn_map_records(nops ? argv + 1 : NULL, opt_skip_invalid, opt_progress, convert, NULL);
+    if (strcmp(opts.to, "reference"))
+        asn_usage_error("--to must be reference, not \"%s\"", opts.to);
+    asn_map_records(nops ? argv + 1 : NULL, opts.skip_invalid, opts.progress, convert, NULL);
     asn_close_out(stdout, "-");
     return 0;
 }

@@ -16,19 +16,33 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *opt_group = "seed", *opt_sort_key, *opt_weights;
-static long opt_top_k = 5;
-static int opt_ignore_verifiable, opt_pairs, opt_skip_bad, opt_progress;
+/* The command line, as asn_tool_parse fills it. */
+typedef struct filter_topk_options {
+    const char *group;
+    const char *sort_key;
+    const char *weights;
+    long top_k;
+    int ignore_verifiable;
+    int pairs;
+    int skip_bad;
+    int progress;
+} filter_topk_options;
+
+/* The options, with their defaults (the table below points into it). */
+static filter_topk_options opts = {
+    .group = "seed",
+    .top_k = 5,
+};
 
 static const asn_option options[] = {
-    {"top-k", 'k', ASN_OPT_INT, &opt_top_k, "K", "records kept per group (0: all)"},
-    {"sort-key", 0, ASN_OPT_STRING, &opt_sort_key, "KEY", "rank by this combined score a{a}_b{b}_c{c} (default a0.1_b0.9_c0.9)"},
-    {"weights", 'w', ASN_OPT_STRING, &opt_weights, "FILE", "rank by weights from YAML {quality, diversity, verifiable, reward} instead"},
-    {"group", 0, ASN_OPT_STRING, &opt_group, "BY", "seed: groups are (prompt, seed); prompt: all seeds of a prompt"},
-    {"ignore-verifiable-filtering", 0, ASN_OPT_FLAG, &opt_ignore_verifiable, NULL, "keep records whose verifiable reward is not 1"},
-    {"pairs", 0, ASN_OPT_FLAG, &opt_pairs, NULL, "write chosen/rejected preference pairs (best vs worst of each group) instead"},
-    ASN_OPT_SKIP_BAD(&opt_skip_bad),
-    {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
+    {"top-k", 'k', ASN_OPT_INT, &opts.top_k, "K", "records kept per group (0: all)"},
+    {"sort-key", 0, ASN_OPT_STRING, &opts.sort_key, "KEY", "rank by this combined score a{a}_b{b}_c{c} (default a0.1_b0.9_c0.9)"},
+    {"weights", 'w', ASN_OPT_STRING, &opts.weights, "FILE", "rank by weights from YAML {quality, diversity, verifiable, reward} instead"},
+    {"group", 0, ASN_OPT_STRING, &opts.group, "BY", "seed: groups are (prompt, seed); prompt: all seeds of a prompt"},
+    {"ignore-verifiable-filtering", 0, ASN_OPT_FLAG, &opts.ignore_verifiable, NULL, "keep records whose verifiable reward is not 1"},
+    {"pairs", 0, ASN_OPT_FLAG, &opts.pairs, NULL, "write chosen/rejected preference pairs (best vs worst of each group) instead"},
+    ASN_OPT_SKIP_BAD(&opts.skip_bad),
+    {"progress", 0, ASN_OPT_FLAG, &opts.progress, NULL, "show progress even when stderr is not a terminal"},
     {0},
 };
 
@@ -126,7 +140,7 @@ static int opt_number(const json_t *obj, const char *key, const char *shown, int
 static int read_fields(const json_t *rec, fields *f, asn_err *e)
 {
     memset(f, 0, sizeof *f);
-    if (!strcmp(opt_group, "seed") && asn_rec_seed(rec, &f->seed, e))
+    if (!strcmp(opts.group, "seed") && asn_rec_seed(rec, &f->seed, e))
         return -1;
     const json_t *q = json_object_get(rec, "quality");
     if (q && !json_is_null(q) && !json_is_object(q))
@@ -149,7 +163,7 @@ static int read_fields(const json_t *rec, fields *f, asn_err *e)
         return -1;
     if (opt_number(rec, "reward", "reward", &f->has_r, &f->r, e))
         return -1;
-    if (opt_pairs) {
+    if (opts.pairs) {
         const char *s;
         if (asn_get_string(rec, "prompt", 1, &s, e) || asn_get_string(rec, "generation", 1, &s, e))
             return -1;
@@ -298,7 +312,7 @@ static void do_group(run *R, json_t *recs, const size_t *members, const fields *
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         const fields *f = &fs[members[i]];
-        if (ver && !opt_ignore_verifiable && !(f->has_v && f->v == 1.0))
+        if (ver && !opts.ignore_verifiable && !(f->has_v && f->v == 1.0))
             continue;
         item *x = &it[m++];
         x->idx = members[i];
@@ -319,7 +333,7 @@ static void do_group(run *R, json_t *recs, const size_t *members, const fields *
         const char *file = asn_group_where(gr, members[0], &line);
         const char *p = asn_rec_prompt_key(json_array_get(recs, members[0]));
         char seed[40] = "";
-        if (!strcmp(opt_group, "seed"))
+        if (!strcmp(opts.group, "seed"))
             snprintf(seed, sizeof seed, " seed %lld", fs[members[0]].seed);
         if (!R->emptied++)
             snprintf(R->first_emptied, sizeof R->first_emptied, "prompt \"%.50s\"%s, %s:%ld", p, seed, file, line);
@@ -327,7 +341,7 @@ static void do_group(run *R, json_t *recs, const size_t *members, const fields *
         return;
     }
     qsort(it, m, sizeof *it, by_final);
-    if (opt_pairs) {
+    if (opts.pairs) {
         if (m < 2 || !(it[0].final > it[m - 1].final)) {
             R->no_pair++;
         } else {
@@ -347,7 +361,7 @@ static void do_group(run *R, json_t *recs, const size_t *members, const fields *
         free(it);
         return;
     }
-    size_t keep = opt_top_k > 0 && (size_t)opt_top_k < m ? (size_t)opt_top_k : m;
+    size_t keep = opts.top_k > 0 && (size_t)opts.top_k < m ? (size_t)opts.top_k : m;
     json_t *weights = json_pack("{s:f,s:f,s:f}", "quality", R->w[1], "diversity", R->w[0], "verifiable", R->w[2]);
     if (R->w[3] > 0)
         json_object_set_new(weights, "reward", json_real(R->w[3]));
@@ -379,7 +393,7 @@ static void do_group(run *R, json_t *recs, const size_t *members, const fields *
 static void read_weights(run *R)
 {
     asn_err e;
-    asn_yaml *y = asn_yaml_load(opt_weights, &e);
+    asn_yaml *y = asn_yaml_load(opts.weights, &e);
     if (!y)
         asn_fatal("%s", e.msg);
     json_t *root = asn_yaml_root(y);
@@ -409,26 +423,26 @@ static void read_weights(run *R)
         R->w[i] = x;
     }
     if (!(R->w[1] > 0))
-        asn_fatal("%s: quality must be > 0 (every record has a quality term)", opt_weights);
+        asn_fatal("%s: quality must be > 0 (every record has a quality term)", opts.weights);
     asn_yaml_free(y);
 }
 
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
-    if (strcmp(opt_group, "seed") && strcmp(opt_group, "prompt"))
-        asn_usage_error("--group must be seed or prompt, not \"%s\"", opt_group);
-    if (opt_top_k < 0)
+    if (strcmp(opts.group, "seed") && strcmp(opts.group, "prompt"))
+        asn_usage_error("--group must be seed or prompt, not \"%s\"", opts.group);
+    if (opts.top_k < 0)
         asn_usage_error("--top-k must be >= 0");
-    if (opt_sort_key && opt_weights)
+    if (opts.sort_key && opts.weights)
         asn_usage_error("--sort-key and --weights are alternatives");
     make_grid();
     run R = {0};
     R.key = -1;
-    if (opt_weights) {
+    if (opts.weights) {
         read_weights(&R);
     } else {
-        const char *key = opt_sort_key ? opt_sort_key : "a0.1_b0.9_c0.9";
+        const char *key = opts.sort_key ? opts.sort_key : "a0.1_b0.9_c0.9";
         for (int k = 0; k < NGRID; k++)
             if (!strcmp(grid_key[k], key))
                 R.key = k;
@@ -456,7 +470,7 @@ int main(int argc, char **argv)
     asn_group_on_file(gr, asn_note_record_format, NULL);
     json_t *recs;
     int r;
-    while ((r = asn_group_next(gr, opt_skip_bad, &recs, &e)) > 0) {
+    while ((r = asn_group_next(gr, opts.skip_bad, &recs, &e)) > 0) {
         size_t i;
         json_t *rec;
         json_array_foreach(recs, i, rec) {
@@ -464,7 +478,7 @@ int main(int argc, char **argv)
             if (read_fields(rec, &f, &e)) {
                 long line;
                 const char *file = asn_group_where(gr, i, &line);
-                if (!opt_skip_bad) {
+                if (!opts.skip_bad) {
                     json_decref(recs);
                     asn_fatal("%s:%ld: %s", file, line, e.msg);
                 }
@@ -497,13 +511,13 @@ int main(int argc, char **argv)
     }
     if (!(gr = asn_group_open(files, &e)))
         asn_fatal("%s", e.msg);
-    asn_progress *prog = asn_progress_new("records", 0, opt_progress);
+    asn_progress *prog = asn_progress_new("records", 0, opts.progress);
     asn_catch_stop();
     size_t cap = 0;
     fields *fs = NULL;
     size_t *members = NULL, *sub_of = NULL;
     long long *seeds = NULL;
-    while ((r = asn_group_next(gr, opt_skip_bad, &recs, &e)) > 0) {
+    while ((r = asn_group_next(gr, opts.skip_bad, &recs, &e)) > 0) {
         size_t n = json_array_size(recs), i;
         if (n > cap) {
             cap = n;
@@ -535,7 +549,7 @@ int main(int argc, char **argv)
         }
         asn_progress_add(prog, (long)n);
         json_decref(recs);
-        asn_stop_point(R.written, opt_pairs ? "pairs" : "records");
+        asn_stop_point(R.written, opts.pairs ? "pairs" : "records");
     }
     asn_progress_done(prog);
     if (r < 0)
@@ -548,7 +562,7 @@ int main(int argc, char **argv)
                 "the first: %s); --ignore-verifiable-filtering keeps them\n",
                 asn_progname(), R.emptied, R.groups, R.groups == 1 ? "" : "s", R.emptied == 1 ? "its" : "their",
                 R.first_emptied);
-    if (opt_pairs && R.no_pair)
+    if (opts.pairs && R.no_pair)
         fprintf(stderr, "%s: %ld group%s gave no pair (fewer than two records, or all scored alike)\n",
                 asn_progname(), R.no_pair, R.no_pair == 1 ? "" : "s");
     if (skipped)

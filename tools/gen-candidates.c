@@ -666,14 +666,39 @@ static void merge_shards(const prompts *ps, FILE *out)
     free(ids);
 }
 
-int main(int argc, char **argv)
+/* ------------------------------------------------------------------ main */
+
+/* What a run needs, opened from the options before anything is generated. */
+typedef struct gc_ctx {
+    run r;
+    asn_heuristics *hs;
+    asn_model *m;             /* the local model (NULL with --server) */
+    asn_gguf *tok_gguf;       /* --server: the tokenizer's GGUF */
+    asn_vocab *own_vocab;
+    const asn_vocab *v;
+    const char *gguf_path;    /* the GGUF the tokens and template come from */
+    int tmpl;
+    asn_gen_settings gs;
+    int32_t *stop_ids;
+    int *stop_off;
+    remote rm;
+    prompts ps;
+    size_t todo;              /* ps.v[0..todo): the prompts still to generate */
+    /* the output */
+    char *part;               /* -o FILE: FILE.part */
+    char **done;              /* --resume: the prompts already complete */
+    int n_done;
+    int fd;
+    asn_pool *pool;
+    asn_generator *gen;
+} gc_ctx;
+
+/* The checks of the options alone; --chat-date and --shard parsed. */
+static void check_options(int nops)
 {
-    int nops = asn_tool_parse(&tool, argc, argv);
-    {
-        asn_err de;
-        if (opts.chat_date && asn_chat_set_date(opts.chat_date, &de))
-            asn_usage_error("--chat-date: %s", de.msg);
-    }
+    asn_err e;
+    if (opts.chat_date && asn_chat_set_date(opts.chat_date, &e))
+        asn_usage_error("--chat-date: %s", e.msg);
     if ((!opts.model && !opts.server.n) || !opts.heuristics)
         asn_usage_error("--model (or --server) and --heuristics are required");
     if (opts.server.n && !opts.model && !opts.tokenizer)
@@ -694,222 +719,287 @@ int main(int argc, char **argv)
         asn_usage_error("--sources and prompt files do not go together");
     if (opts.merge.n && (opts.shard || opts.resume || opts.skip_from))
         asn_usage_error("--merge does not go with --shard, --resume or --skip-from");
-    asn_err e;
     if (opts.shard && asn_shard_parse(opts.shard, &shard, &e))
         asn_usage_error("%s", e.msg);
-    run r = {0};
-    r.seeds = parse_seeds(opts.seeds, &r.n_seeds);
+}
 
-    asn_heuristics *hs = asn_heuristics_load(opts.heuristics, &e);
-    if (!hs)
+/* The seeds and the heuristics (--only's, in file order). */
+static void load_heuristics(gc_ctx *g)
+{
+    asn_err e;
+    run *r = &g->r;
+    r->seeds = parse_seeds(opts.seeds, &r->n_seeds);
+    g->hs = asn_heuristics_load(opts.heuristics, &e);
+    if (!g->hs)
         asn_fatal("%s", e.msg);
-    r.hs = asn_xcalloc((size_t)hs->n, sizeof *r.hs);
+    r->hs = asn_xcalloc((size_t)g->hs->n, sizeof *r->hs);
     for (int i = 0; i < opts.only.n; i++)
-        if (asn_heuristics_find(hs, opts.only.v[i]) < 0)
+        if (asn_heuristics_find(g->hs, opts.only.v[i]) < 0)
             asn_fatal("%s: no pipeline named \"%s\"", opts.heuristics, opts.only.v[i]);
-    for (int i = 0; i < hs->n; i++) {
+    for (int i = 0; i < g->hs->n; i++) {
         int keep = !opts.only.n;
         for (int k = 0; k < opts.only.n; k++)
-            keep |= !strcmp(opts.only.v[k], hs->h[i].name);
+            keep |= !strcmp(opts.only.v[k], g->hs->h[i].name);
         if (keep)
-            r.hs[r.n_hs++] = &hs->h[i];
+            r->hs[r->n_hs++] = &g->hs->h[i];
     }
+}
 
-    asn_model *m = NULL;
-    asn_gguf *tok_gguf = NULL;
-    asn_vocab *own_vocab = NULL;
-    const asn_vocab *v;
-    const char *gguf_path = opts.server.n && opts.tokenizer ? opts.tokenizer : opts.model;
-    if (opts.server.n) { /* the tokenizer alone */
-        tok_gguf = asn_gguf_open(gguf_path, &e);
-        v = own_vocab = tok_gguf ? asn_vocab_load(tok_gguf, &e) : NULL;
-        if (!v)
-            asn_fatal("%s: %s", gguf_path, e.msg);
+/* The model (or, with --server, the tokenizer alone) and its vocabulary. */
+static void load_vocab(gc_ctx *g)
+{
+    asn_err e;
+    g->gguf_path = opts.server.n && opts.tokenizer ? opts.tokenizer : opts.model;
+    if (opts.server.n) {
+        g->tok_gguf = asn_gguf_open(g->gguf_path, &e);
+        g->v = g->own_vocab = g->tok_gguf ? asn_vocab_load(g->tok_gguf, &e) : NULL;
+        if (!g->v)
+            asn_fatal("%s: %s", g->gguf_path, e.msg);
     } else {
         const char *was = asn_alloc_context("loading the model");
-        m = asn_model_load(opts.model, &e);
+        g->m = asn_model_load(opts.model, &e);
         asn_alloc_context(was);
-        v = m ? asn_model_vocab(m, &e) : NULL;
-        if (!v)
+        g->v = g->m ? asn_model_vocab(g->m, &e) : NULL;
+        if (!g->v)
             asn_fatal("%s", e.msg);
     }
-    const asn_gguf *gg = m ? asn_model_gguf(m) : tok_gguf;
+}
+
+/* The chat template, the system message, the generation settings, and the
+ * model the records name (the servers connected to with --server). */
+static void open_model(gc_ctx *g)
+{
+    asn_err e;
+    load_vocab(g);
+    const asn_gguf *gg = g->m ? asn_model_gguf(g->m) : g->tok_gguf;
     char *tmpl_text = NULL, *gname = NULL;
     if (asn_gguf_get_str(gg, "tokenizer.chat_template", 0, &tmpl_text, &e) ||
         asn_gguf_get_str(gg, "general.name", 0, &gname, &e))
         asn_fatal("%s", e.msg);
-    int tmpl = !opts.template && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opts.template, &e);
-    if (tmpl < 0)
-        asn_fatal("%s: %s", gguf_path, e.msg);
-    r.tmpl_name = asn_chat_name(tmpl);
+    g->tmpl = !opts.template && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opts.template, &e);
+    if (g->tmpl < 0)
+        asn_fatal("%s: %s", g->gguf_path, e.msg);
+    g->r.tmpl_name = asn_chat_name(g->tmpl);
     default_system = opts.no_system ? NULL : opts.system ? opts.system : tmpl_text ? "You are a helpful assistant." : NULL;
     free(tmpl_text);
-    const char *base = strrchr(gguf_path, '/') ? strrchr(gguf_path, '/') + 1 : gguf_path;
-    asn_gen_settings gs = {.min_new_tokens = (int)opts.min_new, .max_new_tokens = (int)opts.max_new,
-                           .stop = opts.stop.v, .n_stop = opts.stop.n};
-    int32_t *stop_ids = NULL;
-    int *stop_off = NULL;
+    const char *base = strrchr(g->gguf_path, '/') ? strrchr(g->gguf_path, '/') + 1 : g->gguf_path;
+    g->gs = (asn_gen_settings){.min_new_tokens = (int)opts.min_new, .max_new_tokens = (int)opts.max_new,
+                               .stop = opts.stop.v, .n_stop = opts.stop.n};
     if (opts.stop_ids.n) {
         if (opts.server.n)
             asn_usage_error("--stop-ids goes with a local model (-m), not --server");
         int ns = asn_gen_stop_ids_parse((const char *const *)opts.stop_ids.v, opts.stop_ids.n,
-                                        (int32_t)asn_vocab_n_tokens(v), &stop_ids, &stop_off, &e);
+                                        (int32_t)asn_vocab_n_tokens(g->v), &g->stop_ids, &g->stop_off, &e);
         if (ns < 0)
             asn_usage_error("--stop-ids: %s", e.msg);
-        gs.stop_ids = stop_ids, gs.stop_off = stop_off, gs.n_stop_ids = ns;
+        g->gs.stop_ids = g->stop_ids, g->gs.stop_off = g->stop_off, g->gs.n_stop_ids = ns;
     }
-    remote rm = {0};
     if (opts.server.n) {
-        remote_open(&rm, &r, &gs, v, gname ? gname : base, gguf_path);
+        remote_open(&g->rm, &g->r, &g->gs, g->v, gname ? gname : base, g->gguf_path);
     } else {
-        const char *sha = asn_model_sha256(m, &e);
+        const char *sha = asn_model_sha256(g->m, &e);
         if (!sha)
             asn_fatal("%s", e.msg);
-        r.model_json = json_pack("{s:s,s:s}", "name", gname ? gname : base, "sha256", sha);
+        g->r.model_json = json_pack("{s:s,s:s}", "name", gname ? gname : base, "sha256", sha);
     }
     free(gname);
+}
+
+/* The "settings" every record carries. */
+static void make_settings(gc_ctx *g)
+{
+    run *r = &g->r;
     json_t *stops = json_array();
     for (int i = 0; i < opts.stop.n; i++)
         json_array_append_new(stops, json_string(opts.stop.v[i]));
-    r.settings = json_pack("{s:s?,s:s,s:I,s:I,s:o}", "system", default_system, "chat_template", r.tmpl_name,
-                           "min_new_tokens", (json_int_t)opts.min_new, "max_new_tokens", (json_int_t)opts.max_new,
-                           "stop", stops);
+    r->settings = json_pack("{s:s?,s:s,s:I,s:I,s:o}", "system", default_system, "chat_template", r->tmpl_name,
+                            "min_new_tokens", (json_int_t)opts.min_new, "max_new_tokens", (json_int_t)opts.max_new,
+                            "stop", stops);
     if (!default_system)
-        json_object_set_new(r.settings, "system", json_null());
-    json_object_set_new(r.settings, "generator", json_string("gen-candidates (asn) " ASN_VERSION));
-    if (asn_chat_dated(tmpl))
-        json_object_set_new(r.settings, "chat_date", json_string(asn_chat_date()));
-    if (gs.n_stop_ids)
-        json_object_set_new(r.settings, "stop_token_ids", asn_gen_stop_ids_json(stop_ids, stop_off, gs.n_stop_ids));
+        json_object_set_new(r->settings, "system", json_null());
+    json_object_set_new(r->settings, "generator", json_string("gen-candidates (asn) " ASN_VERSION));
+    if (asn_chat_dated(g->tmpl))
+        json_object_set_new(r->settings, "chat_date", json_string(asn_chat_date()));
+    if (g->gs.n_stop_ids)
+        json_object_set_new(r->settings, "stop_token_ids", asn_gen_stop_ids_json(g->stop_ids, g->stop_off, g->gs.n_stop_ids));
+}
 
-    prompts ps = {0};
+static void read_prompts(gc_ctx *g, int nops, char **argv)
+{
     if (opts.sources) {
-        read_sources(&ps, opts.sources);
+        read_sources(&g->ps, opts.sources);
     } else {
         char *def[] = {"-", NULL};
         for (char **f = nops ? argv + 1 : def; *f; f++)
-            read_jsonl(&ps, *f, "prompt", NULL);
+            read_jsonl(&g->ps, *f, "prompt", NULL);
     }
+}
 
-    if (opts.merge.n) {
-        FILE *out = asn_open_out(opts.out ? opts.out : "-");
-        merge_shards(&ps, out);
-        asn_close_out(out, opts.out ? opts.out : "-");
-        for (size_t i = 0; i < ps.n; i++)
-            prompt_clear(&ps.v[i]);
-        free(ps.v);
-        return 0;
-    }
+/* --merge: the shards' records in the prompts' order; nothing generated. */
+static void merge(gc_ctx *g)
+{
+    FILE *out = asn_open_out(opts.out ? opts.out : "-");
+    merge_shards(&g->ps, out);
+    asn_close_out(out, opts.out ? opts.out : "-");
+    for (size_t i = 0; i < g->ps.n; i++)
+        prompt_clear(&g->ps.v[i]);
+    free(g->ps.v);
+}
 
-    int n_done = 0;
-    char *part = NULL;
+/* The output (FILE.part with -o, cut to its complete prompts by --resume),
+ * the engine, and the prompts still to do: those neither in FILE.part nor,
+ * with --skip-from, complete in the index. */
+static void open_run(gc_ctx *g)
+{
+    asn_err e;
+    g->fd = 1;
     if (opts.out) {
-        part = asn_xmalloc(strlen(opts.out) + 6);
-        strcpy(part, opts.out);
-        strcat(part, ".part");
-        part_path = part;
+        g->part = asn_xmalloc(strlen(opts.out) + 6);
+        strcpy(g->part, opts.out);
+        strcat(g->part, ".part");
+        part_path = g->part;
     }
-    char **done = opts.resume ? resume(part, opts.out, r.n_hs * r.n_seeds, &n_done) : NULL;
-    int fd = 1;
-    if (opts.out && (fd = open(part, O_WRONLY | O_CREAT | O_CLOEXEC | (opts.resume ? O_APPEND : O_TRUNC), 0666)) < 0)
-        asn_fatal("%s: %s", part, strerror(errno));
+    int per_prompt = g->r.n_hs * g->r.n_seeds;
+    g->done = opts.resume ? resume(g->part, opts.out, per_prompt, &g->n_done) : NULL;
+    if (opts.out && (g->fd = open(g->part, O_WRONLY | O_CREAT | O_CLOEXEC | (opts.resume ? O_APPEND : O_TRUNC), 0666)) < 0)
+        asn_fatal("%s: %s", g->part, strerror(errno));
 
-    asn_pool *pool = m ? asn_pool_new((int)opts.threads) : NULL;
-    asn_generator *gen = m ? asn_generator_new(m, pool, (int)opts.batch, (int)opts.ctx, &gs, &e) : NULL;
-    if (m && !gen)
+    g->pool = g->m ? asn_pool_new((int)opts.threads) : NULL;
+    g->gen = g->m ? asn_generator_new(g->m, g->pool, (int)opts.batch, (int)opts.ctx, &g->gs, &e) : NULL;
+    if (g->m && !g->gen)
         asn_fatal("%s", e.msg);
 
-    /* prompts still to do, in chunks of about 8 batches of jobs */
     asn_store *skip_db = NULL;
     if (opts.skip_from && !(skip_db = asn_store_open(opts.skip_from, &e)))
         asn_fatal("%s", e.msg);
-    size_t todo = 0;
-    for (size_t i = 0; i < ps.n; i++) {
-        int skip = skip_db && asn_store_count_prompt(skip_db, ps.v[i].id) == (long)r.n_hs * r.n_seeds;
-        for (int k = 0; k < n_done && !skip; k++)
-            skip = !strcmp(done[k], ps.v[i].id);
+    prompts *ps = &g->ps;
+    for (size_t i = 0; i < ps->n; i++) {
+        int skip = skip_db && asn_store_count_prompt(skip_db, ps->v[i].id) == (long)g->r.n_hs * g->r.n_seeds;
+        for (int k = 0; k < g->n_done && !skip; k++)
+            skip = !strcmp(g->done[k], ps->v[i].id);
         if (!skip)
-            ps.v[todo++] = ps.v[i];
+            ps->v[g->todo++] = ps->v[i];
         else
-            prompt_clear(&ps.v[i]);
+            prompt_clear(&ps->v[i]);
     }
     asn_store_close(skip_db);
-    int per_prompt = r.n_hs * r.n_seeds;
-    prog pg = {asn_progress_new("candidates", (long)todo * per_prompt, opts.progress), 0};
+}
+
+/* Writes prompt p's records (its jobs, in order) in one write and clears it. */
+static void write_prompt(gc_ctx *g, prompt *p, asn_gen_job *jobs)
+{
+    const run *r = &g->r;
+    asn_sbuf buf = ASN_SBUF_INIT;
+    int k = 0;
+    for (int h = 0; h < r->n_hs; h++)
+        for (int s = 0; s < r->n_seeds; s++, k++) {
+            json_t *c = candidate(r, p, r->hs[h], r->seeds[s], &jobs[k]);
+            char *line = asn_json_dumps(c, 0);
+            asn_sbuf_adds(&buf, line);
+            asn_sbuf_addc(&buf, '\n');
+            free(line);
+            json_decref(c);
+            asn_gen_job_clear(&jobs[k]);
+        }
+    write_all(g->fd, buf.buf, buf.len);
+    asn_sbuf_release(&buf);
+    prompt_clear(p);
+}
+
+/* Generates the prompts still to do, in chunks of about 8 batches of jobs,
+ * writing each prompt's records as its chunk ends. */
+static void generate(gc_ctx *g)
+{
+    asn_err e;
+    const run *r = &g->r;
+    int per_prompt = r->n_hs * r->n_seeds;
+    prog pg = {asn_progress_new("candidates", (long)g->todo * per_prompt, opts.progress), 0};
     size_t chunk = (size_t)((opts.server.n ? 8 * opts.inflight : 8 * opts.batch) / per_prompt + 1);
     asn_gen_job *jobs = asn_xcalloc(chunk * (size_t)per_prompt, sizeof *jobs);
-    long total_done = 0, written = 0;
+    long written = 0;
     asn_catch_stop();
     if (opts.out) {
         static char hint[4200];
-        snprintf(hint, sizeof hint, "; they are in %s: --resume continues", part);
+        snprintf(hint, sizeof hint, "; they are in %s: --resume continues", g->part);
         asn_stop_hint(hint);
     }
-    for (size_t p0 = 0; p0 < todo; p0 += chunk) {
-        size_t p1 = p0 + chunk < todo ? p0 + chunk : todo;
+    for (size_t p0 = 0; p0 < g->todo; p0 += chunk) {
+        size_t p1 = p0 + chunk < g->todo ? p0 + chunk : g->todo;
         int nj = 0;
         for (size_t i = p0; i < p1; i++) {
-            prompt *p = &ps.v[i];
-            if (asn_gen_prompt_tokens(v, tmpl, p->system, p->text, &p->toks, &p->n_toks, &e))
+            prompt *p = &g->ps.v[i];
+            if (asn_gen_prompt_tokens(g->v, g->tmpl, p->system, p->text, &p->toks, &p->n_toks, &e))
                 asn_fatal("prompt %s: %s", p->id, e.msg);
-            for (int h = 0; h < r.n_hs; h++)
-                for (int s = 0; s < r.n_seeds; s++)
-                    jobs[nj++] = (asn_gen_job){.prompt_id = p->id, .prompt_tokens = p->toks, .n_prompt = p->n_toks, .heuristic = r.hs[h], .seed = r.seeds[s], .constraint = p->constraint};
+            for (int h = 0; h < r->n_hs; h++)
+                for (int s = 0; s < r->n_seeds; s++)
+                    jobs[nj++] = (asn_gen_job){.prompt_id = p->id, .prompt_tokens = p->toks, .n_prompt = p->n_toks, .heuristic = r->hs[h], .seed = r->seeds[s], .constraint = p->constraint};
         }
         pg.before = 0;
-        if (gen ? asn_generate(gen, jobs, nj, on_progress, &pg, &e) : remote_generate(&rm, jobs, nj, &pg, &e))
+        if (g->gen ? asn_generate(g->gen, jobs, nj, on_progress, &pg, &e) : remote_generate(&g->rm, jobs, nj, &pg, &e))
             asn_fatal("%s", e.msg);
-        total_done += nj;
-        int k = 0;
         for (size_t i = p0; i < p1; i++) {
-            prompt *p = &ps.v[i];
-            asn_sbuf buf = ASN_SBUF_INIT;
-            for (int h = 0; h < r.n_hs; h++)
-                for (int s = 0; s < r.n_seeds; s++, k++) {
-                    json_t *c = candidate(&r, p, r.hs[h], r.seeds[s], &jobs[k]);
-                    char *line = asn_json_dumps(c, 0);
-                    asn_sbuf_adds(&buf, line);
-                    asn_sbuf_addc(&buf, '\n');
-                    free(line);
-                    json_decref(c);
-                    asn_gen_job_clear(&jobs[k]);
-                }
-            write_all(fd, buf.buf, buf.len); /* a prompt's records in one write */
-            asn_sbuf_release(&buf);
-            prompt_clear(p);
+            write_prompt(g, &g->ps.v[i], jobs + (i - p0) * (size_t)per_prompt);
             written += per_prompt;
             asn_stop_point(written, "candidates (whole prompts)");
         }
     }
     asn_progress_done(pg.bar);
+    free(jobs);
+}
+
+/* Every prompt done: the servers' figures, then with -o the whole file,
+ * synced, then its name. */
+static void finish_run(gc_ctx *g)
+{
     if (opts.server.n)
-        remote_close(&rm);
-    if (fd != 1) { /* every prompt done: the whole file, synced, then its name */
-        if ((fsync(fd) && errno != EINVAL) || close(fd))
-            asn_fatal("%s: write error: %s", part, strerror(errno));
-        if (rename(part, opts.out))
-            asn_fatal("%s: cannot rename %s to it: %s", opts.out, part, strerror(errno));
+        remote_close(&g->rm);
+    if (g->fd != 1) {
+        if ((fsync(g->fd) && errno != EINVAL) || close(g->fd))
+            asn_fatal("%s: write error: %s", g->part, strerror(errno));
+        if (rename(g->part, opts.out))
+            asn_fatal("%s: cannot rename %s to it: %s", opts.out, g->part, strerror(errno));
         asn_fsync_dir(opts.out);
     }
-    free(part);
-    for (int i = 0; i < n_done; i++)
-        free(done[i]);
-    free(done);
-    free(jobs);
-    free(ps.v);
-    free(r.seeds);
-    free(r.hs);
+}
+
+static void gc_free(gc_ctx *g)
+{
+    free(g->part);
+    for (int i = 0; i < g->n_done; i++)
+        free(g->done[i]);
+    free(g->done);
+    free(g->ps.v);
+    free(g->r.seeds);
+    free(g->r.hs);
     free(opts.stop.v);
-    free(stop_ids), free(stop_off);
+    free(g->stop_ids), free(g->stop_off);
     free(opts.only.v);
-    json_decref(r.model_json);
-    json_decref(r.settings);
-    asn_generator_free(gen);
-    asn_pool_free(pool);
-    asn_model_free(m);
-    asn_vocab_free(own_vocab);
-    asn_gguf_close(tok_gguf);
-    asn_heuristics_free(hs);
-    (void)total_done;
+    json_decref(g->r.model_json);
+    json_decref(g->r.settings);
+    asn_generator_free(g->gen);
+    asn_pool_free(g->pool);
+    asn_model_free(g->m);
+    asn_vocab_free(g->own_vocab);
+    asn_gguf_close(g->tok_gguf);
+    asn_heuristics_free(g->hs);
+}
+
+int main(int argc, char **argv)
+{
+    int nops = asn_tool_parse(&tool, argc, argv);
+    check_options(nops);
+    gc_ctx g = {0};
+    load_heuristics(&g);
+    open_model(&g);
+    make_settings(&g);
+    read_prompts(&g, nops, argv);
+    if (opts.merge.n) {
+        merge(&g);
+        return 0;
+    }
+    open_run(&g);
+    generate(&g);
+    finish_run(&g);
+    gc_free(&g);
     return 0;
 }

@@ -15,36 +15,65 @@
 #include <string.h>
 #include <time.h>
 
-static const char *opt_model, *opt_file, *opt_system, *opt_template, *opt_heuristics, *opt_heuristic;
-static long opt_seed, opt_max_new = 256, opt_min_new, opt_threads = 0, opt_ctx = 0, opt_top_k;
-static double opt_temp = -1, opt_top_p = -1, opt_min_p = -1, opt_typical = -1, opt_rep = -1;
-static int opt_greedy, opt_verbose;
-static asn_strlist opt_stop;
+/* The command line, as asn_tool_parse fills it. */
+typedef struct generate_options {
+    const char *model;
+    const char *file;
+    const char *system;
+    const char *template;
+    const char *heuristics;
+    const char *heuristic;
+    long seed;
+    long max_new;
+    long min_new;
+    long threads;
+    long ctx;
+    long top_k;
+    double temp;
+    double top_p;
+    double min_p;
+    double typical;
+    double rep;
+    int greedy;
+    int verbose;
+    asn_strlist stop;
+    const char *chat_date;
+} generate_options;
 
-static const char *opt_chat_date;
+/* The options, with their defaults (the table below points into it). */
+static generate_options opts = {
+    .max_new = 256,
+    .threads = 0,
+    .ctx = 0,
+    .temp = -1,
+    .top_p = -1,
+    .min_p = -1,
+    .typical = -1,
+    .rep = -1,
+};
 
 static const asn_option options[] = {
-    {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF model (required)"},
-    {"file", 'f', ASN_OPT_STRING, &opt_file, "FILE", "read the prompt from FILE (- for stdin)"},
-    {"system", 0, ASN_OPT_STRING, &opt_system, "TEXT", "system message"},
-    {"chat-template", 0, ASN_OPT_STRING, &opt_template, "NAME", "chat template (chatml, llama3, ..., none); default: the model's, none without one"},
-    {"chat-date", 0, ASN_OPT_STRING, &opt_chat_date, "DATE", ASN_CHAT_DATE_HELP},
-    {"heuristics", 'H', ASN_OPT_STRING, &opt_heuristics, "FILE", "heuristics YAML (with --heuristic)"},
-    {"heuristic", 0, ASN_OPT_STRING, &opt_heuristic, "NAME", "pipeline of --heuristics to sample with"},
-    {"temperature", 0, ASN_OPT_DOUBLE, &opt_temp, "T", "inline heuristic: temperature (-1: off)"},
-    {"top-k", 0, ASN_OPT_INT, &opt_top_k, "K", "inline heuristic: top_k (0: off)"},
-    {"top-p", 0, ASN_OPT_DOUBLE, &opt_top_p, "P", "inline heuristic: top_p (-1: off)"},
-    {"min-p", 0, ASN_OPT_DOUBLE, &opt_min_p, "P", "inline heuristic: min_p (-1: off)"},
-    {"typical", 0, ASN_OPT_DOUBLE, &opt_typical, "MASS", "inline heuristic: typical (-1: off)"},
-    {"repetition-penalty", 0, ASN_OPT_DOUBLE, &opt_rep, "R", "inline heuristic: repetition_penalty (-1: off)"},
-    {"greedy", 0, ASN_OPT_FLAG, &opt_greedy, NULL, "inline heuristic: always the most probable token"},
-    {"seed", 's', ASN_OPT_INT, &opt_seed, "N", "random seed"},
-    {"max-new-tokens", 'n', ASN_OPT_INT, &opt_max_new, "N", "stop after N new tokens"},
-    {"min-new-tokens", 0, ASN_OPT_INT, &opt_min_new, "N", "no end-of-generation token before N new tokens"},
-    {"stop", 0, ASN_OPT_LIST, &opt_stop, "TEXT", "stop before this text"},
-    {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
-    {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "context size (0: the model's)"},
-    {"verbose", 'v', ASN_OPT_FLAG, &opt_verbose, NULL, "print the formatted prompt and speed on stderr"},
+    {"model", 'm', ASN_OPT_STRING, &opts.model, "FILE", "GGUF model (required)"},
+    {"file", 'f', ASN_OPT_STRING, &opts.file, "FILE", "read the prompt from FILE (- for stdin)"},
+    {"system", 0, ASN_OPT_STRING, &opts.system, "TEXT", "system message"},
+    {"chat-template", 0, ASN_OPT_STRING, &opts.template, "NAME", "chat template (chatml, llama3, ..., none); default: the model's, none without one"},
+    {"chat-date", 0, ASN_OPT_STRING, &opts.chat_date, "DATE", ASN_CHAT_DATE_HELP},
+    {"heuristics", 'H', ASN_OPT_STRING, &opts.heuristics, "FILE", "heuristics YAML (with --heuristic)"},
+    {"heuristic", 0, ASN_OPT_STRING, &opts.heuristic, "NAME", "pipeline of --heuristics to sample with"},
+    {"temperature", 0, ASN_OPT_DOUBLE, &opts.temp, "T", "inline heuristic: temperature (-1: off)"},
+    {"top-k", 0, ASN_OPT_INT, &opts.top_k, "K", "inline heuristic: top_k (0: off)"},
+    {"top-p", 0, ASN_OPT_DOUBLE, &opts.top_p, "P", "inline heuristic: top_p (-1: off)"},
+    {"min-p", 0, ASN_OPT_DOUBLE, &opts.min_p, "P", "inline heuristic: min_p (-1: off)"},
+    {"typical", 0, ASN_OPT_DOUBLE, &opts.typical, "MASS", "inline heuristic: typical (-1: off)"},
+    {"repetition-penalty", 0, ASN_OPT_DOUBLE, &opts.rep, "R", "inline heuristic: repetition_penalty (-1: off)"},
+    {"greedy", 0, ASN_OPT_FLAG, &opts.greedy, NULL, "inline heuristic: always the most probable token"},
+    {"seed", 's', ASN_OPT_INT, &opts.seed, "N", "random seed"},
+    {"max-new-tokens", 'n', ASN_OPT_INT, &opts.max_new, "N", "stop after N new tokens"},
+    {"min-new-tokens", 0, ASN_OPT_INT, &opts.min_new, "N", "no end-of-generation token before N new tokens"},
+    {"stop", 0, ASN_OPT_LIST, &opts.stop, "TEXT", "stop before this text"},
+    {"threads", 't', ASN_OPT_INT, &opts.threads, "N", "threads (0: all cores)"},
+    {"ctx", 'c', ASN_OPT_INT, &opts.ctx, "N", "context size (0: the model's)"},
+    {"verbose", 'v', ASN_OPT_FLAG, &opts.verbose, NULL, "print the formatted prompt and speed on stderr"},
     {0},
 };
 
@@ -68,19 +97,19 @@ static json_t *inline_processors(void)
 {
     json_t *p = json_array();
 #define ADD(NAME, KEY, VAL) json_array_append_new(p, json_pack("{s:s,s:{s:o}}", "name", NAME, "params", KEY, VAL))
-    if (opt_rep >= 0)
-        ADD("repetition_penalty", "penalty", json_real(opt_rep));
-    if (opt_temp >= 0)
-        ADD("temperature", "temperature", json_real(opt_temp));
-    if (opt_top_k > 0)
-        ADD("top_k", "top_k", json_integer(opt_top_k));
-    if (opt_top_p >= 0)
-        ADD("top_p", "top_p", json_real(opt_top_p));
-    if (opt_min_p >= 0)
-        ADD("min_p", "min_p", json_real(opt_min_p));
-    if (opt_typical >= 0)
-        ADD("typical", "mass", json_real(opt_typical));
-    if (opt_greedy)
+    if (opts.rep >= 0)
+        ADD("repetition_penalty", "penalty", json_real(opts.rep));
+    if (opts.temp >= 0)
+        ADD("temperature", "temperature", json_real(opts.temp));
+    if (opts.top_k > 0)
+        ADD("top_k", "top_k", json_integer(opts.top_k));
+    if (opts.top_p >= 0)
+        ADD("top_p", "top_p", json_real(opts.top_p));
+    if (opts.min_p >= 0)
+        ADD("min_p", "min_p", json_real(opts.min_p));
+    if (opts.typical >= 0)
+        ADD("typical", "mass", json_real(opts.typical));
+    if (opts.greedy)
         json_array_append_new(p, json_pack("{s:s,s:{}}", "name", "greedy", "params"));
 #undef ADD
     return p;
@@ -91,10 +120,10 @@ static json_t *inline_processors(void)
 static size_t held_for_stop(const char *text, size_t n)
 {
     size_t best = 0;
-    for (int i = 0; i < opt_stop.n; i++) {
-        size_t sl = strlen(opt_stop.v[i]);
+    for (int i = 0; i < opts.stop.n; i++) {
+        size_t sl = strlen(opts.stop.v[i]);
         for (size_t k = sl > 1 ? sl - 1 : 0; k > best; k--)
-            if (k <= n && !memcmp(text + n - k, opt_stop.v[i], k)) {
+            if (k <= n && !memcmp(text + n - k, opts.stop.v[i], k)) {
                 best = k;
                 break;
             }
@@ -105,8 +134,8 @@ static size_t held_for_stop(const char *text, size_t n)
 static const char *find_stop(const char *text, size_t n)
 {
     const char *first = NULL;
-    for (int i = 0; i < opt_stop.n; i++) {
-        const char *p = memmem(text, n, opt_stop.v[i], strlen(opt_stop.v[i]));
+    for (int i = 0; i < opts.stop.n; i++) {
+        const char *p = memmem(text, n, opts.stop.v[i], strlen(opts.stop.v[i]));
         if (p && (!first || p < first))
             first = p;
     }
@@ -152,30 +181,30 @@ int main(int argc, char **argv)
     int nops = asn_tool_parse(&tool, argc, argv);
     {
         asn_err de;
-        if (opt_chat_date && asn_chat_set_date(opt_chat_date, &de))
+        if (opts.chat_date && asn_chat_set_date(opts.chat_date, &de))
             asn_usage_error("--chat-date: %s", de.msg);
     }
-    if (!opt_model)
+    if (!opts.model)
         asn_usage_error("--model is required");
-    if (!!opt_heuristics != !!opt_heuristic)
+    if (!!opts.heuristics != !!opts.heuristic)
         asn_usage_error("--heuristics and --heuristic go together");
     if (nops > 1)
         asn_usage_error("one PROMPT argument at most (quote it)");
-    if (opt_max_new < 1 || opt_min_new < 0 || opt_seed < 0)
+    if (opts.max_new < 1 || opts.min_new < 0 || opts.seed < 0)
         asn_usage_error("--max-new-tokens must be >= 1, --min-new-tokens and --seed >= 0");
     asn_err e;
     size_t plen;
-    char *prompt = nops ? asn_xstrdup(argv[1]) : asn_read_all(opt_file ? opt_file : "-", &plen);
+    char *prompt = nops ? asn_xstrdup(argv[1]) : asn_read_all(opts.file ? opts.file : "-", &plen);
 
     /* the heuristic */
     asn_heuristics *hs = NULL;
     asn_heuristic own, *h = &own;
-    if (opt_heuristics) {
-        if (!(hs = asn_heuristics_load(opt_heuristics, &e)))
+    if (opts.heuristics) {
+        if (!(hs = asn_heuristics_load(opts.heuristics, &e)))
             asn_fatal("%s", e.msg);
-        int k = asn_heuristics_find(hs, opt_heuristic);
+        int k = asn_heuristics_find(hs, opts.heuristic);
         if (k < 0)
-            asn_fatal("%s: no pipeline named \"%s\"", opt_heuristics, opt_heuristic);
+            asn_fatal("%s: no pipeline named \"%s\"", opts.heuristics, opts.heuristic);
         h = &hs->h[k];
     } else {
         json_t *procs = inline_processors();
@@ -186,7 +215,7 @@ int main(int argc, char **argv)
 
     /* model, tokenizer, chat template */
     const char *was = asn_alloc_context("loading the model");
-    asn_model *m = asn_model_load(opt_model, &e);
+    asn_model *m = asn_model_load(opts.model, &e);
     asn_alloc_context(was);
     if (!m)
         asn_fatal("%s", e.msg);
@@ -197,34 +226,34 @@ int main(int argc, char **argv)
     if (asn_gguf_get_str(asn_model_gguf(m), "tokenizer.chat_template", 0, &tmpl_text, &e))
         asn_fatal("%s", e.msg);
     /* a model without a template is a base model here: its prompt goes as is */
-    int tmpl = !opt_template && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opt_template, &e);
+    int tmpl = !opts.template && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opts.template, &e);
     if (tmpl < 0)
-        asn_fatal("%s: %s", opt_model, e.msg);
+        asn_fatal("%s: %s", opts.model, e.msg);
     free(tmpl_text);
-    char *text = asn_gen_prompt_text(tmpl, opt_system, prompt, &e);
+    char *text = asn_gen_prompt_text(tmpl, opts.system, prompt, &e);
     if (!text)
         asn_fatal("%s", e.msg);
     int32_t *ids;
     int n_ids;
     if (asn_gen_tokenize_prompt(v, text, &ids, &n_ids, &e))
         asn_fatal("%s", e.msg);
-    if (opt_verbose) { /* the prompt as rendered, the tokenizer's BOS written out */
+    if (opts.verbose) { /* the prompt as rendered, the tokenizer's BOS written out */
         size_t bl = 0;
         const char *bos = ids[0] == asn_vocab_bos(v) ? asn_vocab_piece(v, ids[0], 1, &bl) : "";
         fprintf(stderr, "generate: prompt (%s):\n%.*s%s\n", asn_chat_name(tmpl), (int)bl, bos, text);
     }
 
     char pid[17];
-    asn_prompt_id(opt_system, prompt, pid);
-    asn_pool *pool = asn_pool_new((int)opt_threads);
+    asn_prompt_id(opts.system, prompt, pid);
+    asn_pool *pool = asn_pool_new((int)opts.threads);
     stream st = {v, {0}, asn_xmalloc(asn_vocab_max_piece(v) + 8), asn_vocab_max_piece(v) + 8, ASN_SBUF_INIT, 0};
     asn_detok_stream_init(&st.ds, v, 0);
-    asn_gen_settings gs = {.min_new_tokens = (int)opt_min_new, .max_new_tokens = (int)opt_max_new,
-                           .stop = opt_stop.v, .n_stop = opt_stop.n, .on_token = on_token, .token_ctx = &st};
-    asn_generator *gen = asn_generator_new(m, pool, 1, (int)opt_ctx, &gs, &e);
+    asn_gen_settings gs = {.min_new_tokens = (int)opts.min_new, .max_new_tokens = (int)opts.max_new,
+                           .stop = opts.stop.v, .n_stop = opts.stop.n, .on_token = on_token, .token_ctx = &st};
+    asn_generator *gen = asn_generator_new(m, pool, 1, (int)opts.ctx, &gs, &e);
     if (!gen)
         asn_fatal("%s", e.msg);
-    asn_gen_job job = {.prompt_id = pid, .prompt_tokens = ids, .n_prompt = (int)n_ids, .heuristic = h, .seed = (uint64_t)opt_seed};
+    asn_gen_job job = {.prompt_id = pid, .prompt_tokens = ids, .n_prompt = (int)n_ids, .heuristic = h, .seed = (uint64_t)opts.seed};
     double t0 = (double)clock() / CLOCKS_PER_SEC;
     if (asn_generate(gen, &job, 1, NULL, NULL, &e))
         asn_fatal("%s", e.msg);
@@ -240,7 +269,7 @@ int main(int argc, char **argv)
     fputc('\n', stdout);
     asn_close_out(stdout, "-");
     long n_new = job.n_tokens;
-    if (opt_verbose) {
+    if (opts.verbose) {
         double dt = (double)clock() / CLOCKS_PER_SEC - t0;
         fprintf(stderr, "generate: %d prompt + %ld new tokens, %.1f tokens/s (CPU time)\n", n_ids,
                 n_new, dt > 0 ? (double)((long)n_ids + n_new) / dt : 0.0);
@@ -252,7 +281,7 @@ int main(int argc, char **argv)
     free(ids);
     free(text);
     free(prompt);
-    free(opt_stop.v);
+    free(opts.stop.v);
     asn_pool_free(pool);
     asn_model_free(m);
     if (hs)

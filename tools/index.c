@@ -6,14 +6,22 @@
 
 #include <stdlib.h>
 
-static const char *opt_db;
-static int opt_merge, opt_skip_bad, opt_progress;
+/* The command line, as asn_tool_parse fills it. */
+typedef struct index_options {
+    const char *db;
+    int merge;
+    int skip_bad;
+    int progress;
+} index_options;
+
+/* The options, with their defaults (the table below points into it). */
+static index_options opts;
 
 static const asn_option options[] = {
-    {"db", 'd', ASN_OPT_STRING, &opt_db, "FILE", "SQLite database (created if missing; required)"},
-    {"merge", 0, ASN_OPT_FLAG, &opt_merge, NULL, "the operands are asn databases to merge in, not JSONL"},
-    ASN_OPT_SKIP_BAD(&opt_skip_bad),
-    {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
+    {"db", 'd', ASN_OPT_STRING, &opts.db, "FILE", "SQLite database (created if missing; required)"},
+    {"merge", 0, ASN_OPT_FLAG, &opts.merge, NULL, "the operands are asn databases to merge in, not JSONL"},
+    ASN_OPT_SKIP_BAD(&opts.skip_bad),
+    {"progress", 0, ASN_OPT_FLAG, &opts.progress, NULL, "show progress even when stderr is not a terminal"},
     {0},
 };
 
@@ -39,22 +47,22 @@ static const asn_tool tool = {
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
-    if (!opt_db)
+    if (!opts.db)
         asn_usage_error("--db is required");
-    if (opt_merge && !nops)
+    if (opts.merge && !nops)
         asn_usage_error("--merge needs the databases to merge");
     asn_err e;
-    asn_store *s = asn_store_open(opt_db, &e);
+    asn_store *s = asn_store_open(opts.db, &e);
     if (!s)
         asn_fatal("%s", e.msg);
     long n = 0, bad = 0;
-    if (opt_merge) {
+    if (opts.merge) {
         for (int i = 1; i <= nops; i++)
             if (asn_store_merge(s, argv[i], &e))
                 asn_fatal("%s", e.msg);
     } else {
         char *def[] = {"-", NULL};
-        asn_progress *bar = asn_progress_new("records", 0, opt_progress);
+        asn_progress *bar = asn_progress_new("records", 0, opts.progress);
         asn_catch_stop();
         for (char **f = nops ? argv + 1 : def; *f; f++) {
             asn_jsonl *in = asn_jsonl_open(*f, &e);
@@ -67,7 +75,7 @@ int main(int argc, char **argv)
                     asn_err_prefix(&e, "%s:%ld", asn_jsonl_path(in), asn_jsonl_lineno(in)), r = -1;
                 json_decref(rec);
                 if (r < 0) {
-                    if (!opt_skip_bad || r == -2) {
+                    if (!opts.skip_bad || r == -2) {
                         asn_store_close(s); /* commits what was indexed before */
                         asn_fatal("%s", e.msg);
                     }

@@ -10,16 +10,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *opt_model, *opt_text;
-static long opt_threads, opt_ctx;
-static int opt_skip_bad;
+/* The command line, as asn_tool_parse fills it. */
+typedef struct perplexity_options {
+    const char *model;
+    const char *text;
+    long threads;
+    long ctx;
+    int skip_bad;
+} perplexity_options;
+
+/* The options, with their defaults (the table below points into it). */
+static perplexity_options opts;
 
 static const asn_option options[] = {
-    {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF model (required)"},
-    {"text", 0, ASN_OPT_STRING, &opt_text, "FILE", "score the whole of a plain-text FILE (- for stdin) instead of JSONL"},
-    {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
-    {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "context size (0: the model's)"},
-    ASN_OPT_SKIP_BAD(&opt_skip_bad),
+    {"model", 'm', ASN_OPT_STRING, &opts.model, "FILE", "GGUF model (required)"},
+    {"text", 0, ASN_OPT_STRING, &opts.text, "FILE", "score the whole of a plain-text FILE (- for stdin) instead of JSONL"},
+    {"threads", 't', ASN_OPT_INT, &opts.threads, "N", "threads (0: all cores)"},
+    {"ctx", 'c', ASN_OPT_INT, &opts.ctx, "N", "context size (0: the model's)"},
+    ASN_OPT_SKIP_BAD(&opts.skip_bad),
     {0},
 };
 
@@ -131,28 +139,28 @@ static int score_record(json_t *rec, void *ctx, const char *path, long line, asn
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
-    if (!opt_model)
+    if (!opts.model)
         asn_usage_error("--model is required");
-    if (opt_text && nops)
+    if (opts.text && nops)
         asn_usage_error("--text takes the input; no FILE operands with it");
     asn_err e;
     scorer s = {0};
-    if (!(s.m = asn_model_load(opt_model, &e)) || !(s.v = asn_model_vocab(s.m, &e)))
+    if (!(s.m = asn_model_load(opts.model, &e)) || !(s.v = asn_model_vocab(s.m, &e)))
         asn_fatal("%s", e.msg);
-    asn_pool *pool = asn_pool_new((int)opt_threads);
-    if (!(s.en = asn_engine_new(s.m, (int)opt_ctx, pool, &e)))
+    asn_pool *pool = asn_pool_new((int)opts.threads);
+    if (!(s.en = asn_engine_new(s.m, (int)opts.ctx, pool, &e)))
         asn_fatal("%s", e.msg);
-    if (opt_text) {
+    if (opts.text) {
         size_t len;
-        char *text = asn_read_all(opt_text, &len);
+        char *text = asn_read_all(opts.text, &len);
         json_t *rec = json_object();
         if (score(&s, rec, text, len, &e))
-            asn_fatal("%s: %s", opt_text, e.msg);
+            asn_fatal("%s: %s", opts.text, e.msg);
         asn_jsonl_write(stdout, rec);
         json_decref(rec);
         free(text);
     } else {
-        asn_map_records(nops ? argv + 1 : NULL, opt_skip_bad, 0, score_record, &s);
+        asn_map_records(nops ? argv + 1 : NULL, opts.skip_bad, 0, score_record, &s);
     }
     asn_close_out(stdout, "-");
     free(s.logits);

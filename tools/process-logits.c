@@ -9,14 +9,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int opt_sample, opt_skip_bad;
-static const char *opt_heuristics, *opt_heuristic;
+/* The command line, as asn_tool_parse fills it. */
+typedef struct process_logits_options {
+    int sample;
+    int skip_bad;
+    const char *heuristics;
+    const char *heuristic;
+} process_logits_options;
+
+/* The options, with their defaults (the table below points into it). */
+static process_logits_options opts;
 
 static const asn_option options[] = {
-    {"sample", 0, ASN_OPT_FLAG, &opt_sample, NULL, "also draw a token from the processed row (field \"token\")"},
-    {"heuristics", 'H', ASN_OPT_STRING, &opt_heuristics, "FILE", "heuristics YAML; with --heuristic, overrides each record's processors"},
-    {"heuristic", 0, ASN_OPT_STRING, &opt_heuristic, "NAME", "the pipeline of --heuristics to apply"},
-    ASN_OPT_SKIP_BAD(&opt_skip_bad),
+    {"sample", 0, ASN_OPT_FLAG, &opts.sample, NULL, "also draw a token from the processed row (field \"token\")"},
+    {"heuristics", 'H', ASN_OPT_STRING, &opts.heuristics, "FILE", "heuristics YAML; with --heuristic, overrides each record's processors"},
+    {"heuristic", 0, ASN_OPT_STRING, &opts.heuristic, "NAME", "the pipeline of --heuristics to apply"},
+    ASN_OPT_SKIP_BAD(&opts.skip_bad),
     {0},
 };
 
@@ -153,7 +161,7 @@ static int process_in(json_t *rec, const asn_heuristic *fixed, asn_workspace *ws
             finite |= (*row)[i] != -INFINITY;
         }
         json_object_set_new(rec, "logits", out);
-        if (opt_sample) {
+        if (opts.sample) {
             if (!finite)
                 rc = asn_err_set(e, "the processors removed every token: nothing to sample");
             else
@@ -169,21 +177,21 @@ static int process_in(json_t *rec, const asn_heuristic *fixed, asn_workspace *ws
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
-    if (!!opt_heuristics != !!opt_heuristic)
+    if (!!opts.heuristics != !!opts.heuristic)
         asn_usage_error("--heuristics and --heuristic go together");
     asn_err e;
     asn_heuristics *hs = NULL;
     const asn_heuristic *fixed = NULL;
-    if (opt_heuristics) {
-        if (!(hs = asn_heuristics_load(opt_heuristics, &e)))
+    if (opts.heuristics) {
+        if (!(hs = asn_heuristics_load(opts.heuristics, &e)))
             asn_fatal("%s", e.msg);
-        int k = asn_heuristics_find(hs, opt_heuristic);
+        int k = asn_heuristics_find(hs, opts.heuristic);
         if (k < 0)
-            asn_fatal("%s: no pipeline named \"%s\"", opt_heuristics, opt_heuristic);
+            asn_fatal("%s: no pipeline named \"%s\"", opts.heuristics, opts.heuristic);
         fixed = &hs->h[k];
     }
     state st = {fixed, asn_workspace_new(), NULL, 0, {0}, {0}};
-    asn_map_records(nops ? argv + 1 : NULL, opt_skip_bad, 0, process, &st);
+    asn_map_records(nops ? argv + 1 : NULL, opts.skip_bad, 0, process, &st);
     asn_close_out(stdout, "-");
     free(st.row);
     free(st.ids.v);

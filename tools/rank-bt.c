@@ -17,49 +17,78 @@
 #include <string.h>
 #include <time.h>
 
-static const char *opt_judge, *opt_judge_model, *opt_template, *opt_chat, *opt_group = "seed";
-static const char *opt_kind, *opt_api_key, *opt_tokenizer;
-static asn_strlist opt_server;
-static long opt_inflight = 64, opt_retries = 8;
-static double opt_timeout = 600;
-static const char *opt_method = "mle";
-static const char *opt_shard; /* --shard, --merge: asn_tool_shards */
-static asn_strlist opt_merge;
-static long opt_seed, opt_extra = 1, opt_threads, opt_batch = 16;
-static double opt_tau = 0.1, opt_prior = ASN_BT_PRIOR_GAMES;
-static int opt_retokenize, opt_skip_bad, opt_progress, opt_verbose;
+/* The command line, as asn_tool_parse fills it. */
+typedef struct rank_bt_options {
+    const char *judge;
+    const char *judge_model;
+    const char *template;
+    const char *chat;
+    const char *group;
+    const char *kind;
+    const char *api_key;
+    const char *tokenizer;
+    asn_strlist server;
+    long inflight;
+    long retries;
+    double timeout;
+    const char *method;
+    const char *shard; /* --shard, --merge: asn_tool_shards */
+    asn_strlist merge;
+    long seed;
+    long extra;
+    long threads;
+    long batch;
+    double tau;
+    double prior;
+    int retokenize;
+    int skip_bad;
+    int progress;
+    int verbose;
+    const char *chat_date;
+    long judge_ctx;
+} rank_bt_options;
 
-static const char *opt_chat_date;
-static long opt_judge_ctx;
+/* The options, with their defaults (the table below points into it). */
+static rank_bt_options opts = {
+    .group = "seed",
+    .inflight = 64,
+    .retries = 8,
+    .timeout = 600,
+    .method = "mle",
+    .extra = 1,
+    .batch = 16,
+    .tau = 0.1,
+    .prior = ASN_BT_PRIOR_GAMES,
+};
 
 static const asn_option options[] = {
-    {"judge", 'j', ASN_OPT_STRING, &opt_judge, "KIND", "pairwise or reference-ll (required)"},
-    {"judge-model", 'm', ASN_OPT_STRING, &opt_judge_model, "FILE", "GGUF model of the judge (or --judge-server)"},
-    {"judge-server", 0, ASN_OPT_LIST, &opt_server, "URL", "judge on this OpenAI-compatible server instead (repeat: several share the load)"},
-    {"server-kind", 0, ASN_OPT_STRING, &opt_kind, "KIND", "with --judge-server: asn (serve), vllm or sglang (default: asked of the server)"},
-    {"tokenizer", 0, ASN_OPT_STRING, &opt_tokenizer, "GGUF", "with --judge-server: the judge's tokenizer and chat template (default: --judge-model's; its weights are not loaded)"},
-    {"max-inflight", 0, ASN_OPT_INT, &opt_inflight, "N", "with --judge-server: most requests in flight"},
-    {"timeout", 0, ASN_OPT_DOUBLE, &opt_timeout, "S", "with --judge-server: seconds a request may take"},
-    {"retries", 0, ASN_OPT_INT, &opt_retries, "N", "with --judge-server: tries after the first (429, 5xx, lost connections)"},
-    {"api-key", 0, ASN_OPT_STRING, &opt_api_key, "KEY", "with --judge-server: bearer key"},
-    {"judge-template", 0, ASN_OPT_STRING, &opt_template, "FILE", "pairwise question template (default: built in, the text of configs/judges/pairwise.txt)"},
-    {"judge-chat-template", 0, ASN_OPT_STRING, &opt_chat, "NAME", "chat template family for the judge's input (chatml, llama3, ..., none); default: see below"},
-    {"judge-ctx", 0, ASN_OPT_INT, &opt_judge_ctx, "N", "the judge's context in tokens (default: the judge model's training context; the research pipeline's template with two answers needs about 250 tokens more than the answers)"},
-    {"chat-date", 0, ASN_OPT_STRING, &opt_chat_date, "DATE", ASN_CHAT_DATE_HELP},
-    {"tau", 0, ASN_OPT_DOUBLE, &opt_tau, "X", "reference-ll: temperature of the pair score, in nats"},
-    {"retokenize", 0, ASN_OPT_FLAG, &opt_retokenize, NULL, "reference-ll: score the tokenized generation even when the record has tokens"},
-    {"group", 0, ASN_OPT_STRING, &opt_group, "BY", "seed: one tournament per (prompt, seed); prompt: one per prompt"},
-    {"extra-rounds", 0, ASN_OPT_INT, &opt_extra, "N", "rounds beyond ceil(log2 players)"},
-    {"seed", 's', ASN_OPT_INT, &opt_seed, "N", "seed of the round-1 pairing"},
-    {"bt-method", 0, ASN_OPT_STRING, &opt_method, "M", "mle (exact maximum likelihood) or reference (1000 gradient steps)"},
-    {"bt-prior", 0, ASN_OPT_DOUBLE, &opt_prior, "GAMES", "mle: pseudo-games drawn against an average player, per player"},
-    {"batch", 'b', ASN_OPT_INT, &opt_batch, "N", "sequences per judge forward pass"},
-    {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
-    ASN_OPT_SKIP_BAD(&opt_skip_bad),
-    {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
-    {"verbose", 'v', ASN_OPT_FLAG, &opt_verbose, NULL, "print counts and timings on stderr at the end"},
-    {"shard", 0, ASN_OPT_STRING, &opt_shard, "K/N", "only the records of the prompts of shard K of N (as gen-candidates --shard)"},
-    {"merge", 0, ASN_OPT_LIST, &opt_merge, "FILE", "label nothing: merge these shard outputs in the order of the input's prompts"},
+    {"judge", 'j', ASN_OPT_STRING, &opts.judge, "KIND", "pairwise or reference-ll (required)"},
+    {"judge-model", 'm', ASN_OPT_STRING, &opts.judge_model, "FILE", "GGUF model of the judge (or --judge-server)"},
+    {"judge-server", 0, ASN_OPT_LIST, &opts.server, "URL", "judge on this OpenAI-compatible server instead (repeat: several share the load)"},
+    {"server-kind", 0, ASN_OPT_STRING, &opts.kind, "KIND", "with --judge-server: asn (serve), vllm or sglang (default: asked of the server)"},
+    {"tokenizer", 0, ASN_OPT_STRING, &opts.tokenizer, "GGUF", "with --judge-server: the judge's tokenizer and chat template (default: --judge-model's; its weights are not loaded)"},
+    {"max-inflight", 0, ASN_OPT_INT, &opts.inflight, "N", "with --judge-server: most requests in flight"},
+    {"timeout", 0, ASN_OPT_DOUBLE, &opts.timeout, "S", "with --judge-server: seconds a request may take"},
+    {"retries", 0, ASN_OPT_INT, &opts.retries, "N", "with --judge-server: tries after the first (429, 5xx, lost connections)"},
+    {"api-key", 0, ASN_OPT_STRING, &opts.api_key, "KEY", "with --judge-server: bearer key"},
+    {"judge-template", 0, ASN_OPT_STRING, &opts.template, "FILE", "pairwise question template (default: built in, the text of configs/judges/pairwise.txt)"},
+    {"judge-chat-template", 0, ASN_OPT_STRING, &opts.chat, "NAME", "chat template family for the judge's input (chatml, llama3, ..., none); default: see below"},
+    {"judge-ctx", 0, ASN_OPT_INT, &opts.judge_ctx, "N", "the judge's context in tokens (default: the judge model's training context; the research pipeline's template with two answers needs about 250 tokens more than the answers)"},
+    {"chat-date", 0, ASN_OPT_STRING, &opts.chat_date, "DATE", ASN_CHAT_DATE_HELP},
+    {"tau", 0, ASN_OPT_DOUBLE, &opts.tau, "X", "reference-ll: temperature of the pair score, in nats"},
+    {"retokenize", 0, ASN_OPT_FLAG, &opts.retokenize, NULL, "reference-ll: score the tokenized generation even when the record has tokens"},
+    {"group", 0, ASN_OPT_STRING, &opts.group, "BY", "seed: one tournament per (prompt, seed); prompt: one per prompt"},
+    {"extra-rounds", 0, ASN_OPT_INT, &opts.extra, "N", "rounds beyond ceil(log2 players)"},
+    {"seed", 's', ASN_OPT_INT, &opts.seed, "N", "seed of the round-1 pairing"},
+    {"bt-method", 0, ASN_OPT_STRING, &opts.method, "M", "mle (exact maximum likelihood) or reference (1000 gradient steps)"},
+    {"bt-prior", 0, ASN_OPT_DOUBLE, &opts.prior, "GAMES", "mle: pseudo-games drawn against an average player, per player"},
+    {"batch", 'b', ASN_OPT_INT, &opts.batch, "N", "sequences per judge forward pass"},
+    {"threads", 't', ASN_OPT_INT, &opts.threads, "N", "threads (0: all cores)"},
+    ASN_OPT_SKIP_BAD(&opts.skip_bad),
+    {"progress", 0, ASN_OPT_FLAG, &opts.progress, NULL, "show progress even when stderr is not a terminal"},
+    {"verbose", 'v', ASN_OPT_FLAG, &opts.verbose, NULL, "print counts and timings on stderr at the end"},
+    {"shard", 0, ASN_OPT_STRING, &opts.shard, "K/N", "only the records of the prompts of shard K of N (as gen-candidates --shard)"},
+    {"merge", 0, ASN_OPT_LIST, &opts.merge, "FILE", "label nothing: merge these shard outputs in the order of the input's prompts"},
     {0},
 };
 
@@ -122,7 +151,6 @@ static const asn_tool tool = {
 };
 
 enum { JUDGE_PAIRWISE, JUDGE_LL };
-
 
 /* ------------------------------------------------------------ the run */
 
@@ -210,7 +238,7 @@ static int read_cand(ranker *R, cand *c, const cand *prev, asn_err *e)
     if (asn_get_string(c->rec, "prompt", 1, &c->input, e))
         return -1;
     const json_t *t = json_object_get(c->rec, "tokens"), *x;
-    int need_gen = R->judge == JUDGE_PAIRWISE || opt_retokenize || !t || json_is_null(t);
+    int need_gen = R->judge == JUDGE_PAIRWISE || opts.retokenize || !t || json_is_null(t);
     if (need_gen && asn_get_string(c->rec, "generation", 1, &c->gen, e))
         return -1;
     if (R->judge != JUDGE_LL)
@@ -294,7 +322,7 @@ static int play(ranker *R, cand *cs, sub *subs, int n_sub, asn_err *e)
                 S->req[k] = -1;
                 S->score[k] = NAN;
                 if (R->judge == JUDGE_LL) {
-                    S->score[k] = asn_ll_pair_score(cs[S->member[a]].ll, cs[S->member[b]].ll, opt_tau);
+                    S->score[k] = asn_ll_pair_score(cs[S->member[a]].ll, cs[S->member[b]].ll, opts.tau);
                     continue;
                 }
                 if (S->sw.met[(size_t)a * S->n + b]) { /* a rematch: the judge said it already */
@@ -374,7 +402,7 @@ static int rank_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
         c->rec = json_array_get(recs, i);
         long long seed = 0;
         asn_err fe;
-        int bad = !strcmp(opt_group, "seed") ? asn_rec_seed(c->rec, &seed, &fe) : 0;
+        int bad = !strcmp(opts.group, "seed") ? asn_rec_seed(c->rec, &seed, &fe) : 0;
         if (!bad)
             bad = read_cand(R, c, prev, &fe);
         if (bad) {
@@ -403,12 +431,12 @@ static int rank_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
             if (cs[i].keep && cs[i].sub == s)
                 S->member[cs[i].local] = (int)i;
         char label[64];
-        if (!strcmp(opt_group, "seed"))
+        if (!strcmp(opts.group, "seed"))
             snprintf(label, sizeof label, "rank-bt/seed=%lld", S->seed);
         else
             snprintf(label, sizeof label, "rank-bt/prompt");
-        asn_rng_key key = asn_rng_key_make((uint64_t)opt_seed, asn_rec_prompt_key(cs[S->member[0]].rec), label);
-        rc = asn_swiss_init(&S->sw, S->n, (int)opt_extra, key, e);
+        asn_rng_key key = asn_rng_key_make((uint64_t)opts.seed, asn_rec_prompt_key(cs[S->member[0]].rec), label);
+        rc = asn_swiss_init(&S->sw, S->n, (int)opts.extra, key, e);
         R->groups++;
         R->singles += S->n == 1;
     }
@@ -450,10 +478,10 @@ static int rank_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
     for (int s = 0; s < n_sub && !rc; s++) {
         sub *S = &subs[s];
         double t0 = asn_now(), *r = asn_xmalloc((size_t)S->n * sizeof *r);
-        if (!strcmp(opt_method, "reference"))
+        if (!strcmp(opts.method, "reference"))
             asn_bt_fit_reference(S->n, S->games, S->ng, r);
         else
-            rc = asn_bt_fit(S->n, S->games, S->ng, opt_prior, r, NULL, e);
+            rc = asn_bt_fit(S->n, S->games, S->ng, opts.prior, r, NULL, e);
         R->t_bt += asn_now() - t0;
         for (int k = 0; k < S->n && !rc; k++) {
             cand *c = &cs[S->member[k]];
@@ -463,7 +491,7 @@ static int rank_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
             json_object_set_new(q, "swiss_points", json_real(S->sw.points[k]));
             json_object_set_new(q, "games", json_integer(S->sw.games[k]));
             json_object_set(q, "judge", R->judge_json);
-            json_object_set_new(q, "bt_method", json_string(opt_method));
+            json_object_set_new(q, "bt_method", json_string(opts.method));
             if (R->judge == JUDGE_LL)
                 json_object_set_new(q, "mean_logprob", real_or_null(c->ll));
             json_object_set_new(c->rec, "quality", q);
@@ -500,15 +528,15 @@ static int rank_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
 static void remote_open(ranker *R, const char **name, const char **sha, char **own)
 {
     asn_err e;
-    if (opt_kind && asn_server_kind_from_name(opt_kind) < 0)
+    if (opts.kind && asn_server_kind_from_name(opts.kind) < 0)
         asn_usage_error("--server-kind must be asn, vllm or sglang");
-    if (opt_kind && asn_server_echo_check(asn_server_kind_from_name(opt_kind), &e))
-        asn_usage_error("--server-kind %s: %s", opt_kind, e.msg);
-    asn_client_settings cs = {opt_server.v, opt_server.n, opt_api_key, (int)opt_inflight, opt_timeout, (int)opt_retries};
+    if (opts.kind && asn_server_echo_check(asn_server_kind_from_name(opts.kind), &e))
+        asn_usage_error("--server-kind %s: %s", opts.kind, e.msg);
+    asn_client_settings cs = {opts.server.v, opts.server.n, opts.api_key, (int)opts.inflight, opts.timeout, (int)opts.retries};
     if (!(R->remote.c = asn_client_new(&cs, &e)))
         asn_usage_error("%s", e.msg);
     asn_server_info info;
-    if (asn_server_probe(R->remote.c, opt_kind, &info, &e))
+    if (asn_server_probe(R->remote.c, opts.kind, &info, &e))
         asn_fatal("%s", e.msg);
     asn_server_say(R->remote.c, &info);
     int kind = R->remote.kind = info.kind;
@@ -533,8 +561,8 @@ static void setup(ranker *R)
 {
     asn_err e;
     const asn_gguf *gg;
-    const char *path = opt_server.n && opt_tokenizer ? opt_tokenizer : opt_judge_model;
-    if (opt_server.n) { /* the tokenizer alone */
+    const char *path = opts.server.n && opts.tokenizer ? opts.tokenizer : opts.judge_model;
+    if (opts.server.n) { /* the tokenizer alone */
         R->tok_gguf = asn_gguf_open(path, &e);
         R->v = R->own_vocab = R->tok_gguf ? asn_vocab_load(R->tok_gguf, &e) : NULL;
         if (!R->v)
@@ -543,9 +571,9 @@ static void setup(ranker *R)
         R->n_ctx = 1 << 30; /* the server says (or refuses) */
         gg = R->tok_gguf;
     } else {
-        if (!(R->m = asn_model_load(opt_judge_model, &e)) || !(R->v = asn_model_vocab(R->m, &e)))
+        if (!(R->m = asn_model_load(opts.judge_model, &e)) || !(R->v = asn_model_vocab(R->m, &e)))
             asn_fatal("%s", e.msg);
-        R->n_ctx = opt_judge_ctx > 0 ? (int)opt_judge_ctx : asn_model_cfg(R->m)->n_ctx_train;
+        R->n_ctx = opts.judge_ctx > 0 ? (int)opts.judge_ctx : asn_model_cfg(R->m)->n_ctx_train;
         R->V = asn_model_cfg(R->m)->n_vocab;
         gg = asn_model_gguf(R->m);
     }
@@ -554,15 +582,15 @@ static void setup(ranker *R)
         asn_gguf_get_str(gg, "general.name", 0, &gname, &e))
         asn_fatal("%s", e.msg);
     /* a model without a chat template is a base model: text as is */
-    R->model_family = !opt_chat && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opt_chat, &e);
+    R->model_family = !opts.chat && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opts.chat, &e);
     if (R->model_family < 0)
         asn_fatal("%s: %s", path, e.msg);
-    R->chat_override = opt_chat ? R->model_family : -1;
+    R->chat_override = opts.chat ? R->model_family : -1;
     free(tmpl_text);
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     const char *name = gname ? gname : base, *sha = NULL;
     char file_sha[65], *own[2] = {NULL, NULL};
-    if (opt_server.n) {
+    if (opts.server.n) {
         remote_open(R, &name, &sha, own);
         if (!sha && asn_sha256_file(path, file_sha, &e))
             asn_fatal("%s", e.msg);
@@ -570,10 +598,10 @@ static void setup(ranker *R)
     } else if (!(sha = asn_model_sha256(R->m, &e))) {
         asn_fatal("%s", e.msg);
     }
-    R->judge_json = json_pack("{s:s,s:s,s:s}", "kind", opt_judge, "model", name, "sha256", sha);
+    R->judge_json = json_pack("{s:s,s:s,s:s}", "kind", opts.judge, "model", name, "sha256", sha);
     free(gname);
     free(own[1]); /* own[0] is the server's model id, kept */
-    if (opt_chat)
+    if (opts.chat)
         json_object_set_new(R->judge_json, "chat_template", json_string(asn_chat_name(R->chat_override)));
 }
 
@@ -582,69 +610,69 @@ int main(int argc, char **argv)
     int nops = asn_tool_parse(&tool, argc, argv);
     {
         asn_err de;
-        if (opt_chat_date && asn_chat_set_date(opt_chat_date, &de))
+        if (opts.chat_date && asn_chat_set_date(opts.chat_date, &de))
             asn_usage_error("--chat-date: %s", de.msg);
     }
-    if (asn_tool_shards(opt_shard, &opt_merge, nops ? argv + 1 : NULL))
+    if (asn_tool_shards(opts.shard, &opts.merge, nops ? argv + 1 : NULL))
         return 0;
     ranker R = {0};
-    if (!opt_judge)
+    if (!opts.judge)
         asn_usage_error("--judge is required (pairwise or reference-ll)");
-    if (!strcmp(opt_judge, "pairwise"))
+    if (!strcmp(opts.judge, "pairwise"))
         R.judge = JUDGE_PAIRWISE;
-    else if (!strcmp(opt_judge, "reference-ll"))
+    else if (!strcmp(opts.judge, "reference-ll"))
         R.judge = JUDGE_LL;
     else
-        asn_usage_error("--judge must be pairwise or reference-ll, not \"%s\"", opt_judge);
-    if (!opt_judge_model && !(opt_server.n && opt_tokenizer))
-        asn_usage_error(opt_server.n ? "--judge-server needs --tokenizer GGUF (or --judge-model GGUF) for the judge's tokens"
+        asn_usage_error("--judge must be pairwise or reference-ll, not \"%s\"", opts.judge);
+    if (!opts.judge_model && !(opts.server.n && opts.tokenizer))
+        asn_usage_error(opts.server.n ? "--judge-server needs --tokenizer GGUF (or --judge-model GGUF) for the judge's tokens"
                                      : "--judge-model (or --judge-server) is required");
-    if (!opt_server.n && opt_tokenizer)
+    if (!opts.server.n && opts.tokenizer)
         asn_usage_error("--tokenizer goes with --judge-server");
-    if (opt_inflight < 1 || opt_retries < 0 || !(opt_timeout > 0))
+    if (opts.inflight < 1 || opts.retries < 0 || !(opts.timeout > 0))
         asn_usage_error("--max-inflight must be >= 1, --retries >= 0, --timeout > 0");
-    if (strcmp(opt_group, "seed") && strcmp(opt_group, "prompt"))
-        asn_usage_error("--group must be seed or prompt, not \"%s\"", opt_group);
-    if (strcmp(opt_method, "mle") && strcmp(opt_method, "reference"))
-        asn_usage_error("--bt-method must be mle or reference, not \"%s\"", opt_method);
-    if (opt_extra < 0 || opt_extra > 64)
+    if (strcmp(opts.group, "seed") && strcmp(opts.group, "prompt"))
+        asn_usage_error("--group must be seed or prompt, not \"%s\"", opts.group);
+    if (strcmp(opts.method, "mle") && strcmp(opts.method, "reference"))
+        asn_usage_error("--bt-method must be mle or reference, not \"%s\"", opts.method);
+    if (opts.extra < 0 || opts.extra > 64)
         asn_usage_error("--extra-rounds must be between 0 and 64");
-    if (opt_seed < 0)
+    if (opts.seed < 0)
         asn_usage_error("--seed must be >= 0");
-    if (!(opt_tau > 0) || !isfinite(opt_tau))
+    if (!(opts.tau > 0) || !isfinite(opts.tau))
         asn_usage_error("--tau must be a positive number");
-    if (!(opt_prior >= 0) || !isfinite(opt_prior))
+    if (!(opts.prior >= 0) || !isfinite(opts.prior))
         asn_usage_error("--bt-prior must be >= 0");
-    if (opt_judge_ctx < 0 || opt_judge_ctx > (1L << 24))
+    if (opts.judge_ctx < 0 || opts.judge_ctx > (1L << 24))
         asn_usage_error("--judge-ctx must be between 1 and 16777216 (0: the model's)");
-    if (opt_batch < 1)
+    if (opts.batch < 1)
         asn_usage_error("--batch must be >= 1");
-    if (opt_template && R.judge != JUDGE_PAIRWISE)
+    if (opts.template && R.judge != JUDGE_PAIRWISE)
         asn_usage_error("--judge-template is for --judge pairwise");
     asn_err e;
     /* the template first: a bad one fails before the model loads */
     if (R.judge == JUDGE_PAIRWISE &&
-        !(R.tmpl = opt_template ? asn_judge_tmpl_load(opt_template, &e)
+        !(R.tmpl = opts.template ? asn_judge_tmpl_load(opts.template, &e)
                                 : asn_judge_tmpl_parse(asn_judge_default_template, "built-in template", &e)))
         asn_fatal("%s", e.msg);
     setup(&R);
-    asn_pool *pool = R.m ? asn_pool_new((int)opt_threads) : NULL;
+    asn_pool *pool = R.m ? asn_pool_new((int)opts.threads) : NULL;
     if (R.judge == JUDGE_PAIRWISE) {
         int32_t ab[2];
         if (!R.m && asn_pairwise_answer_ids(R.v, ab, &e))
-            asn_fatal("%s: %s", opt_tokenizer ? opt_tokenizer : opt_judge_model, e.msg);
-        if (R.m && !(R.pw = asn_pairwise_new(R.m, R.model_family, R.tmpl, (int)opt_batch, R.n_ctx, pool, &e)))
+            asn_fatal("%s: %s", opts.tokenizer ? opts.tokenizer : opts.judge_model, e.msg);
+        if (R.m && !(R.pw = asn_pairwise_new(R.m, R.model_family, R.tmpl, (int)opts.batch, R.n_ctx, pool, &e)))
             asn_fatal("%s", e.msg);
-        const char *tn = opt_template ? strrchr(opt_template, '/') : NULL;
+        const char *tn = opts.template ? strrchr(opts.template, '/') : NULL;
         json_object_set_new(R.judge_json, "template",
-                            json_string(!opt_template ? "built-in" : tn ? tn + 1 : opt_template));
+                            json_string(!opts.template ? "built-in" : tn ? tn + 1 : opts.template));
     } else {
-        if (R.m && !(R.ll = asn_llscorer_new(R.m, (int)opt_batch, R.n_ctx, pool, &e)))
+        if (R.m && !(R.ll = asn_llscorer_new(R.m, (int)opts.batch, R.n_ctx, pool, &e)))
             asn_fatal("%s", e.msg);
-        json_object_set_new(R.judge_json, "tau", json_real(opt_tau));
+        json_object_set_new(R.judge_json, "tau", json_real(opts.tau));
     }
 
-    long skipped = asn_map_groups(nops ? argv + 1 : NULL, opt_skip_bad, opt_progress, rank_prompt, &R);
+    long skipped = asn_map_groups(nops ? argv + 1 : NULL, opts.skip_bad, opts.progress, rank_prompt, &R);
     if (R.misspelt)
         asn_warn("%ld record%s: the judge model's tokenizer reads %s \"tokens\" as another text than %s "
                  "\"generation\" (made with another vocabulary?); scored from the tokens; --retokenize scores "
@@ -655,7 +683,7 @@ int main(int argc, char **argv)
         asn_warn("%ld game%s left out: the judge's outputs were not finite", R.undecided,
                  R.undecided == 1 ? "" : "s");
     asn_warn_skipped(skipped);
-    if (opt_verbose)
+    if (opts.verbose)
         fprintf(stderr,
                 "%s: %ld record%s, %ld group%s (%ld of one record); judge: %ld %s%s %s in %.3f s; "
                 "pairing and ratings: %.3f s (%ld rematch%s reused)\n",

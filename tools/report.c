@@ -9,14 +9,24 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *opt_db, *opt_out, *opt_title, *opt_analysis, *opt_plots;
+/* The command line, as asn_tool_parse fills it. */
+typedef struct report_options {
+    const char *db;
+    const char *out;
+    const char *title;
+    const char *analysis;
+    const char *plots;
+} report_options;
+
+/* The options, with their defaults (the table below points into it). */
+static report_options opts;
 
 static const asn_option options[] = {
-    {"db", 'd', ASN_OPT_STRING, &opt_db, "FILE", "SQLite index written by index (required)"},
-    {"output", 'o', ASN_OPT_STRING, &opt_out, "DIR", "folder for report.html and summary.txt (created; required)"},
-    {"analysis", 0, ASN_OPT_STRING, &opt_analysis, "FILE", "add the learned sampler's analysis: the output of analyze-sampler --json"},
-    {"plots", 0, ASN_OPT_STRING, &opt_plots, "DIR", "with --analysis: include the SVG plots of analyze-sampler --plot-dir DIR"},
-    {"title", 0, ASN_OPT_STRING, &opt_title, "TEXT", "name of the run in the page (default: the model and the counts, \"demo-base: 25 heuristics on 14 prompts\")"},
+    {"db", 'd', ASN_OPT_STRING, &opts.db, "FILE", "SQLite index written by index (required)"},
+    {"output", 'o', ASN_OPT_STRING, &opts.out, "DIR", "folder for report.html and summary.txt (created; required)"},
+    {"analysis", 0, ASN_OPT_STRING, &opts.analysis, "FILE", "add the learned sampler's analysis: the output of analyze-sampler --json"},
+    {"plots", 0, ASN_OPT_STRING, &opts.plots, "DIR", "with --analysis: include the SVG plots of analyze-sampler --plot-dir DIR"},
+    {"title", 0, ASN_OPT_STRING, &opts.title, "TEXT", "name of the run in the page (default: the model and the counts, \"demo-base: 25 heuristics on 14 prompts\")"},
     {0},
 };
 
@@ -51,28 +61,28 @@ int main(int argc, char **argv)
 {
     if (asn_tool_parse(&tool, argc, argv))
         asn_usage_error("unexpected operand %s", argv[1]);
-    if (!opt_db)
+    if (!opts.db)
         asn_usage_error("--db is required");
-    if (!opt_out)
+    if (!opts.out)
         asn_usage_error("-o DIR is required");
     asn_err e;
-    asn_report *r = asn_report_load(opt_db, &e);
+    asn_report *r = asn_report_load(opts.db, &e);
     if (!r)
         asn_fatal("%s", e.msg);
-    if (opt_plots && !opt_analysis)
+    if (opts.plots && !opts.analysis)
         asn_usage_error("--plots needs --analysis");
-    if (opt_analysis && !(r->analysis = asn_report_analysis_load(opt_analysis, opt_plots, &e)))
+    if (opts.analysis && !(r->analysis = asn_report_analysis_load(opts.analysis, opts.plots, &e)))
         asn_fatal("%s", e.msg);
-    if (mkdir(opt_out, 0777) && errno != EEXIST)
-        asn_fatal("%s: %s", opt_out, strerror(errno));
+    if (mkdir(opts.out, 0777) && errno != EEXIST)
+        asn_fatal("%s: %s", opts.out, strerror(errno));
     /* default title: what the run is, from its records (not from where the
      * database lies, so that the same records give the same page): "demo-base:
      * 25 heuristics on 14 prompts"; the database's file name when no model
      * is recorded */
     char *made = NULL;
-    const char *title = opt_title;
+    const char *title = opts.title;
     if (!title && !r->models.n)
-        title = strrchr(opt_db, '/') ? strrchr(opt_db, '/') + 1 : opt_db;
+        title = strrchr(opts.db, '/') ? strrchr(opts.db, '/') + 1 : opts.db;
     if (!title) {
         size_t len = 96;
         for (int i = 0; i < r->models.n; i++)
@@ -86,10 +96,10 @@ int main(int argc, char **argv)
         title = made;
     }
 
-    size_t n = strlen(opt_out) + 32;
+    size_t n = strlen(opts.out) + 32;
     char *html = asn_xmalloc(n), *text = asn_xmalloc(n);
-    snprintf(html, n, "%s/report.html", opt_out);
-    snprintf(text, n, "%s/summary.txt", opt_out);
+    snprintf(html, n, "%s/report.html", opts.out);
+    snprintf(text, n, "%s/summary.txt", opts.out);
     FILE *f = asn_open_out(html);
     if (asn_report_write_html(r, title, f, &e)) {
         if (ferror(f))

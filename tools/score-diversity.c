@@ -13,21 +13,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *opt_model;
-static const char *opt_shard; /* --shard, --merge: asn_tool_shards */
-static asn_strlist opt_merge;
-static long opt_threads, opt_ctx, opt_batch_tokens = 1024;
-static int opt_skip_bad, opt_progress;
+/* The command line, as asn_tool_parse fills it. */
+typedef struct score_diversity_options {
+    const char *model;
+    const char *shard; /* --shard, --merge: asn_tool_shards */
+    asn_strlist merge;
+    long threads;
+    long ctx;
+    long batch_tokens;
+    int skip_bad;
+    int progress;
+} score_diversity_options;
+
+/* The options, with their defaults (the table below points into it). */
+static score_diversity_options opts = {
+    .batch_tokens = 1024,
+};
 
 static const asn_option options[] = {
-    {"embed-model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF model whose pooled hidden states embed the texts (required)"},
-    {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "embed at most the first N tokens of a text (0: the model's context)"},
-    {"batch-tokens", 0, ASN_OPT_INT, &opt_batch_tokens, "N", "tokens per embedding forward pass"},
-    {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
-    ASN_OPT_SKIP_BAD(&opt_skip_bad),
-    {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
-    {"shard", 0, ASN_OPT_STRING, &opt_shard, "K/N", "only the records of the prompts of shard K of N (as gen-candidates --shard)"},
-    {"merge", 0, ASN_OPT_LIST, &opt_merge, "FILE", "label nothing: merge these shard outputs in the order of the input's prompts"},
+    {"embed-model", 'm', ASN_OPT_STRING, &opts.model, "FILE", "GGUF model whose pooled hidden states embed the texts (required)"},
+    {"ctx", 'c', ASN_OPT_INT, &opts.ctx, "N", "embed at most the first N tokens of a text (0: the model's context)"},
+    {"batch-tokens", 0, ASN_OPT_INT, &opts.batch_tokens, "N", "tokens per embedding forward pass"},
+    {"threads", 't', ASN_OPT_INT, &opts.threads, "N", "threads (0: all cores)"},
+    ASN_OPT_SKIP_BAD(&opts.skip_bad),
+    {"progress", 0, ASN_OPT_FLAG, &opts.progress, NULL, "show progress even when stderr is not a terminal"},
+    {"shard", 0, ASN_OPT_STRING, &opts.shard, "K/N", "only the records of the prompts of shard K of N (as gen-candidates --shard)"},
+    {"merge", 0, ASN_OPT_LIST, &opts.merge, "FILE", "label nothing: merge these shard outputs in the order of the input's prompts"},
     {0},
 };
 
@@ -137,7 +148,7 @@ static int label_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
                 etext[n_emb] = text[i], elen[n_emb++] = len[i];
     float *emb = asn_xmalloc(((size_t)n_emb * (size_t)L->dim + 1) * sizeof *emb);
     if (!rc && n_emb)
-        rc = asn_embed_texts(L->en, L->v, L->dim, etext, elen, n_emb, L->max_tokens, opt_batch_tokens, emb, e);
+        rc = asn_embed_texts(L->en, L->v, L->dim, etext, elen, n_emb, L->max_tokens, opts.batch_tokens, emb, e);
     /* each group: BLEU and distinct-n over its texts, entropy over its rows */
     int row = 0;
     for (int s = 0; s < n_sub && !rc; s++) {
@@ -185,26 +196,26 @@ static int label_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
-    if (asn_tool_shards(opt_shard, &opt_merge, nops ? argv + 1 : NULL))
+    if (asn_tool_shards(opts.shard, &opts.merge, nops ? argv + 1 : NULL))
         return 0;
-    if (!opt_model)
+    if (!opts.model)
         asn_usage_error("--embed-model is required");
-    if (opt_ctx < 0)
+    if (opts.ctx < 0)
         asn_usage_error("--ctx must be >= 0");
-    if (opt_batch_tokens < 1)
+    if (opts.batch_tokens < 1)
         asn_usage_error("--batch-tokens must be >= 1");
     asn_err e;
     labeller L = {0};
-    if (!(L.m = asn_model_load(opt_model, &e)) || !(L.v = asn_model_vocab(L.m, &e)))
+    if (!(L.m = asn_model_load(opts.model, &e)) || !(L.v = asn_model_vocab(L.m, &e)))
         asn_fatal("%s", e.msg);
     const asn_model_config *cfg = asn_model_cfg(L.m);
     L.dim = cfg->n_embd;
-    L.max_tokens = opt_ctx ? (int)opt_ctx : cfg->n_ctx_train;
-    asn_pool *pool = asn_pool_new((int)opt_threads);
+    L.max_tokens = opts.ctx ? (int)opts.ctx : cfg->n_ctx_train;
+    asn_pool *pool = asn_pool_new((int)opts.threads);
     if (!(L.en = asn_engine_new(L.m, L.max_tokens, pool, &e)))
         asn_fatal("%s", e.msg);
 
-    long skipped = asn_map_groups(nops ? argv + 1 : NULL, opt_skip_bad, opt_progress, label_prompt, &L);
+    long skipped = asn_map_groups(nops ? argv + 1 : NULL, opts.skip_bad, opts.progress, label_prompt, &L);
     if (L.singles)
         fprintf(stderr, "%s: %ld group%s of one record: diversity null\n", asn_progname(), L.singles,
                 L.singles == 1 ? "" : "s");

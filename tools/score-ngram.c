@@ -16,13 +16,28 @@
 
 /* ---------------------------------------------------------------- build */
 
-static const char *opt_out;
-static int opt_lines, opt_verbose;
+/* The command line, as asn_tool_parse fills it. */
+typedef struct score_ngram_options {
+    const char *out;
+    int lines;
+    int verbose;
+    const char *index;
+    const char *shard; /* --shard, --merge: asn_tool_shards */
+    asn_strlist merge;
+    long max_n;
+    int skip_bad;
+    int progress;
+} score_ngram_options;
+
+/* The options, with their defaults (the table below points into it). */
+static score_ngram_options opts = {
+    .max_n = ASN_NGRAM_MAX_N,
+};
 
 static const asn_option build_options[] = {
-    {"output", 'o', ASN_OPT_STRING, &opt_out, "INDEX", "index file to write (required)"},
-    {"lines", 0, ASN_OPT_FLAG, &opt_lines, NULL, "every line is a document (default: every file)"},
-    {"verbose", 'v', ASN_OPT_FLAG, &opt_verbose, NULL, "print the index's figures and times on stderr"},
+    {"output", 'o', ASN_OPT_STRING, &opts.out, "INDEX", "index file to write (required)"},
+    {"lines", 0, ASN_OPT_FLAG, &opts.lines, NULL, "every line is a document (default: every file)"},
+    {"verbose", 'v', ASN_OPT_FLAG, &opts.verbose, NULL, "print the index's figures and times on stderr"},
     {0},
 };
 
@@ -37,7 +52,6 @@ static const asn_tool build_tool = {
     "building: about 9 bytes per word plus the distinct words.\n",
     build_options,
 };
-
 
 /* Adds one corpus file: mapped when it is a regular file, else read. */
 static void add_file(asn_ngram_builder *b, const char *path)
@@ -75,21 +89,21 @@ static void add_file(asn_ngram_builder *b, const char *path)
 static int build_main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&build_tool, argc, argv);
-    if (!opt_out)
+    if (!opts.out)
         asn_usage_error("-o INDEX is required");
     if (!nops)
         asn_usage_error("no CORPUS files");
     double t0 = asn_now();
-    asn_ngram_builder *b = asn_ngram_builder_new(opt_lines);
+    asn_ngram_builder *b = asn_ngram_builder_new(opts.lines);
     for (int i = 1; i <= nops; i++)
         add_file(b, argv[i]);
     double t1 = asn_now();
     asn_err e;
     asn_ngram_info info;
-    if (asn_ngram_builder_write(b, opt_out, &info, &e))
+    if (asn_ngram_builder_write(b, opts.out, &info, &e))
         asn_fatal("%s", e.msg);
     asn_ngram_builder_free(b);
-    if (opt_verbose)
+    if (opts.verbose)
         fprintf(stderr,
                 "%s: %llu words, %llu distinct, %llu documents; index %.1f MB; read %.2f s, sort and write %.2f s\n",
                 asn_progname(), (unsigned long long)info.n_words, (unsigned long long)info.n_vocab,
@@ -99,19 +113,13 @@ static int build_main(int argc, char **argv)
 
 /* ---------------------------------------------------------------- label */
 
-static const char *opt_index;
-static const char *opt_shard; /* --shard, --merge: asn_tool_shards */
-static asn_strlist opt_merge;
-static long opt_max_n = ASN_NGRAM_MAX_N;
-static int opt_skip_bad, opt_progress;
-
 static const asn_option options[] = {
-    {"index", 'i', ASN_OPT_STRING, &opt_index, "INDEX", "index made by score-ngram build (required)"},
-    {"max-n|n", 0, ASN_OPT_INT, &opt_max_n, "N", "longest n-gram looked up"},
-    ASN_OPT_SKIP_BAD(&opt_skip_bad),
-    {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
-    {"shard", 0, ASN_OPT_STRING, &opt_shard, "K/N", "only the records of the prompts of shard K of N (as gen-candidates --shard)"},
-    {"merge", 0, ASN_OPT_LIST, &opt_merge, "FILE", "label nothing: merge these shard outputs in the order of the input's prompts"},
+    {"index", 'i', ASN_OPT_STRING, &opts.index, "INDEX", "index made by score-ngram build (required)"},
+    {"max-n|n", 0, ASN_OPT_INT, &opts.max_n, "N", "longest n-gram looked up"},
+    ASN_OPT_SKIP_BAD(&opts.skip_bad),
+    {"progress", 0, ASN_OPT_FLAG, &opts.progress, NULL, "show progress even when stderr is not a terminal"},
+    {"shard", 0, ASN_OPT_STRING, &opts.shard, "K/N", "only the records of the prompts of shard K of N (as gen-candidates --shard)"},
+    {"merge", 0, ASN_OPT_LIST, &opts.merge, "FILE", "label nothing: merge these shard outputs in the order of the input's prompts"},
     {0},
 };
 
@@ -138,7 +146,7 @@ static const asn_tool tool = {
 static void label(const asn_ngram_index *ix, json_t *rec, const char *text, size_t len)
 {
     asn_ngram_label l;
-    asn_ngram_label_text(ix, text, len, (int)opt_max_n, &l);
+    asn_ngram_label_text(ix, text, len, (int)opts.max_n, &l);
     json_t *ng = json_object();
     json_object_set_new(ng, "coverage", json_integer(l.coverage));
     json_object_set_new(ng, "breaks", json_integer(l.breaks));
@@ -167,17 +175,17 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "build"))
         return build_main(argc - 1, argv + 1);
     int nops = asn_tool_parse(&tool, argc, argv);
-    if (asn_tool_shards(opt_shard, &opt_merge, nops ? argv + 1 : NULL))
+    if (asn_tool_shards(opts.shard, &opts.merge, nops ? argv + 1 : NULL))
         return 0;
-    if (!opt_index)
+    if (!opts.index)
         asn_usage_error("--index is required");
-    if (opt_max_n < 1 || opt_max_n > 1000000)
+    if (opts.max_n < 1 || opts.max_n > 1000000)
         asn_usage_error("--max-n must be between 1 and 1000000");
     asn_err e;
-    asn_ngram_index *ix = asn_ngram_open(opt_index, &e);
+    asn_ngram_index *ix = asn_ngram_open(opts.index, &e);
     if (!ix)
         asn_fatal("%s", e.msg);
-    asn_map_records(nops ? argv + 1 : NULL, opt_skip_bad, opt_progress, label_record, ix);
+    asn_map_records(nops ? argv + 1 : NULL, opts.skip_bad, opts.progress, label_record, ix);
     asn_close_out(stdout, "-");
     asn_ngram_close(ix);
     return 0;

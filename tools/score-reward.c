@@ -13,36 +13,55 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *opt_model, *opt_template, *opt_system, *opt_kind, *opt_tokenizer, *opt_api_key;
-static asn_strlist opt_server;
-static long opt_inflight = 64, opt_retries = 8;
-static double opt_timeout = 600;
-static const char *opt_shard; /* --shard, --merge: asn_tool_shards */
-static asn_strlist opt_merge;
-static long opt_threads, opt_ctx, opt_batch_tokens = 2048;
-static int opt_skip_bad, opt_progress;
+/* The command line, as asn_tool_parse fills it. */
+typedef struct score_reward_options {
+    const char *model;
+    const char *template;
+    const char *system;
+    const char *kind;
+    const char *tokenizer;
+    const char *api_key;
+    asn_strlist server;
+    long inflight;
+    long retries;
+    double timeout;
+    const char *shard; /* --shard, --merge: asn_tool_shards */
+    asn_strlist merge;
+    long threads;
+    long ctx;
+    long batch_tokens;
+    int skip_bad;
+    int progress;
+    const char *chat_date;
+} score_reward_options;
 
-static const char *opt_chat_date;
+/* The options, with their defaults (the table below points into it). */
+static score_reward_options opts = {
+    .inflight = 64,
+    .retries = 8,
+    .timeout = 600,
+    .batch_tokens = 2048,
+};
 
 static const asn_option options[] = {
-    {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF reward model with a classification head (or --server)"},
-    {"server", 0, ASN_OPT_LIST, &opt_server, "URL", "score on this server's classify endpoint instead (repeat: several share the load)"},
-    {"server-kind", 0, ASN_OPT_STRING, &opt_kind, "KIND", "with --server: asn (serve), vllm or sglang (default: asked of the server)"},
-    {"tokenizer", 0, ASN_OPT_STRING, &opt_tokenizer, "GGUF", "with --server: tokenizer and chat template (default: --model's; its weights are not loaded)"},
-    {"max-inflight", 0, ASN_OPT_INT, &opt_inflight, "N", "with --server: most requests in flight"},
-    {"timeout", 0, ASN_OPT_DOUBLE, &opt_timeout, "S", "with --server: seconds a request may take"},
-    {"retries", 0, ASN_OPT_INT, &opt_retries, "N", "with --server: tries after the first (429, 5xx, lost connections)"},
-    {"api-key", 0, ASN_OPT_STRING, &opt_api_key, "KEY", "with --server: bearer key"},
-    {"chat-template", 0, ASN_OPT_STRING, &opt_template, "NAME", "chat template of the conversation (default: the model's; none: prompt and generation concatenated)"},
-    {"chat-date", 0, ASN_OPT_STRING, &opt_chat_date, "DATE", ASN_CHAT_DATE_HELP},
-    {"system", 0, ASN_OPT_STRING, &opt_system, "TEXT", "a system message before the prompt (default: none)"},
-    {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "score at most the last N tokens of a conversation (0: the model's context)"},
-    {"batch-tokens", 0, ASN_OPT_INT, &opt_batch_tokens, "N", "tokens per forward pass"},
-    {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
-    ASN_OPT_SKIP_BAD(&opt_skip_bad),
-    {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
-    {"shard", 0, ASN_OPT_STRING, &opt_shard, "K/N", "only the records of the prompts of shard K of N (as gen-candidates --shard)"},
-    {"merge", 0, ASN_OPT_LIST, &opt_merge, "FILE", "score nothing: merge these shard outputs in the order of the input's prompts"},
+    {"model", 'm', ASN_OPT_STRING, &opts.model, "FILE", "GGUF reward model with a classification head (or --server)"},
+    {"server", 0, ASN_OPT_LIST, &opts.server, "URL", "score on this server's classify endpoint instead (repeat: several share the load)"},
+    {"server-kind", 0, ASN_OPT_STRING, &opts.kind, "KIND", "with --server: asn (serve), vllm or sglang (default: asked of the server)"},
+    {"tokenizer", 0, ASN_OPT_STRING, &opts.tokenizer, "GGUF", "with --server: tokenizer and chat template (default: --model's; its weights are not loaded)"},
+    {"max-inflight", 0, ASN_OPT_INT, &opts.inflight, "N", "with --server: most requests in flight"},
+    {"timeout", 0, ASN_OPT_DOUBLE, &opts.timeout, "S", "with --server: seconds a request may take"},
+    {"retries", 0, ASN_OPT_INT, &opts.retries, "N", "with --server: tries after the first (429, 5xx, lost connections)"},
+    {"api-key", 0, ASN_OPT_STRING, &opts.api_key, "KEY", "with --server: bearer key"},
+    {"chat-template", 0, ASN_OPT_STRING, &opts.template, "NAME", "chat template of the conversation (default: the model's; none: prompt and generation concatenated)"},
+    {"chat-date", 0, ASN_OPT_STRING, &opts.chat_date, "DATE", ASN_CHAT_DATE_HELP},
+    {"system", 0, ASN_OPT_STRING, &opts.system, "TEXT", "a system message before the prompt (default: none)"},
+    {"ctx", 'c', ASN_OPT_INT, &opts.ctx, "N", "score at most the last N tokens of a conversation (0: the model's context)"},
+    {"batch-tokens", 0, ASN_OPT_INT, &opts.batch_tokens, "N", "tokens per forward pass"},
+    {"threads", 't', ASN_OPT_INT, &opts.threads, "N", "threads (0: all cores)"},
+    ASN_OPT_SKIP_BAD(&opts.skip_bad),
+    {"progress", 0, ASN_OPT_FLAG, &opts.progress, NULL, "show progress even when stderr is not a terminal"},
+    {"shard", 0, ASN_OPT_STRING, &opts.shard, "K/N", "only the records of the prompts of shard K of N (as gen-candidates --shard)"},
+    {"merge", 0, ASN_OPT_LIST, &opts.merge, "FILE", "score nothing: merge these shard outputs in the order of the input's prompts"},
     {0},
 };
 
@@ -125,14 +144,14 @@ static int score_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
         }
         asn_chat_msg msgs[3];
         int nm = 0;
-        if (opt_system)
-            msgs[nm++] = (asn_chat_msg){"system", opt_system};
+        if (opts.system)
+            msgs[nm++] = (asn_chat_msg){"system", opts.system};
         msgs[nm++] = (asn_chat_msg){"user", prompt};
         msgs[nm++] = (asn_chat_msg){"assistant", gen};
         if (S->tmpl == ASN_CHAT_NONE) { /* the generation continues the prompt */
-            size_t ls = opt_system ? strlen(opt_system) : 0, lp = strlen(prompt), lg = strlen(gen);
+            size_t ls = opts.system ? strlen(opts.system) : 0, lp = strlen(prompt), lg = strlen(gen);
             text[k] = asn_xmalloc(ls + lp + lg + 1);
-            memcpy(text[k], opt_system ? opt_system : "", ls);
+            memcpy(text[k], opts.system ? opts.system : "", ls);
             memcpy(text[k] + ls, prompt, lp);
             memcpy(text[k] + ls + lp, gen, lg + 1);
         } else if (!(text[k] = asn_chat_format(S->tmpl, msgs, (size_t)nm, 0, e))) {
@@ -144,7 +163,7 @@ static int score_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
     float *out = asn_xmalloc(((size_t)k * (size_t)S->n_cls + 1) * sizeof *out);
     if (!rc && k)
         rc = S->c ? remote_score(S, text, k, out, e)
-                  : asn_classify_texts(S->en, S->v, (const char *const *)text, NULL, k, S->max_tokens, opt_batch_tokens, out, e);
+                  : asn_classify_texts(S->en, S->v, (const char *const *)text, NULL, k, S->max_tokens, opts.batch_tokens, out, e);
     for (int j = 0; j < k && !rc; j++)
         json_object_set_new(json_array_get(recs, at[j]), "reward", json_real(out[(size_t)j * S->n_cls]));
     for (int j = 0; j < k; j++)
@@ -158,46 +177,46 @@ int main(int argc, char **argv)
     int nops = asn_tool_parse(&tool, argc, argv);
     {
         asn_err de;
-        if (opt_chat_date && asn_chat_set_date(opt_chat_date, &de))
+        if (opts.chat_date && asn_chat_set_date(opts.chat_date, &de))
             asn_usage_error("--chat-date: %s", de.msg);
     }
-    if (asn_tool_shards(opt_shard, &opt_merge, nops ? argv + 1 : NULL))
+    if (asn_tool_shards(opts.shard, &opts.merge, nops ? argv + 1 : NULL))
         return 0;
-    if (!opt_model && !(opt_server.n && opt_tokenizer))
-        asn_usage_error(opt_server.n ? "--server needs --tokenizer GGUF (or --model GGUF) to make the tokens"
+    if (!opts.model && !(opts.server.n && opts.tokenizer))
+        asn_usage_error(opts.server.n ? "--server needs --tokenizer GGUF (or --model GGUF) to make the tokens"
                                      : "--model (or --server) is required");
-    if (!opt_server.n && opt_tokenizer)
+    if (!opts.server.n && opts.tokenizer)
         asn_usage_error("--tokenizer goes with --server");
-    if (opt_inflight < 1 || opt_retries < 0 || !(opt_timeout > 0))
+    if (opts.inflight < 1 || opts.retries < 0 || !(opts.timeout > 0))
         asn_usage_error("--max-inflight must be >= 1, --retries >= 0, --timeout > 0");
-    if (opt_ctx < 0)
+    if (opts.ctx < 0)
         asn_usage_error("--ctx must be >= 0");
-    if (opt_batch_tokens < 1)
+    if (opts.batch_tokens < 1)
         asn_usage_error("--batch-tokens must be >= 1");
     asn_err e;
     scorer S = {0};
     asn_gguf *tok_gguf = NULL;
     asn_vocab *own_vocab = NULL;
     const asn_gguf *gg;
-    const char *path = opt_server.n && opt_tokenizer ? opt_tokenizer : opt_model;
+    const char *path = opts.server.n && opts.tokenizer ? opts.tokenizer : opts.model;
     asn_pool *pool = NULL;
-    if (opt_server.n) {
-        if (opt_kind && asn_server_kind_from_name(opt_kind) < 0)
+    if (opts.server.n) {
+        if (opts.kind && asn_server_kind_from_name(opts.kind) < 0)
             asn_usage_error("--server-kind must be asn, vllm or sglang");
-        if (opt_kind && asn_server_reward_check(asn_server_kind_from_name(opt_kind), &e))
-            asn_usage_error("--server-kind %s: %s", opt_kind, e.msg);
+        if (opts.kind && asn_server_reward_check(asn_server_kind_from_name(opts.kind), &e))
+            asn_usage_error("--server-kind %s: %s", opts.kind, e.msg);
         tok_gguf = asn_gguf_open(path, &e);
         S.v = own_vocab = tok_gguf ? asn_vocab_load(tok_gguf, &e) : NULL;
         if (!S.v)
             asn_fatal("%s: %s", path, e.msg);
         gg = tok_gguf;
         S.n_cls = 1;
-        asn_client_settings cs = {opt_server.v, opt_server.n, opt_api_key, (int)opt_inflight, opt_timeout, (int)opt_retries};
+        asn_client_settings cs = {opts.server.v, opts.server.n, opts.api_key, (int)opts.inflight, opts.timeout, (int)opts.retries};
         if (!(S.c = asn_client_new(&cs, &e)))
             asn_usage_error("%s", e.msg);
-        S.max_tokens = (int)opt_ctx;
+        S.max_tokens = (int)opts.ctx;
         asn_server_info info;
-        if (asn_server_probe(S.c, opt_kind, &info, &e))
+        if (asn_server_probe(S.c, opts.kind, &info, &e))
             asn_fatal("%s", e.msg);
         asn_server_say(S.c, &info);
         S.kind = info.kind;
@@ -224,28 +243,28 @@ int main(int argc, char **argv)
             S.max_tokens = (int)n;
         }
     } else {
-        if (!(S.m = asn_model_load(opt_model, &e)) || !(S.v = asn_model_vocab(S.m, &e)))
+        if (!(S.m = asn_model_load(opts.model, &e)) || !(S.v = asn_model_vocab(S.m, &e)))
             asn_fatal("%s", e.msg);
         const asn_model_config *cfg = asn_model_cfg(S.m);
         if (!cfg->n_cls_out)
-            asn_fatal("%s: the model has no classification head (cls.output.weight): not a reward model", opt_model);
+            asn_fatal("%s: the model has no classification head (cls.output.weight): not a reward model", opts.model);
         S.n_cls = cfg->n_cls_out;
-        S.max_tokens = opt_ctx ? (int)opt_ctx : cfg->n_ctx_train;
+        S.max_tokens = opts.ctx ? (int)opts.ctx : cfg->n_ctx_train;
         gg = asn_model_gguf(S.m);
     }
     char *tmpl_text = NULL;
     if (asn_gguf_get_str(gg, "tokenizer.chat_template", 0, &tmpl_text, &e))
         asn_fatal("%s", e.msg);
-    S.tmpl = !opt_template && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opt_template, &e);
+    S.tmpl = !opts.template && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opts.template, &e);
     free(tmpl_text);
     if (S.tmpl < 0)
         asn_fatal("%s: %s", path, e.msg);
     if (S.m) {
-        pool = asn_pool_new((int)opt_threads);
+        pool = asn_pool_new((int)opts.threads);
         if (!(S.en = asn_engine_new(S.m, S.max_tokens, pool, &e)))
             asn_fatal("%s", e.msg);
     }
-    long skipped = asn_map_groups(nops ? argv + 1 : NULL, opt_skip_bad, opt_progress, score_prompt, &S);
+    long skipped = asn_map_groups(nops ? argv + 1 : NULL, opts.skip_bad, opts.progress, score_prompt, &S);
     asn_warn_skipped(skipped);
     asn_close_out(stdout, "-");
     asn_engine_free(S.en);

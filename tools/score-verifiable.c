@@ -10,24 +10,36 @@
 #include <string.h>
 #include <strings.h>
 
-static const char *opt_dataset;
-static const char *opt_shard; /* --shard, --merge: asn_tool_shards */
-static asn_strlist opt_merge;
-static int opt_skip_bad, opt_quiet, opt_progress, opt_no_detail, opt_strings_only;
-static long opt_max_warnings = 20;
+/* The command line, as asn_tool_parse fills it. */
+typedef struct score_verifiable_options {
+    const char *dataset;
+    const char *shard; /* --shard, --merge: asn_tool_shards */
+    asn_strlist merge;
+    int skip_bad;
+    int quiet;
+    int progress;
+    int no_detail;
+    int strings_only;
+    long max_warnings;
+} score_verifiable_options;
+
+/* The options, with their defaults (the table below points into it). */
+static score_verifiable_options opts = {
+    .max_warnings = 20,
+};
 
 static const asn_option options[] = {
-    {"dataset", 'd', ASN_OPT_STRING, &opt_dataset, "NAME",
+    {"dataset", 'd', ASN_OPT_STRING, &opts.dataset, "NAME",
      "score every record as NAME (gsm8k, math or ifeval), whatever its \"dataset\" says"},
-    {"math-strings-only", 0, ASN_OPT_FLAG, &opt_strings_only, NULL,
+    {"math-strings-only", 0, ASN_OPT_FLAG, &opts.strings_only, NULL,
      "MATH: compare normalized strings only, without the numeric stand-in for sympy"},
-    {"no-detail", 0, ASN_OPT_FLAG, &opt_no_detail, NULL, "write verifiable_reward only, not the verifiable object"},
-    {"max-warnings", 0, ASN_OPT_INT, &opt_max_warnings, "N", "per-record warnings shown before the rest are only counted"},
-    ASN_OPT_SKIP_BAD(&opt_skip_bad),
-    {"quiet", 'q', ASN_OPT_FLAG, &opt_quiet, NULL, "no warnings about unscored records and no summary"},
-    {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show the progress bar even when stderr is not a terminal"},
-    {"shard", 0, ASN_OPT_STRING, &opt_shard, "K/N", "only the records of the prompts of shard K of N (as gen-candidates --shard)"},
-    {"merge", 0, ASN_OPT_LIST, &opt_merge, "FILE", "label nothing: merge these shard outputs in the order of the input's prompts"},
+    {"no-detail", 0, ASN_OPT_FLAG, &opts.no_detail, NULL, "write verifiable_reward only, not the verifiable object"},
+    {"max-warnings", 0, ASN_OPT_INT, &opts.max_warnings, "N", "per-record warnings shown before the rest are only counted"},
+    ASN_OPT_SKIP_BAD(&opts.skip_bad),
+    {"quiet", 'q', ASN_OPT_FLAG, &opts.quiet, NULL, "no warnings about unscored records and no summary"},
+    {"progress", 0, ASN_OPT_FLAG, &opts.progress, NULL, "show the progress bar even when stderr is not a terminal"},
+    {"shard", 0, ASN_OPT_STRING, &opts.shard, "K/N", "only the records of the prompts of shard K of N (as gen-candidates --shard)"},
+    {"merge", 0, ASN_OPT_LIST, &opts.merge, "FILE", "label nothing: merge these shard outputs in the order of the input's prompts"},
     {0},
 };
 
@@ -119,7 +131,7 @@ static void answer_check(dataset ds, const json_t *rec, const char *gen, verdict
         fail(v, &e);
         return;
     }
-    int ok = ds == DS_GSM8K ? asn_gsm8k_check(gen, label, &v->extracted) : asn_math_check(gen, label, opt_strings_only ? 0 : ASN_MATH_VALUES, &v->extracted);
+    int ok = ds == DS_GSM8K ? asn_gsm8k_check(gen, label, &v->extracted) : asn_math_check(gen, label, opts.strings_only ? 0 : ASN_MATH_VALUES, &v->extracted);
     free(label);
     v->reward = ok;
     v->passed = json_array();
@@ -213,9 +225,9 @@ static int label(json_t *rec, void *ctx, const char *file, long line, asn_err *e
 {
     counts *c = ctx;
     const char *dsfield = NULL;
-    if (!opt_dataset && asn_get_string(rec, "dataset", 0, &dsfield, e))
+    if (!opts.dataset && asn_get_string(rec, "dataset", 0, &dsfield, e))
         return -1;
-    dataset ds = parse_dataset(opt_dataset ? opt_dataset : dsfield);
+    dataset ds = parse_dataset(opts.dataset ? opts.dataset : dsfield);
     verdict v = {-1, NULL, NULL, NULL};
     if (ds != DS_NONE) {
         const char *gen = NULL;
@@ -227,7 +239,7 @@ static int label(json_t *rec, void *ctx, const char *file, long line, asn_err *e
             answer_check(ds, rec, gen, &v);
     }
     json_object_set_new(rec, "verifiable_reward", v.reward < 0 ? json_null() : json_integer(v.reward));
-    if (!opt_no_detail) {
+    if (!opts.no_detail) {
         json_t *d = json_null();
         if (ds != DS_NONE) {
             d = json_object();
@@ -244,7 +256,7 @@ static int label(json_t *rec, void *ctx, const char *file, long line, asn_err *e
         c->unverifiable++;
     else if (v.error) {
         c->missing++;
-        if (!opt_quiet && c->warned++ < opt_max_warnings)
+        if (!opts.quiet && c->warned++ < opts.max_warnings)
             asn_warn("%s:%ld: %s; verifiable_reward is null", file, line, v.error);
     } else if (v.reward)
         c->passed++;
@@ -259,18 +271,18 @@ static int label(json_t *rec, void *ctx, const char *file, long line, asn_err *e
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
-    if (asn_tool_shards(opt_shard, &opt_merge, nops ? argv + 1 : NULL))
+    if (asn_tool_shards(opts.shard, &opts.merge, nops ? argv + 1 : NULL))
         return 0;
-    if (opt_dataset && parse_dataset(opt_dataset) == DS_NONE)
-        asn_usage_error("--dataset must be gsm8k, math or ifeval, not \"%s\"", opt_dataset);
-    if (opt_max_warnings < 0)
+    if (opts.dataset && parse_dataset(opts.dataset) == DS_NONE)
+        asn_usage_error("--dataset must be gsm8k, math or ifeval, not \"%s\"", opts.dataset);
+    if (opts.max_warnings < 0)
         asn_usage_error("--max-warnings must be >= 0");
     counts c = {0};
-    long bad = asn_map_records(nops ? argv + 1 : NULL, opt_skip_bad, opt_progress, label, &c);
+    long bad = asn_map_records(nops ? argv + 1 : NULL, opts.skip_bad, opts.progress, label, &c);
     asn_close_out(stdout, "-");
-    if (!opt_quiet) {
-        if (c.warned > opt_max_warnings)
-            asn_warn("%ld more records with missing fields were not shown", c.warned - opt_max_warnings);
+    if (!opts.quiet) {
+        if (c.warned > opts.max_warnings)
+            asn_warn("%ld more records with missing fields were not shown", c.warned - opts.max_warnings);
         fprintf(stderr,
                 "%s: %ld record%s: %ld passed, %ld failed, %ld not verifiable, %ld with missing fields "
                 "(null reward)\n",

@@ -22,33 +22,58 @@
 #include <sys/random.h>
 #include <time.h>
 
-static const char *opt_model, *opt_heuristics, *opt_host = "127.0.0.1", *opt_api_key, *opt_name, *opt_template,
-                  *opt_port_file;
-static long opt_port = 8000, opt_threads, opt_batch = 16, opt_ctx, opt_queue = 64, opt_max_tokens = 4096,
-            opt_max_body = 1 << 20, opt_max_n = 16;
-static int opt_allow_files, opt_verbose;
+/* The command line, as asn_tool_parse fills it. */
+typedef struct serve_options {
+    const char *model;
+    const char *heuristics;
+    const char *host;
+    const char *api_key;
+    const char *name;
+    const char *template;
+    const char *port_file;
+    long port;
+    long threads;
+    long batch;
+    long ctx;
+    long queue;
+    long max_tokens;
+    long max_body;
+    long max_n;
+    int allow_files;
+    int verbose;
+    const char *chat_date;
+} serve_options;
 
-static const char *opt_chat_date;
+/* The options, with their defaults (the table below points into it). */
+static serve_options opts = {
+    .host = "127.0.0.1",
+    .port = 8000,
+    .batch = 16,
+    .queue = 64,
+    .max_tokens = 4096,
+    .max_body = 1 << 20,
+    .max_n = 16,
+};
 
 static const asn_option options[] = {
-    {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF model (required)"},
-    {"heuristics", 'H', ASN_OPT_STRING, &opt_heuristics, "FILE", "heuristics YAML: requests may name these (asn_heuristic)"},
-    {"host", 0, ASN_OPT_STRING, &opt_host, "ADDR", "IPv4 address to listen on"},
-    {"port", 'p', ASN_OPT_INT, &opt_port, "N", "port (0: any free one)"},
-    {"port-file", 0, ASN_OPT_STRING, &opt_port_file, "FILE", "write the port to FILE once listening"},
-    {"api-key", 0, ASN_OPT_STRING, &opt_api_key, "KEY", "require \"Authorization: Bearer KEY\" (all but /health)"},
-    {"model-name", 0, ASN_OPT_STRING, &opt_name, "NAME", "the model's id in the API (default: general.name, else the file name)"},
-    {"chat-template", 0, ASN_OPT_STRING, &opt_template, "NAME", "chat template (default: the model's; none without one)"},
-    {"chat-date", 0, ASN_OPT_STRING, &opt_chat_date, "DATE", ASN_CHAT_DATE_HELP},
-    {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
-    {"batch", 'b', ASN_OPT_INT, &opt_batch, "N", "sequences decoding at once"},
-    {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "context size (0: the model's)"},
-    {"queue", 'q', ASN_OPT_INT, &opt_queue, "N", "most requests accepted at once (waiting or running); more get 503"},
-    {"max-tokens", 0, ASN_OPT_INT, &opt_max_tokens, "N", "most new tokens a request may ask for"},
-    {"max-n", 0, ASN_OPT_INT, &opt_max_n, "N", "most choices (n) a request may ask for"},
-    {"max-body", 0, ASN_OPT_INT, &opt_max_body, "BYTES", "largest request body (413 beyond)"},
-    {"allow-sampler-files", 0, ASN_OPT_FLAG, &opt_allow_files, NULL, "requests may define learned heuristics (they name files on this machine)"},
-    {"verbose", 'v', ASN_OPT_FLAG, &opt_verbose, NULL, "one line per request on stderr"},
+    {"model", 'm', ASN_OPT_STRING, &opts.model, "FILE", "GGUF model (required)"},
+    {"heuristics", 'H', ASN_OPT_STRING, &opts.heuristics, "FILE", "heuristics YAML: requests may name these (asn_heuristic)"},
+    {"host", 0, ASN_OPT_STRING, &opts.host, "ADDR", "IPv4 address to listen on"},
+    {"port", 'p', ASN_OPT_INT, &opts.port, "N", "port (0: any free one)"},
+    {"port-file", 0, ASN_OPT_STRING, &opts.port_file, "FILE", "write the port to FILE once listening"},
+    {"api-key", 0, ASN_OPT_STRING, &opts.api_key, "KEY", "require \"Authorization: Bearer KEY\" (all but /health)"},
+    {"model-name", 0, ASN_OPT_STRING, &opts.name, "NAME", "the model's id in the API (default: general.name, else the file name)"},
+    {"chat-template", 0, ASN_OPT_STRING, &opts.template, "NAME", "chat template (default: the model's; none without one)"},
+    {"chat-date", 0, ASN_OPT_STRING, &opts.chat_date, "DATE", ASN_CHAT_DATE_HELP},
+    {"threads", 't', ASN_OPT_INT, &opts.threads, "N", "threads (0: all cores)"},
+    {"batch", 'b', ASN_OPT_INT, &opts.batch, "N", "sequences decoding at once"},
+    {"ctx", 'c', ASN_OPT_INT, &opts.ctx, "N", "context size (0: the model's)"},
+    {"queue", 'q', ASN_OPT_INT, &opts.queue, "N", "most requests accepted at once (waiting or running); more get 503"},
+    {"max-tokens", 0, ASN_OPT_INT, &opts.max_tokens, "N", "most new tokens a request may ask for"},
+    {"max-n", 0, ASN_OPT_INT, &opts.max_n, "N", "most choices (n) a request may ask for"},
+    {"max-body", 0, ASN_OPT_INT, &opts.max_body, "BYTES", "largest request body (413 beyond)"},
+    {"allow-sampler-files", 0, ASN_OPT_FLAG, &opts.allow_files, NULL, "requests may define learned heuristics (they name files on this machine)"},
+    {"verbose", 'v', ASN_OPT_FLAG, &opts.verbose, NULL, "one line per request on stderr"},
     {0},
 };
 
@@ -420,7 +445,7 @@ static req *build(const asn_http_request *hr, int chat, asn_http_response *out)
     r->s = &S;
     pthread_cond_init(&r->cv, NULL);
     asn_err e;
-    asn_oai_limits lim = {opt_max_tokens, (int)opt_max_n, S.n_ctx, S.V};
+    asn_oai_limits lim = {opts.max_tokens, (int)opts.max_n, S.n_ctx, S.V};
     if (asn_oai_parse(hr->body, hr->len, chat, &lim, &r->rq, &e)) {
         error_json(out, 400, "%s", e.msg);
         goto fail;
@@ -457,7 +482,7 @@ static req *build(const asn_http_request *hr, int chat, asn_http_response *out)
         json_decref(rq->processors);
         rq->processors = procs; /* kept with the request */
         const char *hname = rq->heuristic_def ? json_string_value(json_object_get(rq->heuristic_def, "name")) : "params";
-        if (!opt_allow_files && uses_files(procs)) {
+        if (!opts.allow_files && uses_files(procs)) {
             error_json(out, 400, "field \"asn_heuristic\": learned samplers and constraint paths name files; this "
                                  "server allows them only by name (--heuristics) or with --allow-sampler-files");
             goto fail;
@@ -548,7 +573,7 @@ fail:
 static int submit(req *r)
 {
     pthread_mutex_lock(&S.mu);
-    if (S.accepted >= opt_queue || S.quit) {
+    if (S.accepted >= opts.queue || S.quit) {
         pthread_mutex_unlock(&S.mu);
         return -1;
     }
@@ -843,9 +868,9 @@ static void classify(const asn_http_request *hr, asn_http_response *out)
     json_decref(items);
     job.out = asn_xmalloc((size_t)job.n * (size_t)S.n_cls * sizeof *job.out);
     pthread_mutex_lock(&S.mu);
-    if (S.accepted >= opt_queue || S.quit) {
+    if (S.accepted >= opts.queue || S.quit) {
         pthread_mutex_unlock(&S.mu);
-        error_json(out, 503, "the server is busy: %ld requests are waiting or running", opt_queue);
+        error_json(out, 503, "the server is busy: %ld requests are waiting or running", opts.queue);
         goto done;
     }
     S.accepted++;
@@ -909,10 +934,10 @@ done:
 
 static int authorized(const asn_http_request *hr)
 {
-    if (!opt_api_key)
+    if (!opts.api_key)
         return 1;
     const char *a = hr->authorization;
-    return a && !strncmp(a, "Bearer ", 7) && !strcmp(a + 7, opt_api_key);
+    return a && !strncmp(a, "Bearer ", 7) && !strcmp(a + 7, opts.api_key);
 }
 
 static void handle(void *ctx, const asn_http_request *hr, asn_http_response *out)
@@ -923,7 +948,7 @@ static void handle(void *ctx, const asn_http_request *hr, asn_http_response *out
     if (!strcmp(p, "/health")) {
         pthread_mutex_lock(&S.mu);
         char buf[160];
-        snprintf(buf, sizeof buf, "{\"status\":\"ok\",\"accepted\":%d,\"queue\":%ld}", S.accepted, opt_queue);
+        snprintf(buf, sizeof buf, "{\"status\":\"ok\",\"accepted\":%d,\"queue\":%ld}", S.accepted, opts.queue);
         pthread_mutex_unlock(&S.mu);
         asn_http_json(out, 200, asn_xstrdup(buf));
         return;
@@ -944,7 +969,7 @@ static void handle(void *ctx, const asn_http_request *hr, asn_http_response *out
         json_t *j = json_pack("{s:s,s:[{s:s,s:s,s:i,s:s,s:i,s:{s:s,s:s,s:i,s:i,s:i}}]}", "object", "list", "data", "id",
                               S.name, "object", "model", "created", 0, "owned_by", "asn", "max_model_len", S.n_ctx,
                               "asn", "sha256", S.sha, "chat_template", asn_chat_name(S.tmpl), "n_vocab", S.V,
-                              "batch", (int)opt_batch, "queue", (int)opt_queue);
+                              "batch", (int)opts.batch, "queue", (int)opts.queue);
         asn_http_json(out, 200, asn_json_dumps(j, 0));
         json_decref(j);
         return;
@@ -956,12 +981,12 @@ static void handle(void *ctx, const asn_http_request *hr, asn_http_response *out
     req *r = build(hr, chat, out);
     if (!r)
         return;
-    if (opt_verbose)
+    if (opts.verbose)
         asn_warn("%s %s: %d prompt tokens, n=%d, max_tokens=%ld, heuristic \"%s\"", r->id, p, r->n_toks, r->n,
                  r->rq.max_tokens, r->h->name);
     if (submit(r)) {
         req_free(r);
-        { error_json(out, 503, "the server is busy: %ld requests are waiting or running", opt_queue); return; }
+        { error_json(out, 503, "the server is busy: %ld requests are waiting or running", opts.queue); return; }
     }
     if (!r->rq.stream)
         return answer_whole(r, out);
@@ -977,41 +1002,41 @@ int main(int argc, char **argv)
     int nops = asn_tool_parse(&tool, argc, argv);
     {
         asn_err de;
-        if (opt_chat_date && asn_chat_set_date(opt_chat_date, &de))
+        if (opts.chat_date && asn_chat_set_date(opts.chat_date, &de))
             asn_usage_error("--chat-date: %s", de.msg);
     }
     if (nops)
         asn_usage_error("no operands expected");
-    if (!opt_model)
+    if (!opts.model)
         asn_usage_error("--model is required");
-    if (opt_batch < 1 || opt_queue < 1 || opt_max_tokens < 1 || opt_max_body < 64 || opt_max_n < 1)
+    if (opts.batch < 1 || opts.queue < 1 || opts.max_tokens < 1 || opts.max_body < 64 || opts.max_n < 1)
         asn_usage_error("--batch, --queue, --max-tokens and --max-n must be >= 1, --max-body >= 64");
     signal(SIGPIPE, SIG_IGN);
     asn_err e;
-    S.m = asn_model_load(opt_model, &e);
+    S.m = asn_model_load(opts.model, &e);
     S.v = S.m ? asn_model_vocab(S.m, &e) : NULL;
     if (!S.v || !(S.sha = asn_model_sha256(S.m, &e)))
         asn_fatal("%s", e.msg);
-    if (opt_heuristics && !(S.hs = asn_heuristics_load(opt_heuristics, &e)))
+    if (opts.heuristics && !(S.hs = asn_heuristics_load(opts.heuristics, &e)))
         asn_fatal("%s", e.msg);
     char *tmpl_text = NULL, *gname = NULL;
     const asn_gguf *gg = asn_model_gguf(S.m);
     if (asn_gguf_get_str(gg, "tokenizer.chat_template", 0, &tmpl_text, &e) ||
         asn_gguf_get_str(gg, "general.name", 0, &gname, &e))
         asn_fatal("%s", e.msg);
-    S.tmpl = !opt_template && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opt_template, &e);
+    S.tmpl = !opts.template && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opts.template, &e);
     if (S.tmpl < 0)
-        asn_fatal("%s: %s", opt_model, e.msg);
+        asn_fatal("%s: %s", opts.model, e.msg);
     free(tmpl_text);
-    const char *base = strrchr(opt_model, '/') ? strrchr(opt_model, '/') + 1 : opt_model;
-    S.name = asn_xstrdup(opt_name ? opt_name : gname ? gname : base);
+    const char *base = strrchr(opts.model, '/') ? strrchr(opts.model, '/') + 1 : opts.model;
+    S.name = asn_xstrdup(opts.name ? opts.name : gname ? gname : base);
     free(gname);
     S.V = asn_model_cfg(S.m)->n_vocab;
     S.n_cls = asn_model_cfg(S.m)->n_cls_out;
-    S.n_ctx = opt_ctx > 0 ? (int)opt_ctx : asn_model_cfg(S.m)->n_ctx_train;
-    asn_pool *pool = S.pool = asn_pool_new((int)opt_threads);
+    S.n_ctx = opts.ctx > 0 ? (int)opts.ctx : asn_model_cfg(S.m)->n_ctx_train;
+    asn_pool *pool = S.pool = asn_pool_new((int)opts.threads);
     asn_gen_settings gs = {.max_new_tokens = 1};
-    if (!(S.gen = asn_generator_new(S.m, pool, (int)opt_batch, S.n_ctx, &gs, &e)))
+    if (!(S.gen = asn_generator_new(S.m, pool, (int)opts.batch, S.n_ctx, &gs, &e)))
         asn_fatal("%s", e.msg);
     asn_gen_events ev = {ev_token, ev_done, NULL};
     S.stream = asn_gen_stream_new(S.gen, &ev);
@@ -1020,16 +1045,16 @@ int main(int argc, char **argv)
     pthread_cond_init(&S.work, NULL);
     pthread_cond_init(&S.news, NULL);
     asn_catch_stop();
-    asn_http_settings hs = {opt_host, (int)opt_port, (size_t)opt_max_body, (int)opt_queue + 16, 600};
+    asn_http_settings hs = {opts.host, (int)opts.port, (size_t)opts.max_body, (int)opts.queue + 16, 600};
     asn_http_server *srv = asn_http_start(&hs, handle, NULL, &e);
     if (!srv)
         asn_fatal("%s", e.msg);
-    fprintf(stderr, "serve: %s on http://%s:%d (batch %ld, queue %ld)\n", S.name, opt_host, asn_http_port(srv),
-            opt_batch, opt_queue);
-    if (opt_port_file) {
-        FILE *f = asn_open_out(opt_port_file);
+    fprintf(stderr, "serve: %s on http://%s:%d (batch %ld, queue %ld)\n", S.name, opts.host, asn_http_port(srv),
+            opts.batch, opts.queue);
+    if (opts.port_file) {
+        FILE *f = asn_open_out(opts.port_file);
         fprintf(f, "%d\n", asn_http_port(srv));
-        asn_close_out(f, opt_port_file);
+        asn_close_out(f, opts.port_file);
     }
     engine_loop();
     asn_http_stop(srv);

@@ -10,21 +10,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *opt_model, *opt_file, *opt_system, *opt_template, *opt_template_file, *opt_chat_date;
-static int opt_pieces, opt_no_bos, opt_no_parse_special, opt_chat, opt_print_prompt;
+/* The command line, as asn_tool_parse fills it. */
+typedef struct tokenize_options {
+    const char *model;
+    const char *file;
+    const char *system;
+    const char *template;
+    const char *template_file;
+    const char *chat_date;
+    int pieces;
+    int no_bos;
+    int no_parse_special;
+    int chat;
+    int print_prompt;
+} tokenize_options;
+
+/* The options, with their defaults (the table below points into it). */
+static tokenize_options opts;
 
 static const asn_option options[] = {
-    {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "GGUF file whose tokenizer to use (a model or a vocab-only file; required)"},
-    {"file", 'f', ASN_OPT_STRING, &opt_file, "FILE", "read the text from FILE (\"-\" = stdin) instead of the argument"},
-    {"pieces", 0, ASN_OPT_FLAG, &opt_pieces, NULL, "write [{\"id\": ID, \"piece\": TEXT}] objects instead of bare ids"},
-    {"no-bos", 0, ASN_OPT_FLAG, &opt_no_bos, NULL, "add no BOS (nor EOS) even if the model asks for it"},
-    {"no-parse-special", 0, ASN_OPT_FLAG, &opt_no_parse_special, NULL, "treat control tokens written in the text (<|im_start|>, ...) as plain text"},
-    {"chat", 0, ASN_OPT_FLAG, &opt_chat, NULL, "the text is a user message: tokenize the prompt the generating tools build from it"},
-    {"system", 0, ASN_OPT_STRING, &opt_system, "TEXT", "with --chat: the system message (default: none)"},
-    {"chat-template", 0, ASN_OPT_STRING, &opt_template, "NAME", "with --chat: chat template family (default: the model's; none without one)"},
-    {"chat-template-file", 0, ASN_OPT_STRING, &opt_template_file, "FILE", "with --chat: a Jinja chat template to detect the family from, in place of the model's tokenizer.chat_template"},
-    {"chat-date", 0, ASN_OPT_STRING, &opt_chat_date, "DATE", ASN_CHAT_DATE_HELP},
-    {"print-prompt", 0, ASN_OPT_FLAG, &opt_print_prompt, NULL, "with --chat: write the prompt text (the BOS token's text first when one is added) instead of ids"},
+    {"model", 'm', ASN_OPT_STRING, &opts.model, "FILE", "GGUF file whose tokenizer to use (a model or a vocab-only file; required)"},
+    {"file", 'f', ASN_OPT_STRING, &opts.file, "FILE", "read the text from FILE (\"-\" = stdin) instead of the argument"},
+    {"pieces", 0, ASN_OPT_FLAG, &opts.pieces, NULL, "write [{\"id\": ID, \"piece\": TEXT}] objects instead of bare ids"},
+    {"no-bos", 0, ASN_OPT_FLAG, &opts.no_bos, NULL, "add no BOS (nor EOS) even if the model asks for it"},
+    {"no-parse-special", 0, ASN_OPT_FLAG, &opts.no_parse_special, NULL, "treat control tokens written in the text (<|im_start|>, ...) as plain text"},
+    {"chat", 0, ASN_OPT_FLAG, &opts.chat, NULL, "the text is a user message: tokenize the prompt the generating tools build from it"},
+    {"system", 0, ASN_OPT_STRING, &opts.system, "TEXT", "with --chat: the system message (default: none)"},
+    {"chat-template", 0, ASN_OPT_STRING, &opts.template, "NAME", "with --chat: chat template family (default: the model's; none without one)"},
+    {"chat-template-file", 0, ASN_OPT_STRING, &opts.template_file, "FILE", "with --chat: a Jinja chat template to detect the family from, in place of the model's tokenizer.chat_template"},
+    {"chat-date", 0, ASN_OPT_STRING, &opts.chat_date, "DATE", ASN_CHAT_DATE_HELP},
+    {"print-prompt", 0, ASN_OPT_FLAG, &opts.print_prompt, NULL, "with --chat: write the prompt text (the BOS token's text first when one is added) instead of ids"},
     {0},
 };
 
@@ -118,7 +133,7 @@ static void print_ids(const asn_vocab *v, const int32_t *ids, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (i)
             fputc(',', stdout);
-        if (!opt_pieces) {
+        if (!opts.pieces) {
             printf("%d", ids[i]);
             continue;
         }
@@ -140,17 +155,17 @@ static void print_ids(const asn_vocab *v, const int32_t *ids, size_t n)
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
-    if (!opt_model)
+    if (!opts.model)
         asn_usage_error("-m MODEL.gguf is required");
     if (nops > 1)
         asn_usage_error("unexpected argument '%s' (quote the text: one argument)", argv[2]);
-    if (nops == 1 && opt_file)
+    if (nops == 1 && opts.file)
         asn_usage_error("give the text as an argument or with -f, not both");
-    if (!opt_chat && (opt_system || opt_template || opt_template_file || opt_print_prompt))
+    if (!opts.chat && (opts.system || opts.template || opts.template_file || opts.print_prompt))
         asn_usage_error("--system, --chat-template, --chat-template-file and --print-prompt go with --chat");
     {
         asn_err de;
-        if (opt_chat_date && asn_chat_set_date(opt_chat_date, &de))
+        if (opts.chat_date && asn_chat_set_date(opts.chat_date, &de))
             asn_usage_error("--chat-date: %s", de.msg);
     }
 
@@ -160,7 +175,7 @@ int main(int argc, char **argv)
         text = argv[1];
         len = strlen(text);
     } else {
-        const char *path = opt_file ? opt_file : "-";
+        const char *path = opts.file ? opts.file : "-";
         FILE *f = asn_open_in(path);
         text = read_stream(f, strcmp(path, "-") ? path : "<stdin>", &len);
         if (f != stdin)
@@ -168,37 +183,37 @@ int main(int argc, char **argv)
     }
 
     asn_err e;
-    asn_gguf *g = asn_gguf_open(opt_model, &e);
+    asn_gguf *g = asn_gguf_open(opts.model, &e);
     if (!g)
         asn_fatal("%s", e.msg);
     char *model_tmpl = NULL;
     if (asn_gguf_get_str(g, "tokenizer.chat_template", 0, &model_tmpl, &e))
-        asn_fatal("%s: %s", opt_model, e.msg);
+        asn_fatal("%s: %s", opts.model, e.msg);
     asn_vocab *v = asn_vocab_load(g, &e);
     asn_gguf_close(g);
     if (!v)
-        asn_fatal("%s: %s", opt_model, e.msg);
-    if (opt_chat) {
-        if (opt_template_file) {
+        asn_fatal("%s: %s", opts.model, e.msg);
+    if (opts.chat) {
+        if (opts.template_file) {
             size_t tl;
             free(model_tmpl);
-            if (asn_read_file(opt_template_file, &model_tmpl, &tl, &e))
+            if (asn_read_file(opts.template_file, &model_tmpl, &tl, &e))
                 asn_fatal("%s", e.msg);
         }
-        int tmpl = !opt_template && !model_tmpl ? ASN_CHAT_NONE : asn_chat_for_model(model_tmpl, opt_template, &e);
+        int tmpl = !opts.template && !model_tmpl ? ASN_CHAT_NONE : asn_chat_for_model(model_tmpl, opts.template, &e);
         if (tmpl < 0)
-            asn_fatal("%s: %s", opt_template_file ? opt_template_file : opt_model, e.msg);
+            asn_fatal("%s: %s", opts.template_file ? opts.template_file : opts.model, e.msg);
         char *user = asn_xmalloc(len + 1);
         memcpy(user, text, len);
         user[len] = 0;
         if (strlen(user) != len)
             asn_fatal("the message holds a NUL byte");
-        char *prompt = asn_gen_prompt_text(tmpl, opt_system, user, &e);
+        char *prompt = asn_gen_prompt_text(tmpl, opts.system, user, &e);
         int32_t *pids;
         int pn;
         if (!prompt || asn_gen_tokenize_prompt(v, prompt, &pids, &pn, &e))
             asn_fatal("%s", e.msg);
-        if (opt_print_prompt) {
+        if (opts.print_prompt) {
             size_t bl = 0;
             const char *bos = pids[0] == asn_vocab_bos(v) ? asn_vocab_piece(v, pids[0], 1, &bl) : "";
             fwrite(bos, 1, bl, stdout);
@@ -219,10 +234,10 @@ int main(int argc, char **argv)
     free(model_tmpl);
 
     /* llama-tokenize: add_special = the model's add_bos && !--no-bos */
-    int add_special = asn_vocab_add_bos(v) && !opt_no_bos;
+    int add_special = asn_vocab_add_bos(v) && !opts.no_bos;
     int32_t *ids;
     size_t n;
-    if (asn_tokenize(v, text, len, add_special, !opt_no_parse_special, &ids, &n, &e))
+    if (asn_tokenize(v, text, len, add_special, !opts.no_parse_special, &ids, &n, &e))
         asn_fatal("%s", e.msg);
 
     print_ids(v, ids, n);

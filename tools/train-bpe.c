@@ -10,23 +10,42 @@
 #include <string.h>
 #include <time.h>
 
-static const char *opt_output, *opt_pre = ASN_BPE_PRE, *opt_bos = ASN_BPE_BOS, *opt_eos = ASN_BPE_EOS, *opt_pad;
-static long opt_vocab = ASN_BPE_VOCAB_SIZE, opt_min_count = ASN_BPE_MIN_COUNT;
-static asn_strlist opt_special;
-static int opt_check, opt_verbose, opt_progress;
+/* The command line, as asn_tool_parse fills it. */
+typedef struct train_bpe_options {
+    const char *output;
+    const char *pre;
+    const char *bos;
+    const char *eos;
+    const char *pad;
+    long vocab;
+    long min_count;
+    asn_strlist special;
+    int check;
+    int verbose;
+    int progress;
+} train_bpe_options;
+
+/* The options, with their defaults (the table below points into it). */
+static train_bpe_options opts = {
+    .pre = ASN_BPE_PRE,
+    .bos = ASN_BPE_BOS,
+    .eos = ASN_BPE_EOS,
+    .vocab = ASN_BPE_VOCAB_SIZE,
+    .min_count = ASN_BPE_MIN_COUNT,
+};
 
 static const asn_option options[] = {
-    {"output", 'o', ASN_OPT_STRING, &opt_output, "FILE", "vocab GGUF to write (required)"},
-    {"vocab-size|n", 0, ASN_OPT_INT, &opt_vocab, "N", "tokens in all: the 256 bytes, the learned ones and the special ones"},
-    {"pre", 0, ASN_OPT_STRING, &opt_pre, "NAME", "pre-tokenizer (tokenizer.ggml.pre): smollm (the GPT-2 regex, digits one by one, text restored exactly), or gpt-2 (whose detokenizer drops the space before , . ! ? 's ...)"},
-    {"bos", 0, ASN_OPT_STRING, &opt_bos, "TEXT", "BOS token, added before every text (\"\": none)"},
-    {"eos", 0, ASN_OPT_STRING, &opt_eos, "TEXT", "EOS token, the end of generation (\"\": none)"},
-    {"pad", 0, ASN_OPT_STRING, &opt_pad, "TEXT", "padding token (default: none)"},
-    {"special", 0, ASN_OPT_LIST, &opt_special, "TEXT", "another control token"},
-    {"min-count", 0, ASN_OPT_INT, &opt_min_count, "N", "never merge a pair seen fewer than N times"},
-    {"check", 0, ASN_OPT_FLAG, &opt_check, NULL, "load the written vocab and check it on the input (see below)"},
-    {"verbose", 'v', ASN_OPT_FLAG, &opt_verbose, NULL, "corpus and training statistics on stderr"},
-    {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "show progress even when stderr is not a terminal"},
+    {"output", 'o', ASN_OPT_STRING, &opts.output, "FILE", "vocab GGUF to write (required)"},
+    {"vocab-size|n", 0, ASN_OPT_INT, &opts.vocab, "N", "tokens in all: the 256 bytes, the learned ones and the special ones"},
+    {"pre", 0, ASN_OPT_STRING, &opts.pre, "NAME", "pre-tokenizer (tokenizer.ggml.pre): smollm (the GPT-2 regex, digits one by one, text restored exactly), or gpt-2 (whose detokenizer drops the space before , . ! ? 's ...)"},
+    {"bos", 0, ASN_OPT_STRING, &opts.bos, "TEXT", "BOS token, added before every text (\"\": none)"},
+    {"eos", 0, ASN_OPT_STRING, &opts.eos, "TEXT", "EOS token, the end of generation (\"\": none)"},
+    {"pad", 0, ASN_OPT_STRING, &opts.pad, "TEXT", "padding token (default: none)"},
+    {"special", 0, ASN_OPT_LIST, &opts.special, "TEXT", "another control token"},
+    {"min-count", 0, ASN_OPT_INT, &opts.min_count, "N", "never merge a pair seen fewer than N times"},
+    {"check", 0, ASN_OPT_FLAG, &opts.check, NULL, "load the written vocab and check it on the input (see below)"},
+    {"verbose", 'v', ASN_OPT_FLAG, &opts.verbose, NULL, "corpus and training statistics on stderr"},
+    {"progress", 0, ASN_OPT_FLAG, &opts.progress, NULL, "show progress even when stderr is not a terminal"},
     {0},
 };
 
@@ -53,12 +72,11 @@ static const asn_tool tool = {
     options,
 };
 
-
 static void on_merge(void *ctx, int32_t done, int32_t wanted)
 {
     asn_progress **bar = ctx;
     if (!*bar)
-        *bar = asn_progress_new("merges", wanted, opt_progress);
+        *bar = asn_progress_new("merges", wanted, opts.progress);
     asn_progress_add(*bar, 1);
 }
 
@@ -66,7 +84,7 @@ static void on_merge(void *ctx, int32_t done, int32_t wanted)
 static void check(const asn_bpe *b, char **texts, const size_t *lens, const char *const *paths, int n)
 {
     asn_err e;
-    asn_gguf *g = asn_gguf_open(opt_output, &e);
+    asn_gguf *g = asn_gguf_open(opts.output, &e);
     asn_vocab *v = g ? asn_vocab_load(g, &e) : NULL;
     if (!v)
         asn_fatal("check: %s", e.msg);
@@ -142,18 +160,18 @@ static void check(const asn_bpe *b, char **texts, const size_t *lens, const char
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
-    if (!opt_output)
+    if (!opts.output)
         asn_usage_error("--output is required");
-    if (opt_vocab < 256 || opt_vocab > INT32_MAX)
+    if (opts.vocab < 256 || opts.vocab > INT32_MAX)
         asn_usage_error("--vocab-size must be at least 256");
-    if (opt_min_count < 1)
+    if (opts.min_count < 1)
         asn_usage_error("--min-count must be at least 1");
-    long n_sp = (*opt_bos != 0) + (*opt_eos != 0) + (opt_pad != NULL) + opt_special.n;
-    if (opt_vocab < 256 + n_sp)
-        asn_usage_error("--vocab-size %ld leaves no room for the 256 bytes and %ld special tokens", opt_vocab, n_sp);
+    long n_sp = (*opts.bos != 0) + (*opts.eos != 0) + (opts.pad != NULL) + opts.special.n;
+    if (opts.vocab < 256 + n_sp)
+        asn_usage_error("--vocab-size %ld leaves no room for the 256 bytes and %ld special tokens", opts.vocab, n_sp);
 
     asn_err e;
-    asn_bpe_words *w = asn_bpe_words_new(opt_pre, &e);
+    asn_bpe_words *w = asn_bpe_words_new(opts.pre, &e);
     if (!w)
         asn_usage_error("--pre: %s", e.msg);
     static const char *stdin_only[] = {"-"};
@@ -166,7 +184,7 @@ int main(int argc, char **argv)
         texts[i] = asn_read_all(paths[i], &lens[i]);
         if (asn_bpe_words_add(w, texts[i], lens[i], &e))
             asn_fatal("%s: %s", strcmp(paths[i], "-") ? paths[i] : "stdin", e.msg);
-        if (!opt_check) {
+        if (!opts.check) {
             free(texts[i]);
             texts[i] = NULL;
         }
@@ -175,13 +193,13 @@ int main(int argc, char **argv)
 
     asn_bpe_opts o;
     asn_bpe_opts_init(&o);
-    o.vocab_size = (int32_t)opt_vocab;
-    o.min_count = opt_min_count;
-    o.bos = *opt_bos ? opt_bos : NULL;
-    o.eos = *opt_eos ? opt_eos : NULL;
-    o.pad = opt_pad;
-    o.special = opt_special.v;
-    o.n_special = (size_t)opt_special.n;
+    o.vocab_size = (int32_t)opts.vocab;
+    o.min_count = opts.min_count;
+    o.bos = *opts.bos ? opts.bos : NULL;
+    o.eos = *opts.eos ? opts.eos : NULL;
+    o.pad = opts.pad;
+    o.special = opts.special.v;
+    o.n_special = (size_t)opts.special.n;
     asn_progress *bar = NULL;
     o.progress = on_merge;
     o.progress_ctx = &bar;
@@ -190,13 +208,13 @@ int main(int argc, char **argv)
     if (!b)
         asn_fatal("%s", e.msg);
     double t2 = asn_now();
-    if (asn_bpe_write(b, opt_output, &e))
+    if (asn_bpe_write(b, opts.output, &e))
         asn_fatal("%s", e.msg);
 
-    if (asn_bpe_n_tokens(b) < opt_vocab)
+    if (asn_bpe_n_tokens(b) < opts.vocab)
         asn_warn("only %d merges reach --min-count %ld: %d tokens instead of %ld", (int)asn_bpe_n_merges(b),
-                 opt_min_count, (int)asn_bpe_n_tokens(b), opt_vocab);
-    if (opt_verbose) {
+                 opts.min_count, (int)asn_bpe_n_tokens(b), opts.vocab);
+    if (opts.verbose) {
         uint64_t bytes = asn_bpe_words_bytes(w), toks = asn_bpe_text_tokens(b);
         fprintf(stderr,
                 "%s: %llu bytes, %llu pieces, %zu distinct (%.2f s); %d merges (%.2f s); %d tokens "
@@ -205,7 +223,7 @@ int main(int argc, char **argv)
                 asn_bpe_words_distinct(w), t1 - t0, (int)asn_bpe_n_merges(b), t2 - t1, (int)asn_bpe_n_tokens(b),
                 (int)asn_bpe_n_merges(b), (int)n_sp, toks ? (double)bytes / (double)toks : 0.0);
     }
-    if (opt_check)
+    if (opts.check)
         check(b, texts, lens, paths, n);
     for (int i = 0; i < n; i++)
         free(texts[i]);

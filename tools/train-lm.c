@@ -19,55 +19,120 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *opt_vocab, *opt_output, *opt_valid, *opt_name, *opt_log, *opt_ckpt, *opt_resume;
-static const char *opt_doc_sep, *opt_schedule = "cosine";
-static long opt_dim = 128, opt_layers = 4, opt_heads = 4, opt_kv_heads = 0, opt_ffn = 0, opt_ctx = 256;
-static long opt_steps = 1000, opt_batch = 8, opt_accum = 1, opt_warmup = 100, opt_seed = 1, opt_threads = 0;
-static long opt_log_every = 10, opt_eval_every = 200, opt_eval_tokens = 65536, opt_ckpt_every = 500, opt_stop_at;
-static double opt_lr = 1e-3, opt_min_lr_rate = 0.1, opt_wd = 0.1, opt_beta1 = 0.9, opt_beta2 = 0.95;
-static double opt_eps = 1e-8, opt_clip = 1.0, opt_rope_base = 10000, opt_rms_eps = 1e-5, opt_max_time = 0;
-static int opt_progress, opt_quiet, opt_no_cache;
+/* The command line, as asn_tool_parse fills it. */
+typedef struct train_lm_options {
+    const char *vocab;
+    const char *output;
+    const char *valid;
+    const char *name;
+    const char *log;
+    const char *ckpt;
+    const char *resume;
+    const char *doc_sep;
+    const char *schedule;
+    long dim;
+    long layers;
+    long heads;
+    long kv_heads;
+    long ffn;
+    long ctx;
+    long steps;
+    long batch;
+    long accum;
+    long warmup;
+    long seed;
+    long threads;
+    long log_every;
+    long eval_every;
+    long eval_tokens;
+    long ckpt_every;
+    long stop_at;
+    double lr;
+    double min_lr_rate;
+    double wd;
+    double beta1;
+    double beta2;
+    double eps;
+    double clip;
+    double rope_base;
+    double rms_eps;
+    double max_time;
+    int progress;
+    int quiet;
+    int no_cache;
+} train_lm_options;
+
+/* The options, with their defaults (the table below points into it). */
+static train_lm_options opts = {
+    .schedule = "cosine",
+    .dim = 128,
+    .layers = 4,
+    .heads = 4,
+    .kv_heads = 0,
+    .ffn = 0,
+    .ctx = 256,
+    .steps = 1000,
+    .batch = 8,
+    .accum = 1,
+    .warmup = 100,
+    .seed = 1,
+    .threads = 0,
+    .log_every = 10,
+    .eval_every = 200,
+    .eval_tokens = 65536,
+    .ckpt_every = 500,
+    .lr = 1e-3,
+    .min_lr_rate = 0.1,
+    .wd = 0.1,
+    .beta1 = 0.9,
+    .beta2 = 0.95,
+    .eps = 1e-8,
+    .clip = 1.0,
+    .rope_base = 10000,
+    .rms_eps = 1e-5,
+    .max_time = 0,
+};
 
 static const asn_option options[] = {
-    {"vocab", 'v', ASN_OPT_STRING, &opt_vocab, "FILE", "GGUF file whose tokenizer the model uses (required)"},
-    {"output", 'o', ASN_OPT_STRING, &opt_output, "FILE", "the model GGUF to write (required)"},
-    {"valid", 0, ASN_OPT_STRING, &opt_valid, "FILE", "held-out text for the validation loss"},
-    {"name", 0, ASN_OPT_STRING, &opt_name, "TEXT", "general.name of the model (default: the output's file name)"},
-    {"dim", 0, ASN_OPT_INT, &opt_dim, "N", "embedding width"},
-    {"layers", 0, ASN_OPT_INT, &opt_layers, "N", "transformer blocks"},
-    {"heads", 0, ASN_OPT_INT, &opt_heads, "N", "attention heads"},
-    {"kv-heads", 0, ASN_OPT_INT, &opt_kv_heads, "N", "key/value heads (grouped-query attention; 0: --heads)"},
-    {"ffn", 0, ASN_OPT_INT, &opt_ffn, "N", "SwiGLU hidden width (0: 8/3 dim rounded up to a multiple of 32)"},
-    {"ctx", 'c', ASN_OPT_INT, &opt_ctx, "N", "context length: tokens per training window"},
-    {"rope-base", 0, ASN_OPT_DOUBLE, &opt_rope_base, "B", "rotary embedding base"},
-    {"rms-eps", 0, ASN_OPT_DOUBLE, &opt_rms_eps, "E", "RMSNorm epsilon"},
-    {"steps|n", 0, ASN_OPT_INT, &opt_steps, "N", "optimizer steps"},
-    {"batch", 'b', ASN_OPT_INT, &opt_batch, "N", "windows per micro-batch"},
-    {"accum", 0, ASN_OPT_INT, &opt_accum, "N", "micro-batches per optimizer step (gradient accumulation)"},
-    {"lr", 0, ASN_OPT_DOUBLE, &opt_lr, "RATE", "peak learning rate"},
-    {"schedule", 0, ASN_OPT_STRING, &opt_schedule, "NAME", "learning-rate schedule: constant, constant_with_warmup, linear, cosine, cosine_with_restarts, polynomial, cosine_with_min_lr"},
-    {"warmup", 0, ASN_OPT_INT, &opt_warmup, "N", "linear warmup steps"},
-    {"min-lr-rate", 0, ASN_OPT_DOUBLE, &opt_min_lr_rate, "R", "cosine_with_min_lr: final rate as a fraction of --lr"},
-    {"weight-decay", 0, ASN_OPT_DOUBLE, &opt_wd, "W", "AdamW decoupled weight decay (matrices only, not norm gains)"},
-    {"beta1", 0, ASN_OPT_DOUBLE, &opt_beta1, "B", "AdamW beta1"},
-    {"beta2", 0, ASN_OPT_DOUBLE, &opt_beta2, "B", "AdamW beta2"},
-    {"adam-eps", 0, ASN_OPT_DOUBLE, &opt_eps, "E", "AdamW epsilon"},
-    {"clip", 0, ASN_OPT_DOUBLE, &opt_clip, "NORM", "clip the gradient's global norm to NORM (0: off)"},
-    {"seed", 's', ASN_OPT_INT, &opt_seed, "N", "seed of the initial weights and of the windows"},
-    {"doc-sep", 0, ASN_OPT_STRING, &opt_doc_sep, "TEXT", "documents in the corpus are separated by TEXT (\\n, \\t, \\\\ escapes); each gets BOS/EOS"},
-    {"eval-every", 0, ASN_OPT_INT, &opt_eval_every, "N", "validation loss every N steps (0: only at the end)"},
-    {"eval-tokens", 0, ASN_OPT_INT, &opt_eval_tokens, "N", "validate on the first N tokens of --valid (0: all)"},
-    {"log", 0, ASN_OPT_STRING, &opt_log, "FILE", "training log, one JSON line per log step (default: OUTPUT without .gguf + .log.jsonl)"},
-    {"log-every", 0, ASN_OPT_INT, &opt_log_every, "N", "log every N steps"},
-    {"checkpoint", 0, ASN_OPT_STRING, &opt_ckpt, "FILE", "checkpoint file (default: OUTPUT without .gguf + .ckpt.gguf)"},
-    {"checkpoint-every", 0, ASN_OPT_INT, &opt_ckpt_every, "N", "write the checkpoint every N steps and at the end (0: only when stopped early)"},
-    {"resume", 0, ASN_OPT_STRING, &opt_resume, "FILE", "continue from this checkpoint"},
-    {"max-time", 0, ASN_OPT_DOUBLE, &opt_max_time, "SECONDS", "stop after this long with a checkpoint (0: no limit)"},
-    {"stop-at", 0, ASN_OPT_INT, &opt_stop_at, "STEP", "stop after step STEP with a checkpoint (0: run to --steps; a run resumed past STEP goes on)"},
-    {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads (0: all cores)"},
-    {"no-cache", 0, ASN_OPT_FLAG, &opt_no_cache, NULL, "do not read or write the token caches"},
-    {"progress", 0, ASN_OPT_FLAG, &opt_progress, NULL, "redraw a progress line even when stderr is not a terminal"},
-    {"quiet", 'q', ASN_OPT_FLAG, &opt_quiet, NULL, "no progress or log lines on stderr"},
+    {"vocab", 'v', ASN_OPT_STRING, &opts.vocab, "FILE", "GGUF file whose tokenizer the model uses (required)"},
+    {"output", 'o', ASN_OPT_STRING, &opts.output, "FILE", "the model GGUF to write (required)"},
+    {"valid", 0, ASN_OPT_STRING, &opts.valid, "FILE", "held-out text for the validation loss"},
+    {"name", 0, ASN_OPT_STRING, &opts.name, "TEXT", "general.name of the model (default: the output's file name)"},
+    {"dim", 0, ASN_OPT_INT, &opts.dim, "N", "embedding width"},
+    {"layers", 0, ASN_OPT_INT, &opts.layers, "N", "transformer blocks"},
+    {"heads", 0, ASN_OPT_INT, &opts.heads, "N", "attention heads"},
+    {"kv-heads", 0, ASN_OPT_INT, &opts.kv_heads, "N", "key/value heads (grouped-query attention; 0: --heads)"},
+    {"ffn", 0, ASN_OPT_INT, &opts.ffn, "N", "SwiGLU hidden width (0: 8/3 dim rounded up to a multiple of 32)"},
+    {"ctx", 'c', ASN_OPT_INT, &opts.ctx, "N", "context length: tokens per training window"},
+    {"rope-base", 0, ASN_OPT_DOUBLE, &opts.rope_base, "B", "rotary embedding base"},
+    {"rms-eps", 0, ASN_OPT_DOUBLE, &opts.rms_eps, "E", "RMSNorm epsilon"},
+    {"steps|n", 0, ASN_OPT_INT, &opts.steps, "N", "optimizer steps"},
+    {"batch", 'b', ASN_OPT_INT, &opts.batch, "N", "windows per micro-batch"},
+    {"accum", 0, ASN_OPT_INT, &opts.accum, "N", "micro-batches per optimizer step (gradient accumulation)"},
+    {"lr", 0, ASN_OPT_DOUBLE, &opts.lr, "RATE", "peak learning rate"},
+    {"schedule", 0, ASN_OPT_STRING, &opts.schedule, "NAME", "learning-rate schedule: constant, constant_with_warmup, linear, cosine, cosine_with_restarts, polynomial, cosine_with_min_lr"},
+    {"warmup", 0, ASN_OPT_INT, &opts.warmup, "N", "linear warmup steps"},
+    {"min-lr-rate", 0, ASN_OPT_DOUBLE, &opts.min_lr_rate, "R", "cosine_with_min_lr: final rate as a fraction of --lr"},
+    {"weight-decay", 0, ASN_OPT_DOUBLE, &opts.wd, "W", "AdamW decoupled weight decay (matrices only, not norm gains)"},
+    {"beta1", 0, ASN_OPT_DOUBLE, &opts.beta1, "B", "AdamW beta1"},
+    {"beta2", 0, ASN_OPT_DOUBLE, &opts.beta2, "B", "AdamW beta2"},
+    {"adam-eps", 0, ASN_OPT_DOUBLE, &opts.eps, "E", "AdamW epsilon"},
+    {"clip", 0, ASN_OPT_DOUBLE, &opts.clip, "NORM", "clip the gradient's global norm to NORM (0: off)"},
+    {"seed", 's', ASN_OPT_INT, &opts.seed, "N", "seed of the initial weights and of the windows"},
+    {"doc-sep", 0, ASN_OPT_STRING, &opts.doc_sep, "TEXT", "documents in the corpus are separated by TEXT (\\n, \\t, \\\\ escapes); each gets BOS/EOS"},
+    {"eval-every", 0, ASN_OPT_INT, &opts.eval_every, "N", "validation loss every N steps (0: only at the end)"},
+    {"eval-tokens", 0, ASN_OPT_INT, &opts.eval_tokens, "N", "validate on the first N tokens of --valid (0: all)"},
+    {"log", 0, ASN_OPT_STRING, &opts.log, "FILE", "training log, one JSON line per log step (default: OUTPUT without .gguf + .log.jsonl)"},
+    {"log-every", 0, ASN_OPT_INT, &opts.log_every, "N", "log every N steps"},
+    {"checkpoint", 0, ASN_OPT_STRING, &opts.ckpt, "FILE", "checkpoint file (default: OUTPUT without .gguf + .ckpt.gguf)"},
+    {"checkpoint-every", 0, ASN_OPT_INT, &opts.ckpt_every, "N", "write the checkpoint every N steps and at the end (0: only when stopped early)"},
+    {"resume", 0, ASN_OPT_STRING, &opts.resume, "FILE", "continue from this checkpoint"},
+    {"max-time", 0, ASN_OPT_DOUBLE, &opts.max_time, "SECONDS", "stop after this long with a checkpoint (0: no limit)"},
+    {"stop-at", 0, ASN_OPT_INT, &opts.stop_at, "STEP", "stop after step STEP with a checkpoint (0: run to --steps; a run resumed past STEP goes on)"},
+    {"threads", 't', ASN_OPT_INT, &opts.threads, "N", "threads (0: all cores)"},
+    {"no-cache", 0, ASN_OPT_FLAG, &opts.no_cache, NULL, "do not read or write the token caches"},
+    {"progress", 0, ASN_OPT_FLAG, &opts.progress, NULL, "redraw a progress line even when stderr is not a terminal"},
+    {"quiet", 'q', ASN_OPT_FLAG, &opts.quiet, NULL, "no progress or log lines on stderr"},
     {0},
 };
 
@@ -113,8 +178,6 @@ static const asn_tool tool = {
 
 /* --------------------------------------------------------------- helpers */
 
-
-
 /* OUTPUT without a ".gguf" suffix, then suffix. */
 
 static char *unescape(const char *s)
@@ -157,7 +220,7 @@ static int32_t *load_tokens(const char *path, const char *vocab_sha, const asn_v
         asn_fatal("%s", e.msg);
     if (info.warning[0])
         asn_warn("%s", info.warning);
-    if (opt_quiet)
+    if (opts.quiet)
         return ids;
     if (info.from_cache)
         fprintf(stderr, "%s: %s: %zu tokens (cached in %s)\n", asn_progname(), path, *n, cache);
@@ -181,17 +244,17 @@ static void recorded_options(char vals[N_RECORDED][64], const char *keys[N_RECOR
         "asn.train.opt.clip", "asn.train.opt.betas", "asn.train.opt.doc_sep"};
     for (int i = 0; i < N_RECORDED; i++)
         keys[i] = k[i];
-    snprintf(vals[0], 64, "%ld", opt_steps);
-    snprintf(vals[1], 64, "%ld", opt_batch);
-    snprintf(vals[2], 64, "%ld", opt_accum);
-    snprintf(vals[3], 64, "%ld", opt_seed);
-    snprintf(vals[4], 64, "%.17g", opt_lr);
-    snprintf(vals[5], 64, "%s", opt_schedule);
-    snprintf(vals[6], 64, "%ld", opt_warmup);
-    snprintf(vals[7], 64, "%.17g", opt_wd);
-    snprintf(vals[8], 64, "%.17g", opt_clip);
-    snprintf(vals[9], 64, "%.17g %.17g", opt_beta1, opt_beta2);
-    snprintf(vals[10], 64, "%s", opt_doc_sep ? opt_doc_sep : "");
+    snprintf(vals[0], 64, "%ld", opts.steps);
+    snprintf(vals[1], 64, "%ld", opts.batch);
+    snprintf(vals[2], 64, "%ld", opts.accum);
+    snprintf(vals[3], 64, "%ld", opts.seed);
+    snprintf(vals[4], 64, "%.17g", opts.lr);
+    snprintf(vals[5], 64, "%s", opts.schedule);
+    snprintf(vals[6], 64, "%ld", opts.warmup);
+    snprintf(vals[7], 64, "%.17g", opts.wd);
+    snprintf(vals[8], 64, "%.17g", opts.clip);
+    snprintf(vals[9], 64, "%.17g %.17g", opts.beta1, opts.beta2);
+    snprintf(vals[10], 64, "%s", opts.doc_sep ? opts.doc_sep : "");
 }
 
 static void save_checkpoint(const char *path, const asn_lm *lm, const asn_gguf *vg, const char *name,
@@ -262,10 +325,10 @@ static double train_step(run *r, double *norm, float *lr)
 {
     asn_err e;
     long s = r->st.step;
-    uint64_t per_step = (uint64_t)opt_accum * (uint64_t)r->B;
+    uint64_t per_step = (uint64_t)opts.accum * (uint64_t)r->B;
     asn_lm_zero_grad(r->lm);
     double loss = 0;
-    for (long a = 0; a < opt_accum; a++) {
+    for (long a = 0; a < opts.accum; a++) {
         for (int b = 0; b < r->B; b++) {
             uint64_t w = (uint64_t)s * per_step + (uint64_t)a * (uint64_t)r->B + (uint64_t)b;
             size_t at = asn_lm_window(r->key, w, r->n_train, r->T);
@@ -274,15 +337,15 @@ static double train_step(run *r, double *norm, float *lr)
         }
         double l;
         if (asn_lm_forward(r->lm, r->inp, r->tgt, r->B, r->T, &l, &e) ||
-            asn_lm_backward(r->lm, 1.0f / (float)opt_accum, &e))
+            asn_lm_backward(r->lm, 1.0f / (float)opts.accum, &e))
             asn_fatal("step %ld: %s", s + 1, e.msg);
-        loss += l / (double)opt_accum;
+        loss += l / (double)opts.accum;
     }
     if (!isfinite(loss))
         asn_fatal("step %ld: the loss is %g (try a lower --lr)", s + 1, loss);
-    *norm = asn_clip_grad_norm(asn_lm_grads(r->lm), asn_lm_n_params(r->lm), opt_clip);
-    *lr = (float)asn_sched_lr(&r->sched, opt_lr, s);
-    asn_lm_adamw_step(r->lm, &r->adam, s + 1, *lr, (float)opt_wd, r->st.m, r->st.v);
+    *norm = asn_clip_grad_norm(asn_lm_grads(r->lm), asn_lm_n_params(r->lm), opts.clip);
+    *lr = (float)asn_sched_lr(&r->sched, opts.lr, s);
+    asn_lm_adamw_step(r->lm, &r->adam, s + 1, *lr, (float)opts.wd, r->st.m, r->st.v);
     r->st.step = s + 1;
     r->st.windows = (uint64_t)r->st.step * per_step;
     r->st.tokens += per_step * (uint64_t)r->T;
@@ -295,24 +358,24 @@ static void report(run *r, double loss, double norm, float lr)
 {
     asn_err e;
     long step = r->st.step;
-    int last = step == opt_steps;
-    int do_eval = r->valid && (last || (opt_eval_every && step % opt_eval_every == 0));
+    int last = step == opts.steps;
+    int do_eval = r->valid && (last || (opts.eval_every && step % opts.eval_every == 0));
     double val = NAN;
     r->loss_sum += loss;
     r->loss_n++;
     if (do_eval) {
         double t0 = asn_now();
-        if (asn_lm_eval(r->lm, r->valid, r->n_valid, (size_t)opt_eval_tokens, r->B, r->T, &val, &e))
+        if (asn_lm_eval(r->lm, r->valid, r->n_valid, (size_t)opts.eval_tokens, r->B, r->T, &val, &e))
             asn_fatal("validation: %s", e.msg);
         r->last_val = val;
         r->t_eval += asn_now() - t0;
     }
     /* the rate counts training time only, the ETA all of it */
     double el = asn_now() - r->t_start, rate = (double)r->tokens_run / (el - r->t_eval);
-    double eta = el / (double)(step - r->start_step) * (double)(opt_steps - step);
+    double eta = el / (double)(step - r->start_step) * (double)(opts.steps - step);
     char eb[32];
     fmt_duration(eta, eb, sizeof eb);
-    if (last || do_eval || step % opt_log_every == 0) {
+    if (last || do_eval || step % opts.log_every == 0) {
         double mean = r->loss_sum / (double)r->loss_n;
         fprintf(r->log, "{\"step\":%ld,\"tokens\":%llu,\"loss\":%.6f,\"val_loss\":", step,
                 (unsigned long long)r->st.tokens, mean);
@@ -323,8 +386,8 @@ static void report(run *r, double loss, double norm, float lr)
         fprintf(r->log, ",\"lr\":%.6g,\"grad_norm\":%.6g,\"tokens_per_s\":%.1f,\"time\":%.2f}\n", lr, norm, rate,
                 r->st.elapsed + el);
         fflush(r->log);
-        if (!opt_quiet && !r->tty) {
-            fprintf(stderr, "%s: step %ld/%ld loss %.4f", asn_progname(), step, opt_steps, mean);
+        if (!opts.quiet && !r->tty) {
+            fprintf(stderr, "%s: step %ld/%ld loss %.4f", asn_progname(), step, opts.steps, mean);
             if (do_eval)
                 fprintf(stderr, " val %.4f (ppl %.2f)", val, exp(val));
             fprintf(stderr, " lr %.3g %.0f tok/s ETA %s\n", lr, rate, eb);
@@ -333,7 +396,7 @@ static void report(run *r, double loss, double norm, float lr)
         r->loss_n = 0;
     }
     if (r->tty && (asn_now() - r->t_draw >= 0.2 || last || do_eval)) {
-        fprintf(stderr, "\rstep %ld/%ld  loss %.4f", step, opt_steps, loss);
+        fprintf(stderr, "\rstep %ld/%ld  loss %.4f", step, opts.steps, loss);
         if (!isnan(r->last_val))
             fprintf(stderr, "  val %.4f", r->last_val);
         fprintf(stderr, "  lr %.3g  %.0f tok/s  ETA %s   ", lr, rate, eb);
@@ -355,15 +418,15 @@ static void write_model(run *r)
     char steps[32], tokens[32], seed[32], val[32];
     snprintf(steps, sizeof steps, "%ld", r->st.step);
     snprintf(tokens, sizeof tokens, "%llu", (unsigned long long)r->st.tokens);
-    snprintf(seed, sizeof seed, "%ld", opt_seed);
+    snprintf(seed, sizeof seed, "%ld", opts.seed);
     snprintf(val, sizeof val, "%.6f", r->last_val);
     const char *extra[] = {"asn.train.steps", steps, "asn.train.tokens", tokens, "asn.train.seed", seed,
                            "asn.train.corpus_sha256", r->corpus_sha,
                            isnan(r->last_val) ? NULL : "asn.train.valid_loss", val, NULL};
-    if (asn_lm_checkpoint_save(r->lm, opt_output, r->name, r->vocab, NULL, extra, &e))
+    if (asn_lm_checkpoint_save(r->lm, opts.output, r->name, r->vocab, NULL, extra, &e))
         asn_fatal("%s", e.msg);
-    if (!opt_quiet) {
-        fprintf(stderr, "%s: wrote %s (%ld steps, %llu tokens", asn_progname(), opt_output, r->st.step,
+    if (!opts.quiet) {
+        fprintf(stderr, "%s: wrote %s (%ld steps, %llu tokens", asn_progname(), opts.output, r->st.step,
                 (unsigned long long)r->st.tokens);
         if (!isnan(r->last_val))
             fprintf(stderr, ", validation loss %.4f, perplexity %.2f", r->last_val, exp(r->last_val));
@@ -375,33 +438,33 @@ static void write_model(run *r)
 
 static void check_options(int nops)
 {
-    if (!opt_vocab)
+    if (!opts.vocab)
         asn_usage_error("--vocab is required");
-    if (!opt_output)
+    if (!opts.output)
         asn_usage_error("--output is required");
     if (nops != 1)
         asn_usage_error(nops ? "one CORPUS file, not %d" : "a CORPUS file is required", nops);
     struct {
         const char *name;
         long v, min;
-    } pos[] = {{"--dim", opt_dim, 2},        {"--layers", opt_layers, 1},  {"--heads", opt_heads, 1},
-               {"--kv-heads", opt_kv_heads, 0}, {"--ffn", opt_ffn, 0},      {"--ctx", opt_ctx, 1},
-               {"--steps", opt_steps, 1},    {"--batch", opt_batch, 1},    {"--accum", opt_accum, 1},
-               {"--warmup", opt_warmup, 0},  {"--log-every", opt_log_every, 1}, {"--eval-every", opt_eval_every, 0},
-               {"--eval-tokens", opt_eval_tokens, 0}, {"--checkpoint-every", opt_ckpt_every, 0},
-               {"--threads", opt_threads, 0}, {"--seed", opt_seed, 0}, {"--stop-at", opt_stop_at, 0}};
+    } pos[] = {{"--dim", opts.dim, 2},        {"--layers", opts.layers, 1},  {"--heads", opts.heads, 1},
+               {"--kv-heads", opts.kv_heads, 0}, {"--ffn", opts.ffn, 0},      {"--ctx", opts.ctx, 1},
+               {"--steps", opts.steps, 1},    {"--batch", opts.batch, 1},    {"--accum", opts.accum, 1},
+               {"--warmup", opts.warmup, 0},  {"--log-every", opts.log_every, 1}, {"--eval-every", opts.eval_every, 0},
+               {"--eval-tokens", opts.eval_tokens, 0}, {"--checkpoint-every", opts.ckpt_every, 0},
+               {"--threads", opts.threads, 0}, {"--seed", opts.seed, 0}, {"--stop-at", opts.stop_at, 0}};
     for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++)
         if (pos[i].v < pos[i].min)
             asn_usage_error("%s must be at least %ld (got %ld)", pos[i].name, pos[i].min, pos[i].v);
-    if (opt_dim > 65536 || opt_layers > 1024 || opt_heads > 4096 || opt_ctx > 65536 || opt_batch * opt_ctx > (1 << 24))
+    if (opts.dim > 65536 || opts.layers > 1024 || opts.heads > 4096 || opts.ctx > 65536 || opts.batch * opts.ctx > (1 << 24))
         asn_usage_error("model or batch too large");
-    if (!(opt_lr > 0))
+    if (!(opts.lr > 0))
         asn_usage_error("--lr must be positive");
-    if (opt_wd < 0 || opt_clip < 0 || opt_eps <= 0 || opt_max_time < 0)
+    if (opts.wd < 0 || opts.clip < 0 || opts.eps <= 0 || opts.max_time < 0)
         asn_usage_error("--weight-decay, --clip and --max-time must be >= 0, --adam-eps > 0");
-    if (!(opt_beta1 >= 0 && opt_beta1 < 1) || !(opt_beta2 >= 0 && opt_beta2 < 1))
+    if (!(opts.beta1 >= 0 && opts.beta1 < 1) || !(opts.beta2 >= 0 && opts.beta2 < 1))
         asn_usage_error("--beta1 and --beta2 must be in [0, 1)");
-    if (!(opt_rope_base > 0) || !(opt_rms_eps > 0))
+    if (!(opts.rope_base > 0) || !(opts.rms_eps > 0))
         asn_usage_error("--rope-base and --rms-eps must be positive");
 }
 
@@ -411,67 +474,67 @@ int main(int argc, char **argv)
     check_options(nops);
     const char *corpus = argv[1];
     asn_err e;
-    run r = {.B = (int)opt_batch, .T = (int)opt_ctx, .last_val = NAN};
+    run r = {.B = (int)opts.batch, .T = (int)opts.ctx, .last_val = NAN};
     asn_sched_kind kind;
-    if (asn_sched_parse(opt_schedule, &kind, &e))
+    if (asn_sched_parse(opts.schedule, &kind, &e))
         asn_usage_error("--schedule: %s", e.msg);
-    r.sched = asn_sched_make(kind, opt_warmup, opt_steps);
-    r.sched.min_lr_rate = opt_min_lr_rate;
-    if (asn_sched_check(&r.sched, opt_lr, &e))
+    r.sched = asn_sched_make(kind, opts.warmup, opts.steps);
+    r.sched.min_lr_rate = opts.min_lr_rate;
+    if (asn_sched_check(&r.sched, opts.lr, &e))
         asn_usage_error("--schedule: %s", e.msg);
-    r.adam = (asn_adamw){(float)opt_beta1, (float)opt_beta2, (float)opt_eps};
-    char *log_path = opt_log ? asn_xstrdup(opt_log) : asn_derived_path(opt_output, ".log.jsonl");
-    char *ckpt_path = opt_ckpt ? asn_xstrdup(opt_ckpt) : asn_derived_path(opt_output, ".ckpt.gguf");
-    char *train_cache = opt_no_cache ? NULL : asn_derived_path(opt_output, ".train.tokens");
-    char *valid_cache = opt_no_cache ? NULL : asn_derived_path(opt_output, ".valid.tokens");
-    char *doc_sep = opt_doc_sep && *opt_doc_sep ? unescape(opt_doc_sep) : NULL;
-    const char *base = strrchr(opt_output, '/');
-    char *name = opt_name ? asn_xstrdup(opt_name) : asn_derived_path(base ? base + 1 : opt_output, "");
+    r.adam = (asn_adamw){(float)opts.beta1, (float)opts.beta2, (float)opts.eps};
+    char *log_path = opts.log ? asn_xstrdup(opts.log) : asn_derived_path(opts.output, ".log.jsonl");
+    char *ckpt_path = opts.ckpt ? asn_xstrdup(opts.ckpt) : asn_derived_path(opts.output, ".ckpt.gguf");
+    char *train_cache = opts.no_cache ? NULL : asn_derived_path(opts.output, ".train.tokens");
+    char *valid_cache = opts.no_cache ? NULL : asn_derived_path(opts.output, ".valid.tokens");
+    char *doc_sep = opts.doc_sep && *opts.doc_sep ? unescape(opts.doc_sep) : NULL;
+    const char *base = strrchr(opts.output, '/');
+    char *name = opts.name ? asn_xstrdup(opts.name) : asn_derived_path(base ? base + 1 : opts.output, "");
     r.ckpt_path = ckpt_path;
     r.name = name;
 
     /* vocab and corpus */
-    asn_gguf *vg = asn_gguf_open(opt_vocab, &e);
+    asn_gguf *vg = asn_gguf_open(opts.vocab, &e);
     asn_vocab *v = vg ? asn_vocab_load(vg, &e) : NULL;
     if (!v)
-        asn_fatal("%s: %s", opt_vocab, e.msg);
+        asn_fatal("%s: %s", opts.vocab, e.msg);
     char vocab_sha[65], corpus_sha[65];
-    if (asn_sha256_file(opt_vocab, vocab_sha, &e) || asn_sha256_file(corpus, corpus_sha, &e))
+    if (asn_sha256_file(opts.vocab, vocab_sha, &e) || asn_sha256_file(corpus, corpus_sha, &e))
         asn_fatal("%s", e.msg);
     r.vocab = vg;
     r.corpus_sha = corpus_sha;
-    r.pool = asn_pool_new((int)opt_threads);
+    r.pool = asn_pool_new((int)opts.threads);
     int32_t *train = load_tokens(corpus, vocab_sha, v, doc_sep, train_cache, r.pool, &r.n_train);
-    int32_t *valid = opt_valid ? load_tokens(opt_valid, vocab_sha, v, doc_sep, valid_cache, r.pool, &r.n_valid) : NULL;
-    if (r.n_train < (size_t)opt_ctx + 1)
-        asn_fatal("%s: %zu tokens, fewer than --ctx + 1 = %ld", corpus, r.n_train, opt_ctx + 1);
-    if (opt_valid && r.n_valid < 2)
-        asn_fatal("%s: fewer than 2 tokens to validate on", opt_valid);
+    int32_t *valid = opts.valid ? load_tokens(opts.valid, vocab_sha, v, doc_sep, valid_cache, r.pool, &r.n_valid) : NULL;
+    if (r.n_train < (size_t)opts.ctx + 1)
+        asn_fatal("%s: %zu tokens, fewer than --ctx + 1 = %ld", corpus, r.n_train, opts.ctx + 1);
+    if (opts.valid && r.n_valid < 2)
+        asn_fatal("%s: fewer than 2 tokens to validate on", opts.valid);
     r.train = train;
     r.valid = valid;
 
     /* model and optimizer state */
     asn_lm_config cfg = {
-        .n_vocab = asn_vocab_n_tokens(v), .dim = (int)opt_dim, .n_layer = (int)opt_layers, .n_head = (int)opt_heads,
-        .n_head_kv = (int)opt_kv_heads, .ctx = (int)opt_ctx, .rope_base = (float)opt_rope_base,
-        .rms_eps = (float)opt_rms_eps,
-        .ffn = opt_ffn ? (int)opt_ffn : (int)((opt_dim * 8 / 3 + 31) / 32 * 32),
+        .n_vocab = asn_vocab_n_tokens(v), .dim = (int)opts.dim, .n_layer = (int)opts.layers, .n_head = (int)opts.heads,
+        .n_head_kv = (int)opts.kv_heads, .ctx = (int)opts.ctx, .rope_base = (float)opts.rope_base,
+        .rms_eps = (float)opts.rms_eps,
+        .ffn = opts.ffn ? (int)opts.ffn : (int)((opts.dim * 8 / 3 + 31) / 32 * 32),
     };
     if (!(r.lm = asn_lm_new(&cfg, r.pool, &e)))
         asn_usage_error("%s", e.msg);
     size_t np = asn_lm_n_params(r.lm);
     r.st.m = asn_xcalloc(np, sizeof(float));
     r.st.v = asn_xcalloc(np, sizeof(float));
-    if (opt_resume) {
-        load_checkpoint(opt_resume, r.lm, &r.st, corpus_sha);
-        if (r.st.step > opt_steps)
-            asn_fatal("%s: the checkpoint is at step %ld, past --steps %ld", opt_resume, r.st.step, opt_steps);
+    if (opts.resume) {
+        load_checkpoint(opts.resume, r.lm, &r.st, corpus_sha);
+        if (r.st.step > opts.steps)
+            asn_fatal("%s: the checkpoint is at step %ld, past --steps %ld", opts.resume, r.st.step, opts.steps);
     } else {
-        asn_lm_init_weights(r.lm, (uint64_t)opt_seed);
+        asn_lm_init_weights(r.lm, (uint64_t)opts.seed);
     }
-    if (!(r.log = fopen(log_path, opt_resume ? "a" : "w")))
+    if (!(r.log = fopen(log_path, opts.resume ? "a" : "w")))
         asn_fatal("%s: %s", log_path, strerror(errno));
-    if (!opt_quiet) {
+    if (!opts.quiet) {
         size_t n_weights = 0;
         for (size_t i = 0; i < asn_lm_n_tensors(r.lm); i++)
             n_weights += asn_lm_tensor_at(r.lm, i)->size;
@@ -479,31 +542,31 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %zu parameters (dim %d, layers %d, heads %d/%d, ffn %d, vocab %d, ctx %d); "
                         "%zu training tokens; %ld steps of %ld tokens; OpenBLAS %s kernels%s\n",
                 asn_progname(), n_weights, c->dim, c->n_layer, c->n_head, c->n_head_kv, c->ffn, c->n_vocab, c->ctx,
-                r.n_train, opt_steps, opt_batch * opt_accum * opt_ctx, openblas_get_corename(),
-                opt_resume ? "; resuming" : "");
+                r.n_train, opts.steps, opts.batch * opts.accum * opts.ctx, openblas_get_corename(),
+                opts.resume ? "; resuming" : "");
     }
 
     /* the steps */
     asn_catch_stop();
     r.inp = asn_xmalloc((size_t)r.B * r.T * sizeof *r.inp);
     r.tgt = asn_xmalloc((size_t)r.B * r.T * sizeof *r.tgt);
-    r.key = asn_rng_key_make((uint64_t)opt_seed, "train-lm", "windows");
-    r.tty = !opt_quiet && (opt_progress || isatty(2));
+    r.key = asn_rng_key_make((uint64_t)opts.seed, "train-lm", "windows");
+    r.tty = !opts.quiet && (opts.progress || isatty(2));
     r.t_start = asn_now();
     r.start_step = r.st.step;
     int stopped = 0;
-    while (r.st.step < opt_steps) {
+    while (r.st.step < opts.steps) {
         double norm;
         float lr;
         double loss = train_step(&r, &norm, &lr);
         report(&r, loss, norm, lr);
-        int last = r.st.step == opt_steps;
-        int timeout = opt_max_time > 0 && asn_now() - r.t_start >= opt_max_time;
-        if (!last && (asn_stop_requested() || timeout || r.st.step == opt_stop_at)) {
+        int last = r.st.step == opts.steps;
+        int timeout = opts.max_time > 0 && asn_now() - r.t_start >= opts.max_time;
+        if (!last && (asn_stop_requested() || timeout || r.st.step == opts.stop_at)) {
             stopped = asn_stop_requested() ? 1 : timeout ? 2 : 3;
             break;
         }
-        if (!last && opt_ckpt_every && r.st.step % opt_ckpt_every == 0)
+        if (!last && opts.ckpt_every && r.st.step % opts.ckpt_every == 0)
             checkpoint(&r);
     }
     if (r.tty)
@@ -512,13 +575,13 @@ int main(int argc, char **argv)
     if (stopped) {
         checkpoint(&r);
         fprintf(stderr, "%s: %s at step %ld of %ld; checkpoint %s (continue with --resume %s)\n", asn_progname(),
-                stopped == 1 ? "interrupted" : stopped == 2 ? "time limit reached" : "stopped", r.st.step, opt_steps,
+                stopped == 1 ? "interrupted" : stopped == 2 ? "time limit reached" : "stopped", r.st.step, opts.steps,
                 ckpt_path, ckpt_path);
         return stopped == 1 ? ASN_EXIT_FAIL : ASN_EXIT_OK;
     }
-    if (opt_ckpt_every && r.st.step > r.start_step)
+    if (opts.ckpt_every && r.st.step > r.start_step)
         checkpoint(&r);
-    if (valid && isnan(r.last_val) && asn_lm_eval(r.lm, valid, r.n_valid, (size_t)opt_eval_tokens, r.B, r.T,
+    if (valid && isnan(r.last_val) && asn_lm_eval(r.lm, valid, r.n_valid, (size_t)opts.eval_tokens, r.B, r.T,
                                                   &r.last_val, &e)) /* resumed at the end: no step ran */
         asn_fatal("validation: %s", e.msg);
     write_model(&r);

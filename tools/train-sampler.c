@@ -681,14 +681,38 @@ static void checkpoint(trainer *tr)
     save_checkpoint(tr->ckpt, tr->s, tr->am, tr->av, &p, tr->n_records, tr->total_rows);
 }
 
-int main(int argc, char **argv)
+/* ------------------------------------------------------------------ main */
+
+/* What a run needs, opened from the options before training starts. */
+typedef struct ts_ctx {
+    asn_sched_kind sk;
+    asn_sampler_config cfg;   /* without --resume or --init: the new network's */
+    asn_model *m;
+    const asn_vocab *v;
+    const char *sha;          /* the model's digest, which the records must carry */
+    data d;
+    trainer tr;
+    char *ckpt, *log_path;
+    asn_replayer *rp;
+    /* a micro-batch being filled: rows, their targets and what drew them */
+    float *raw, *tgt;
+    uint8_t *drawn;
+    int *steps;
+    float *adv;
+    int32_t *tok;
+    long fill;
+    long *order;              /* the epoch's record order */
+    long mismatched;          /* replayed steps that do not draw their recorded token */
+    int stopped;              /* stopped early (a signal or --stop-at): a checkpoint, no output */
+} ts_ctx;
+
+/* The checks of the options; the schedule and a new network's
+ * configuration parsed. */
+static void check_options(ts_ctx *g, int nop)
 {
-    int nop = asn_tool_parse(&tool, argc, argv);
-    {
-        asn_err de;
-        if (opts.chat_date && asn_chat_set_date(opts.chat_date, &de))
-            asn_usage_error("--chat-date: %s", de.msg);
-    }
+    asn_err e;
+    if (opts.chat_date && asn_chat_set_date(opts.chat_date, &e))
+        asn_usage_error("--chat-date: %s", e.msg);
     if (!opts.model || !opts.output)
         asn_usage_error("--model and --output are required");
     if (!opts.resume && !opts.init && (!opts.arch || !opts.config))
@@ -707,220 +731,294 @@ int main(int argc, char **argv)
         !(opts.beta1 >= 0 && opts.beta1 < 1) || !(opts.beta2 >= 0 && opts.beta2 < 1))
         asn_usage_error("--learning-rate and --adam-eps must be > 0, --weight-decay, --loss-gamma, --max-grad-norm "
                         ">= 0, betas in [0, 1)");
-    asn_sched_kind sk;
-    asn_err e;
-    if (asn_sched_parse(opts.sched, &sk, &e))
+    if (asn_sched_parse(opts.sched, &g->sk, &e))
         asn_usage_error("--lr-scheduler-type: %s", e.msg);
-    asn_sampler_config cfg;
     if (!opts.resume && !opts.init) {
-        if (asn_sampler_arch_parse(opts.arch, &cfg.arch, &e))
+        if (asn_sampler_arch_parse(opts.arch, &g->cfg.arch, &e))
             asn_usage_error("--arch: %s", e.msg);
-        if (asn_sampler_config_load(cfg.arch, opts.config, &cfg, &e))
+        if (asn_sampler_config_load(g->cfg.arch, opts.config, &g->cfg, &e))
             asn_fatal("%s", e.msg);
     }
+}
 
-    asn_model *m = asn_model_load(opts.model, &e);
-    if (!m)
+/* The model and the records (every one checked), with --rl their
+ * advantages. */
+static void load_inputs(ts_ctx *g, const char *path)
+{
+    asn_err e;
+    g->m = asn_model_load(opts.model, &e);
+    if (!g->m)
         asn_fatal("%s", e.msg);
-    const asn_vocab *v = asn_model_vocab(m, &e);
-    const char *sha = v ? asn_model_sha256(m, &e) : NULL;
-    if (!sha)
+    g->v = asn_model_vocab(g->m, &e);
+    g->sha = g->v ? asn_model_sha256(g->m, &e) : NULL;
+    if (!g->sha)
         asn_fatal("%s", e.msg);
-    data d = {0};
-    load_data(&d, nop ? argv[1] : "-", m, v, sha);
+    data *d = &g->d;
+    load_data(d, path, g->m, g->v, g->sha);
     if (opts.rl) {
-        if (!d.n_reward)
-            asn_fatal("%s: no record has a reward \"%s\" (--reward)", d.path, opts.reward);
-        advantages(&d);
+        if (!d->n_reward)
+            asn_fatal("%s: no record has a reward \"%s\" (--reward)", d->path, opts.reward);
+        advantages(d);
     }
-    if (d.total_rows < opts.tb)
-        asn_fatal("%s: %ld records with %ld target rows: fewer than one token batch (%ld)", d.path, d.n,
-                  d.total_rows, opts.tb);
+    if (d->total_rows < opts.tb)
+        asn_fatal("%s: %ld records with %ld target rows: fewer than one token batch (%ld)", d->path, d->n,
+                  d->total_rows, opts.tb);
+}
 
-    trainer tr = {0};
-    tr.V = asn_model_cfg(m)->n_vocab;
-    tr.n_records = d.n;
-    tr.total_rows = d.total_rows;
-    long per_epoch = (d.total_rows / opts.tb) / opts.accum;
-    tr.total_steps = opts.max_steps ? opts.max_steps : per_epoch * opts.epochs;
-    if (tr.total_steps < 1)
-        tr.total_steps = 1; /* as the reference: a final step on the remaining gradients */
-    tr.sched = asn_sched_make(sk, opts.warmup, tr.total_steps);
-    if (asn_sched_check(&tr.sched, opts.lr, &e))
+/* The schedule, the network and AdamW's moments (new, --init's or the
+ * checkpoint's), the checkpoint's name and the log. */
+static void make_trainer(ts_ctx *g)
+{
+    asn_err e;
+    trainer *tr = &g->tr;
+    const data *d = &g->d;
+    tr->V = asn_model_cfg(g->m)->n_vocab;
+    tr->n_records = d->n;
+    tr->total_rows = d->total_rows;
+    long per_epoch = (d->total_rows / opts.tb) / opts.accum;
+    tr->total_steps = opts.max_steps ? opts.max_steps : per_epoch * opts.epochs;
+    if (tr->total_steps < 1)
+        tr->total_steps = 1; /* as the reference: a final step on the remaining gradients */
+    tr->sched = asn_sched_make(g->sk, opts.warmup, tr->total_steps);
+    if (asn_sched_check(&tr->sched, opts.lr, &e))
         asn_usage_error("%s", e.msg);
-    tr.adam = (asn_adamw){(float)opts.beta1, (float)opts.beta2, (float)opts.eps};
-    char *ckpt = opts.ckpt ? asn_xstrdup(opts.ckpt) : asn_derived_path(opts.output, ".ckpt.gguf");
-    tr.ckpt = ckpt;
+    tr->adam = (asn_adamw){(float)opts.beta1, (float)opts.beta2, (float)opts.eps};
+    g->ckpt = opts.ckpt ? asn_xstrdup(opts.ckpt) : asn_derived_path(opts.output, ".ckpt.gguf");
+    tr->ckpt = g->ckpt;
     if (opts.resume) {
-        tr.s = load_checkpoint(opts.resume, &tr.am, &tr.av, &tr.p, d.n, d.total_rows);
+        tr->s = load_checkpoint(opts.resume, &tr->am, &tr->av, &tr->p, d->n, d->total_rows);
         if (opts.arch) {
             asn_sampler_arch a;
-            if (asn_sampler_arch_parse(opts.arch, &a, &e) || a != asn_sampler_get_config(tr.s)->arch)
+            if (asn_sampler_arch_parse(opts.arch, &a, &e) || a != asn_sampler_get_config(tr->s)->arch)
                 asn_fatal("%s: the checkpoint holds a %s, not --arch %s", opts.resume,
-                          asn_sampler_arch_name(asn_sampler_get_config(tr.s)->arch), opts.arch);
+                          asn_sampler_arch_name(asn_sampler_get_config(tr->s)->arch), opts.arch);
         }
     } else {
-        tr.s = opts.init ? asn_sampler_load(opts.init, &e) : asn_sampler_new(&cfg, (uint64_t)opts.seed, &e);
-        if (!tr.s)
+        tr->s = opts.init ? asn_sampler_load(opts.init, &e) : asn_sampler_new(&g->cfg, (uint64_t)opts.seed, &e);
+        if (!tr->s)
             asn_fatal("%s: %s", opts.init ? opts.init : opts.config, e.msg);
-        size_t np = asn_sampler_n_params(tr.s);
-        tr.am = asn_xcalloc(np, sizeof(float));
-        tr.av = asn_xcalloc(np, sizeof(float));
+        size_t np = asn_sampler_n_params(tr->s);
+        tr->am = asn_xcalloc(np, sizeof(float));
+        tr->av = asn_xcalloc(np, sizeof(float));
     }
-    char *log_path = opts.log ? asn_xstrdup(opts.log) : asn_derived_path(opts.output, ".log.jsonl");
-    tr.log = fopen(log_path, opts.resume ? "a" : "w");
-    if (!tr.log)
-        asn_fatal("%s: cannot open the log", log_path);
+    g->log_path = opts.log ? asn_xstrdup(opts.log) : asn_derived_path(opts.output, ".log.jsonl");
+    tr->log = fopen(g->log_path, opts.resume ? "a" : "w");
+    if (!tr->log)
+        asn_fatal("%s: cannot open the log", g->log_path);
+}
 
+/* The threads, the workspaces (with --rl the reference network's), the
+ * replayer and the micro-batch's buffers. */
+static void open_buffers(ts_ctx *g)
+{
+    asn_err e;
+    trainer *tr = &g->tr;
     openblas_set_num_threads(1);
-    tr.pool = asn_pool_new((int)opts.threads);
-    tr.ws = asn_sampler_ws_new(tr.s, 1);
-    tr.pred = asn_xmalloc((size_t)tr.V * sizeof(float));
+    tr->pool = asn_pool_new((int)opts.threads);
+    tr->ws = asn_sampler_ws_new(tr->s, 1);
+    tr->pred = asn_xmalloc((size_t)tr->V * sizeof(float));
     if (opts.rl) {
-        tr.ref = opts.init ? asn_sampler_load(opts.init, &e) : asn_sampler_new(&cfg, (uint64_t)opts.seed, &e);
-        if (!tr.ref)
+        tr->ref = opts.init ? asn_sampler_load(opts.init, &e) : asn_sampler_new(&g->cfg, (uint64_t)opts.seed, &e);
+        if (!tr->ref)
             asn_fatal("%s", e.msg);
-        tr.ref_ws = asn_sampler_ws_new(tr.ref, 0);
-        tr.pref = asn_xmalloc((size_t)tr.V * sizeof(float));
+        tr->ref_ws = asn_sampler_ws_new(tr->ref, 0);
+        tr->pref = asn_xmalloc((size_t)tr->V * sizeof(float));
     }
-    tr.dpred = asn_xmalloc((size_t)tr.V * sizeof(float));
-    asn_replayer *rp = asn_replayer_new(m, tr.pool, 0, &e);
-    if (!rp)
+    tr->dpred = asn_xmalloc((size_t)tr->V * sizeof(float));
+    g->rp = asn_replayer_new(g->m, tr->pool, 0, &e);
+    if (!g->rp)
         asn_fatal("%s", e.msg);
-    float *raw = asn_xmalloc((size_t)opts.tb * (size_t)tr.V * sizeof(float));
-    float *tgt = asn_xmalloc((size_t)opts.tb * (size_t)tr.V * sizeof(float));
-    uint8_t *drawn = asn_xmalloc((size_t)opts.tb);
-    int *steps = asn_xmalloc((size_t)opts.tb * sizeof *steps);
-    float *adv = asn_xcalloc((size_t)opts.tb, sizeof *adv);
-    int32_t *tok = asn_xcalloc((size_t)opts.tb, sizeof *tok);
-    long *order = asn_xmalloc((size_t)d.n * sizeof *order);
+    g->raw = asn_xmalloc((size_t)opts.tb * (size_t)tr->V * sizeof(float));
+    g->tgt = asn_xmalloc((size_t)opts.tb * (size_t)tr->V * sizeof(float));
+    g->drawn = asn_xmalloc((size_t)opts.tb);
+    g->steps = asn_xmalloc((size_t)opts.tb * sizeof *g->steps);
+    g->adv = asn_xcalloc((size_t)opts.tb, sizeof *g->adv);
+    g->tok = asn_xcalloc((size_t)opts.tb, sizeof *g->tok);
+    g->order = asn_xmalloc((size_t)g->d.n * sizeof *g->order);
+}
+
+/* After an optimizer step while record i is replayed: the log line, and a
+ * checkpoint every --save-steps, at --stop-at or when a signal asked to
+ * stop. Returns whether training is over. */
+static int after_step(ts_ctx *g, long i)
+{
+    trainer *tr = &g->tr;
+    optimizer_step(tr);
+    if (tr->p.step % opts.log_every == 0 || tr->p.step == tr->total_steps)
+        log_line(tr, tr->p.step == tr->total_steps);
+    int done = tr->p.step >= tr->total_steps;
+    int stop_now = asn_stop_requested() || (opts.stop_at && tr->p.step == opts.stop_at && !done);
+    if (stop_now || (opts.save && tr->p.step % opts.save == 0 && !done)) {
+        /* the position after this step: the rest of record k */
+        if (tr->p.t >= g->d.rows[i]) {
+            pos keep = tr->p;
+            tr->p.t = 0, tr->p.k++;
+            if (tr->p.k >= g->d.n)
+                tr->p.k = 0, tr->p.epoch++;
+            checkpoint(tr);
+            tr->p = keep;
+        } else {
+            checkpoint(tr);
+        }
+    }
+    if (stop_now) {
+        g->stopped = 1;
+        done = 1;
+    }
+    return done;
+}
+
+/* Replays record i from row p.t on, a micro-batch at a time (rows carried
+ * over into the next record), stepping the optimizer every --gradient-
+ * accumulation-steps micro-batches. Returns whether training is over. */
+static int train_record(ts_ctx *g, long i)
+{
+    asn_err e;
+    trainer *tr = &g->tr;
+    data *d = &g->d;
+    asn_candidate c;
+    fetch_record(d, i, g->m, g->v, g->sha, &c);
+    if (asn_replay_begin(g->rp, &c, &e))
+        asn_fatal("%s:%ld: %s", d->path, d->line[i], e.msg);
+    for (long skip = 0; skip < tr->p.t;) { /* resumed inside this record */
+        int k = asn_replay_next(g->rp, (int)(tr->p.t - skip < opts.tb ? tr->p.t - skip : opts.tb), NULL, NULL, NULL, &e);
+        if (k <= 0)
+            asn_fatal("%s:%ld: %s", d->path, d->line[i], k < 0 ? e.msg : "replay ended early");
+        skip += k;
+    }
+    int done = 0;
+    while (!done && tr->p.t < d->rows[i]) {
+        int want = (int)(opts.tb - g->fill);
+        if (want > d->rows[i] - tr->p.t)
+            want = (int)(d->rows[i] - tr->p.t);
+        int got = asn_replay_next(g->rp, want, g->raw + (size_t)g->fill * (size_t)tr->V,
+                                  g->tgt + (size_t)g->fill * (size_t)tr->V, g->drawn, &e);
+        if (got <= 0)
+            asn_fatal("%s:%ld: %s", d->path, d->line[i], got < 0 ? e.msg : "replay ended early");
+        for (int j = 0; j < got; j++) {
+            g->mismatched += !g->drawn[j];
+            g->steps[g->fill + j] = (int)(tr->p.t + j);
+            g->tok[g->fill + j] = c.gen[tr->p.t + j];
+            g->adv[g->fill + j] = opts.rl ? d->adv[i] : 0.0f;
+        }
+        g->fill += got;
+        tr->p.t += got;
+        if (g->fill < opts.tb)
+            continue;
+        micro_batch(tr, g->raw, g->tgt, g->steps, g->adv, g->tok, (int)opts.tb);
+        g->fill = 0;
+        if (tr->micro < opts.accum)
+            continue;
+        done = after_step(g, i);
+    }
+    asn_candidate_clear(&c);
+    return done;
+}
+
+/* The epochs, from the checkpoint's position with --resume, then the
+ * reference's final step on what was accumulated. */
+static void train(ts_ctx *g)
+{
+    trainer *tr = &g->tr;
+    const data *d = &g->d;
     if (!opts.quiet)
         fprintf(stderr, "%s: %s, %zu parameters; %ld records, %ld target rows; %ld steps of %ld x %ld rows%s\n",
-                asn_progname(), asn_sampler_arch_name(asn_sampler_get_config(tr.s)->arch),
-                asn_sampler_n_params(tr.s), d.n, d.total_rows, tr.total_steps, opts.accum, opts.tb,
+                asn_progname(), asn_sampler_arch_name(asn_sampler_get_config(tr->s)->arch),
+                asn_sampler_n_params(tr->s), d->n, d->total_rows, tr->total_steps, opts.accum, opts.tb,
                 opts.resume ? " (resumed)" : "");
     asn_catch_stop();
-    tr.t0 = tr.log_t = asn_now();
-    long mismatched = 0, fill = 0;
-    int done = tr.p.step >= tr.total_steps, stopped = 0;
-    for (; !done && (opts.max_steps || tr.p.epoch < opts.epochs); tr.p.epoch++, tr.p.k = 0) {
-        epoch_order(order, d.n, tr.p.epoch);
-        for (; !done && tr.p.k < d.n; tr.p.k++, tr.p.t = 0) {
-            long i = order[tr.p.k];
-            if (tr.p.t >= d.rows[i])
+    tr->t0 = tr->log_t = asn_now();
+    int done = tr->p.step >= tr->total_steps;
+    for (; !done && (opts.max_steps || tr->p.epoch < opts.epochs); tr->p.epoch++, tr->p.k = 0) {
+        epoch_order(g->order, d->n, tr->p.epoch);
+        for (; !done && tr->p.k < d->n; tr->p.k++, tr->p.t = 0) {
+            long i = g->order[tr->p.k];
+            if (tr->p.t >= d->rows[i])
                 continue;
-            asn_candidate c;
-            fetch_record(&d, i, m, v, sha, &c);
-            if (asn_replay_begin(rp, &c, &e))
-                asn_fatal("%s:%ld: %s", d.path, d.line[i], e.msg);
-            for (long skip = 0; skip < tr.p.t;) { /* resumed inside this record */
-                int k = asn_replay_next(rp, (int)(tr.p.t - skip < opts.tb ? tr.p.t - skip : opts.tb), NULL, NULL, NULL, &e);
-                if (k <= 0)
-                    asn_fatal("%s:%ld: %s", d.path, d.line[i], k < 0 ? e.msg : "replay ended early");
-                skip += k;
-            }
-            while (!done && tr.p.t < d.rows[i]) {
-                int want = (int)(opts.tb - fill);
-                if (want > d.rows[i] - tr.p.t)
-                    want = (int)(d.rows[i] - tr.p.t);
-                int got = asn_replay_next(rp, want, raw + (size_t)fill * (size_t)tr.V,
-                                          tgt + (size_t)fill * (size_t)tr.V, drawn, &e);
-                if (got <= 0)
-                    asn_fatal("%s:%ld: %s", d.path, d.line[i], got < 0 ? e.msg : "replay ended early");
-                for (int j = 0; j < got; j++) {
-                    mismatched += !drawn[j];
-                    steps[fill + j] = (int)(tr.p.t + j);
-                    tok[fill + j] = c.gen[tr.p.t + j];
-                    adv[fill + j] = opts.rl ? d.adv[i] : 0.0f;
-                }
-                fill += got;
-                tr.p.t += got;
-                if (fill < opts.tb)
-                    continue;
-                micro_batch(&tr, raw, tgt, steps, adv, tok, (int)opts.tb);
-                fill = 0;
-                if (tr.micro < opts.accum)
-                    continue;
-                optimizer_step(&tr);
-                if (tr.p.step % opts.log_every == 0 || tr.p.step == tr.total_steps)
-                    log_line(&tr, tr.p.step == tr.total_steps);
-                done = tr.p.step >= tr.total_steps;
-                int stop_now = asn_stop_requested() || (opts.stop_at && tr.p.step == opts.stop_at && !done);
-                if (stop_now || (opts.save && tr.p.step % opts.save == 0 && !done)) {
-                    /* the position after this step: the rest of record k */
-                    if (tr.p.t >= d.rows[i]) {
-                        pos keep = tr.p;
-                        tr.p.t = 0, tr.p.k++;
-                        if (tr.p.k >= d.n)
-                            tr.p.k = 0, tr.p.epoch++;
-                        checkpoint(&tr);
-                        tr.p = keep;
-                    } else {
-                        checkpoint(&tr);
-                    }
-                }
-                if (stop_now) {
-                    stopped = 1;
-                    done = 1;
-                }
-            }
-            asn_candidate_clear(&c);
+            done = train_record(g, i);
         }
         if (done)
             break;
     }
-    if (!stopped && tr.micro > 0) { /* the reference's final step on what was accumulated */
-        optimizer_step(&tr);
-        log_line(&tr, 1);
+    if (!g->stopped && tr->micro > 0) {
+        optimizer_step(tr);
+        log_line(tr, 1);
     }
-    if (mismatched)
+}
+
+/* The sampler written (and the last checkpoint), or, stopped early, where
+ * to continue from. */
+static void finish(ts_ctx *g)
+{
+    asn_err e;
+    trainer *tr = &g->tr;
+    if (g->mismatched)
         asn_warn("%ld of the replayed steps do not draw their recorded token again: those records were not "
-                 "generated by this model with their recorded settings", mismatched);
-    if (stopped) {
+                 "generated by this model with their recorded settings", g->mismatched);
+    if (g->stopped) {
         if (!opts.quiet)
             fprintf(stderr, "%s: stopped after step %ld; checkpoint %s (continue with --resume %s)\n",
-                    asn_progname(), tr.p.step, ckpt, ckpt);
+                    asn_progname(), tr->p.step, g->ckpt, g->ckpt);
     } else {
-        if (asn_sampler_save(tr.s, opts.output, &e)) /* written beside it and renamed */
+        if (asn_sampler_save(tr->s, opts.output, &e)) /* written beside it and renamed */
             asn_fatal("%s", e.msg);
         asn_fsync_path(opts.output);
         asn_fsync_dir(opts.output);
         if (opts.save)
-            checkpoint(&tr);
+            checkpoint(tr);
         if (!opts.quiet)
-            fprintf(stderr, "%s: wrote %s (%ld steps, %ld rows, %.1f s)\n", asn_progname(), opts.output, tr.p.step,
-                    tr.rows_done, tr.p.time + asn_now() - tr.t0);
+            fprintf(stderr, "%s: wrote %s (%ld steps, %ld rows, %.1f s)\n", asn_progname(), opts.output, tr->p.step,
+                    tr->rows_done, tr->p.time + asn_now() - tr->t0);
     }
-    fclose(tr.log);
-    free(order);
-    free(drawn);
-    free(steps);
-    free(adv);
-    free(tok);
-    for (long i = 0; opts.rl && i < d.n; i++)
-        free(d.group[i]);
-    free(d.group);
-    free(d.reward);
-    free(d.adv);
-    free(raw);
-    free(tgt);
-    free(tr.pred);
-    free(tr.dpred);
-    free(tr.am);
-    free(tr.av);
-    asn_replayer_free(rp);
-    asn_sampler_ws_free(tr.ws);
-    asn_sampler_ws_free(tr.ref_ws);
-    asn_sampler_free(tr.ref);
-    free(tr.pref);
-    asn_sampler_free(tr.s);
-    asn_pool_free(tr.pool);
-    fclose(d.f);
-    free(d.off);
-    free(d.line);
-    free(d.rows);
-    free(ckpt);
-    free(log_path);
-    asn_model_free(m);
+    fclose(tr->log);
+}
+
+static void ts_free(ts_ctx *g)
+{
+    trainer *tr = &g->tr;
+    data *d = &g->d;
+    free(g->order);
+    free(g->drawn);
+    free(g->steps);
+    free(g->adv);
+    free(g->tok);
+    for (long i = 0; opts.rl && i < d->n; i++)
+        free(d->group[i]);
+    free(d->group);
+    free(d->reward);
+    free(d->adv);
+    free(g->raw);
+    free(g->tgt);
+    free(tr->pred);
+    free(tr->dpred);
+    free(tr->am);
+    free(tr->av);
+    asn_replayer_free(g->rp);
+    asn_sampler_ws_free(tr->ws);
+    asn_sampler_ws_free(tr->ref_ws);
+    asn_sampler_free(tr->ref);
+    free(tr->pref);
+    asn_sampler_free(tr->s);
+    asn_pool_free(tr->pool);
+    fclose(d->f);
+    free(d->off);
+    free(d->line);
+    free(d->rows);
+    free(g->ckpt);
+    free(g->log_path);
+    asn_model_free(g->m);
+}
+
+int main(int argc, char **argv)
+{
+    int nop = asn_tool_parse(&tool, argc, argv);
+    ts_ctx g = {0};
+    check_options(&g, nop);
+    load_inputs(&g, nop ? argv[1] : "-");
+    make_trainer(&g);
+    open_buffers(&g);
+    train(&g);
+    finish(&g);
+    ts_free(&g);
     return asn_stop_requested() ? ASN_EXIT_FAIL : 0;
 }

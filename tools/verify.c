@@ -15,19 +15,32 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *opt_heuristics, *opt_model, *opt_report;
-static long opt_expected_seeds = -1, opt_replay, opt_seed, opt_threads;
-static int opt_skip_bad;
+/* The command line, as asn_tool_parse fills it. */
+typedef struct verify_options {
+    const char *heuristics;
+    const char *model;
+    const char *report;
+    long expected_seeds;
+    long replay;
+    long seed;
+    long threads;
+    int skip_bad;
+} verify_options;
+
+/* The options, with their defaults (the table below points into it). */
+static verify_options opts = {
+    .expected_seeds = -1,
+};
 
 static const asn_option options[] = {
-    {"expected-seeds", 0, ASN_OPT_INT, &opt_expected_seeds, "N", "every prompt must have N distinct seeds (-1: any)"},
-    {"heuristics", 'H', ASN_OPT_STRING, &opt_heuristics, "FILE", "every prompt must have as many distinct heuristics as FILE has pipelines"},
-    {"model", 'm', ASN_OPT_STRING, &opt_model, "FILE", "the generating model: check token ids, texts, the digest; needed for --replay"},
-    {"replay", 0, ASN_OPT_INT, &opt_replay, "N", "regenerate N random candidates and require identical tokens"},
-    {"seed", 's', ASN_OPT_INT, &opt_seed, "N", "which candidates --replay picks"},
-    {"threads", 't', ASN_OPT_INT, &opt_threads, "N", "threads for --replay (0: all cores)"},
-    {"report", 0, ASN_OPT_STRING, &opt_report, "FILE", "write a JSON report of the checks"},
-    ASN_OPT_SKIP_BAD(&opt_skip_bad),
+    {"expected-seeds", 0, ASN_OPT_INT, &opts.expected_seeds, "N", "every prompt must have N distinct seeds (-1: any)"},
+    {"heuristics", 'H', ASN_OPT_STRING, &opts.heuristics, "FILE", "every prompt must have as many distinct heuristics as FILE has pipelines"},
+    {"model", 'm', ASN_OPT_STRING, &opts.model, "FILE", "the generating model: check token ids, texts, the digest; needed for --replay"},
+    {"replay", 0, ASN_OPT_INT, &opts.replay, "N", "regenerate N random candidates and require identical tokens"},
+    {"seed", 's', ASN_OPT_INT, &opts.seed, "N", "which candidates --replay picks"},
+    {"threads", 't', ASN_OPT_INT, &opts.threads, "N", "threads for --replay (0: all cores)"},
+    {"report", 0, ASN_OPT_STRING, &opts.report, "FILE", "write a JSON report of the checks"},
+    ASN_OPT_SKIP_BAD(&opts.skip_bad),
     {0},
 };
 
@@ -269,8 +282,8 @@ static void check_group(const json_t *group, reasons *r, int n_heuristics, int r
     if (!ref && json_object_size(pairs) != json_object_size(seeds) * json_object_size(hs))
         why(r, "%zu candidates for %zu seeds x %zu heuristics: some (seed, heuristic) pairs are missing",
             json_object_size(pairs), json_object_size(seeds), json_object_size(hs));
-    if (opt_expected_seeds >= 0 && (long)json_object_size(seeds) != opt_expected_seeds)
-        why(r, "%lld distinct seeds, %ld expected", (long long)json_object_size(seeds), opt_expected_seeds);
+    if (opts.expected_seeds >= 0 && (long)json_object_size(seeds) != opts.expected_seeds)
+        why(r, "%lld distinct seeds, %ld expected", (long long)json_object_size(seeds), opts.expected_seeds);
     if (n_heuristics >= 0 && (int)json_object_size(hs) != n_heuristics)
         why(r, "%lld distinct heuristics, %d expected", (long long)json_object_size(hs), n_heuristics);
     json_decref(pairs);
@@ -352,14 +365,14 @@ static int replay(asn_model *m, asn_pool *pool, const json_t *c, char *msg, size
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
-    if (opt_replay < 0)
+    if (opts.replay < 0)
         asn_usage_error("--replay must be >= 0");
-    if (opt_replay && !opt_model)
+    if (opts.replay && !opts.model)
         asn_usage_error("--replay needs --model");
     asn_err e;
     int n_heuristics = -1;
-    if (opt_heuristics) {
-        asn_heuristics *hs = asn_heuristics_load(opt_heuristics, &e);
+    if (opts.heuristics) {
+        asn_heuristics *hs = asn_heuristics_load(opts.heuristics, &e);
         if (!hs)
             asn_fatal("%s", e.msg);
         n_heuristics = hs->n;
@@ -368,8 +381,8 @@ int main(int argc, char **argv)
     asn_model *m = NULL;
     const asn_vocab *v = NULL;
     char model_sha[65] = "";
-    if (opt_model) {
-        if (!(m = asn_model_load(opt_model, &e)) || !(v = asn_model_vocab(m, &e)))
+    if (opts.model) {
+        if (!(m = asn_model_load(opts.model, &e)) || !(v = asn_model_vocab(m, &e)))
             asn_fatal("%s", e.msg);
         const char *s = asn_model_sha256(m, &e);
         if (!s)
@@ -385,10 +398,10 @@ int main(int argc, char **argv)
     long prompts = 0, kept = 0, written = 0, seen = 0;
     const char *first_sha = model_sha[0] ? model_sha : NULL;
     json_t *first_sha_owner = NULL;
-    asn_rng_key key = asn_rng_key_make((uint64_t)opt_seed, "verify", "replay");
+    asn_rng_key key = asn_rng_key_make((uint64_t)opts.seed, "verify", "replay");
     int r;
     asn_catch_stop();
-    while ((r = asn_group_next(gr, opt_skip_bad, &group, &e)) > 0) {
+    while ((r = asn_group_next(gr, opts.skip_bad, &group, &e)) > 0) {
         asn_stop_point(written, "records");
         prompts++;
         reasons rs = {json_array()};
@@ -430,13 +443,13 @@ int main(int argc, char **argv)
             written++;
             /* reservoir sampling of the records to replay (counter RNG);
              * the research pipeline's records have no tokens to replay */
-            if (opt_replay && asn_rec_format(c) == ASN_REC_ASN) {
+            if (opts.replay && asn_rec_format(c) == ASN_REC_ASN) {
                 seen++;
-                if ((long)json_array_size(picked) < opt_replay)
+                if ((long)json_array_size(picked) < opts.replay)
                     json_array_append(picked, c);
                 else {
                     long k = (long)(asn_rng_uniform(key, (uint64_t)seen, 0) * (double)seen);
-                    if (k < opt_replay)
+                    if (k < opts.replay)
                         json_array_set(picked, (size_t)k, c);
                 }
             }
@@ -450,8 +463,8 @@ int main(int argc, char **argv)
     asn_group_close(gr);
 
     json_t *mism = json_array();
-    if (opt_replay && json_array_size(picked)) {
-        asn_pool *pool = asn_pool_new((int)opt_threads);
+    if (opts.replay && json_array_size(picked)) {
+        asn_pool *pool = asn_pool_new((int)opts.threads);
         size_t i;
         json_t *c;
         json_array_foreach(picked, i, c)
@@ -467,7 +480,7 @@ int main(int argc, char **argv)
             prompts == 1 ? "" : "s", json_array_size(discarded), kept, written, written == 1 ? "" : "s");
     if (malformed)
         fprintf(stderr, "; %ld malformed line%s skipped", malformed, malformed == 1 ? "" : "s");
-    if (opt_replay)
+    if (opts.replay)
         fprintf(stderr, "; replayed %zu, %zu differ", json_array_size(picked), json_array_size(mism));
     fputc('\n', stderr);
     for (size_t i = 0; i < json_array_size(discarded) && i < 10; i++) {
@@ -481,15 +494,15 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < json_array_size(mism); i++)
         fprintf(stderr, "verify: replay of %s: %s\n", json_string_value(json_object_get(json_array_get(mism, i), "id")),
                 json_string_value(json_object_get(json_array_get(mism, i), "reason")));
-    if (opt_report) {
+    if (opts.report) {
         json_t *rep = json_pack("{s:i,s:i,s:i,s:i,s:i,s:o,s:{s:i,s:o}}", "prompts_read", (int)prompts,
                                 "prompts_discarded", (int)json_array_size(discarded), "prompts_written", (int)kept,
                                 "records_written", (int)written, "malformed_lines", (int)malformed, "discarded",
                                 json_incref(discarded), "replay", "checked", (int)json_array_size(picked),
                                 "mismatches", json_incref(mism));
-        FILE *f = asn_open_out(opt_report);
+        FILE *f = asn_open_out(opts.report);
         asn_jsonl_write(f, rep);
-        asn_close_out(f, opt_report);
+        asn_close_out(f, opts.report);
         json_decref(rep);
     }
     int status = json_array_size(mism) ? 1 : 0;
