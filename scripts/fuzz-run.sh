@@ -9,8 +9,8 @@
 # cpu_s is the run's user + system time (a run at low priority on a busy
 # machine gets less than its wall time); coverage and features are
 # libFuzzer's last "cov:" and "ft:" (edges and features reached with the
-# corpus so far). `make fuzz-totals` sums the ledger per target. Crashing
-# inputs go to build/fuzz/crashes-NAME/; once fixed, they are kept in
+# corpus so far). `make fuzz-totals` sums the ledger per target. Failing
+# inputs go to build/fuzz/crashes-NAME/ (crashes counts them); once fixed, they are kept in
 # tests/fuzz/regressions/NAME/, which the unit tests replay.
 set -u
 secs=$1 tmo=$2
@@ -23,10 +23,14 @@ cpu_now() { # CPU: children's user + system seconds so far (times in this shell,
     times > "$tf"
     CPU=$(awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } print t }' "$tf")
 }
+# what libFuzzer saves when an input fails: crash-, leak-, timeout-, oom-
+# (its slow-unit- files are inputs that merely took long: a stopped or
+# starved process writes them too, so they are not counted)
+found() { ls "build/fuzz/crashes-$1" | grep -E '^(crash|leak|timeout|oom)-' || true; }
 status=0
 for n in "$@"; do
     mkdir -p "build/fuzz/corpus-$n" "build/fuzz/crashes-$n"
-    before=$(ls "build/fuzz/crashes-$n" | wc -l)
+    before=$(found "$n" | wc -l)
     echo "fuzzing $n for ${secs}s"
     cpu_now
     c0=$CPU
@@ -41,12 +45,12 @@ for n in "$@"; do
     cov=$(grep -o 'cov: [0-9]*' "build/fuzz/log-$n.txt" | tail -1 | cut -d' ' -f2)
     ft=$(grep -o 'ft: [0-9]*' "build/fuzz/log-$n.txt" | tail -1 | cut -d' ' -f2)
     corpus=$(ls "build/fuzz/corpus-$n" | wc -l)
-    crashes=$(($(ls "build/fuzz/crashes-$n" | wc -l) - before))
+    crashes=$(($(found "$n" | wc -l) - before))
     printf '%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%d\t%d\n' "$(date -u +%Y-%m-%d)" "$n" $((t1 - t0)) \
         "$(echo "$c1 $c0" | awk '{print $1 - $2}')" "${execs:-0}" "${cov:-0}" "${ft:-0}" "$corpus" "$crashes" >> "$ledger"
     tail -1 "$ledger"
     grep -E 'ERROR: ' "build/fuzz/log-$n.txt" | head -3
-    ls "build/fuzz/crashes-$n" | sed "s|^|  crash: build/fuzz/crashes-$n/|"
+    found "$n" | sed "s|^|  crash: build/fuzz/crashes-$n/|"
     [ "$crashes" -eq 0 ] || status=1
 done
 exit $status
