@@ -111,9 +111,11 @@ $(LIBSO): $(LIB_OBJ)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(ALL_CFLAGS) -shared -Wl,-soname,libasn.so.$(SOMAJOR) -o $@ $^ $(LDLIBS)
 
-$(BIN)/%: $(BUILD)/tools/%.o $(LIBA)
+# Every program also links tools/exe/ (what runs before main; not in libasn).
+EXE_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(wildcard tools/exe/*.c))
+$(BIN)/%: $(BUILD)/tools/%.o $(EXE_OBJ) $(LIBA)
 	@mkdir -p $(@D)
-	$(call say,LD,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
+	$(call say,LD,$@)$(CC) $(ALL_CFLAGS) -o $@ $< $(EXE_OBJ) $(LIBA) $(LDLIBS)
 
 $(O)/build/tests/%: $(BUILD)/tests/unit/%.o $(LIBA)
 	@mkdir -p $(@D)

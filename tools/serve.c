@@ -37,6 +37,7 @@ typedef struct serve_options {
     long ctx;
     long queue;
     long max_tokens;
+    long keep_prompts;
     long max_body;
     long max_n;
     int allow_files;
@@ -51,6 +52,7 @@ static serve_options opts = {
     .batch = 16,
     .queue = 64,
     .max_tokens = 4096,
+    .keep_prompts = 8,
     .max_body = 1 << 20,
     .max_n = 16,
 };
@@ -69,6 +71,7 @@ static const asn_option options[] = {
     {"batch", 'b', ASN_OPT_INT, &opts.batch, "N", "sequences decoding at once"},
     {"ctx", 'c', ASN_OPT_INT, &opts.ctx, "N", "context size (0: the model's)"},
     {"queue", 'q', ASN_OPT_INT, &opts.queue, "N", "most requests accepted at once (waiting or running); more get 503"},
+    {"keep-prompts", 0, ASN_OPT_INT, &opts.keep_prompts, "N", "prefilled prompts kept for later requests with the same prompt"},
     {"max-tokens", 0, ASN_OPT_INT, &opts.max_tokens, "N", "most new tokens a request may ask for"},
     {"max-n", 0, ASN_OPT_INT, &opts.max_n, "N", "most choices (n) a request may ask for"},
     {"max-body", 0, ASN_OPT_INT, &opts.max_body, "BYTES", "largest request body (413 beyond)"},
@@ -147,6 +150,7 @@ typedef struct server {
     int accepted;           /* accepted and not finished by the engine */
     int quit;
     long served;
+    long prefilled, reused; /* the stream's counts after the last step (S.mu) */
 } server;
 
 struct req {
@@ -384,7 +388,13 @@ static void engine_loop(void)
             req_unref(r);
             pthread_mutex_unlock(&S.mu);
         }
-        if (asn_gen_stream_step(S.stream, &e)) {
+        int failed = asn_gen_stream_step(S.stream, &e);
+        long prefilled, reused;
+        asn_gen_stream_counts(S.stream, &prefilled, &reused);
+        pthread_mutex_lock(&S.mu);
+        S.prefilled = prefilled, S.reused = reused;
+        pthread_mutex_unlock(&S.mu);
+        if (failed) {
             asn_warn("engine: %s", e.msg);
             pthread_mutex_lock(&S.mu);
             while (S.n_active) { /* fail what runs; the server goes on */
@@ -966,10 +976,14 @@ static void handle(void *ctx, const asn_http_request *hr, asn_http_response *out
     if (!strcmp(p, "/v1/models")) {
         if (!get)
             { error_json(out, 405, "use GET for %s", p); return; }
-        json_t *j = json_pack("{s:s,s:[{s:s,s:s,s:i,s:s,s:i,s:{s:s,s:s,s:i,s:i,s:i}}]}", "object", "list", "data", "id",
-                              S.name, "object", "model", "created", 0, "owned_by", "asn", "max_model_len", S.n_ctx,
+        pthread_mutex_lock(&S.mu);
+        long prefills = S.prefilled, reused = S.reused;
+        pthread_mutex_unlock(&S.mu);
+        json_t *j = json_pack("{s:s,s:[{s:s,s:s,s:i,s:s,s:i,s:{s:s,s:s,s:i,s:i,s:i,s:I,s:I}}]}", "object", "list", "data",
+                              "id", S.name, "object", "model", "created", 0, "owned_by", "asn", "max_model_len", S.n_ctx,
                               "asn", "sha256", S.sha, "chat_template", asn_chat_name(S.tmpl), "n_vocab", S.V,
-                              "batch", (int)opts.batch, "queue", (int)opts.queue);
+                              "batch", (int)opts.batch, "queue", (int)opts.queue, "prompts_prefilled",
+                              (json_int_t)prefills, "prompts_reused", (json_int_t)reused);
         asn_http_json(out, 200, asn_json_dumps(j, 0));
         json_decref(j);
         return;
@@ -1040,6 +1054,7 @@ int main(int argc, char **argv)
         asn_fatal("%s", e.msg);
     asn_gen_events ev = {ev_token, ev_done, NULL};
     S.stream = asn_gen_stream_new(S.gen, &ev);
+    asn_gen_stream_keep(S.stream, (int)opts.keep_prompts);
     pthread_mutex_init(&S.mu, NULL);
     pthread_mutex_init(&S.tok_mu, NULL);
     pthread_cond_init(&S.work, NULL);

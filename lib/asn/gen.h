@@ -126,6 +126,15 @@ void asn_gen_stream_free(asn_gen_stream *s);
 int asn_gen_stream_add(asn_gen_stream *s, asn_gen_job *job, asn_err *e);
 /* Takes an unfinished job out (its caller is gone); no done event. */
 void asn_gen_stream_cancel(asn_gen_stream *s, asn_gen_job *job);
+/* Keeps up to n prefilled prompts (0, the default: none) after their last
+ * job has started, the longest unused freed first: a job added later with
+ * the same prompt tokens (a server's requests for one prompt arrive over
+ * time) starts from the kept prefill instead of computing it again. The
+ * tokens are the same either way (a prefill is batch-invariant); the cost
+ * is the kept prompts' KV cache. */
+void asn_gen_stream_keep(asn_gen_stream *s, int n);
+/* Prompts prefilled so far, and jobs that started from a kept prefill. */
+void asn_gen_stream_counts(const asn_gen_stream *s, long *prefills, long *reused);
 /* Jobs added and not done yet. */
 int asn_gen_stream_pending(const asn_gen_stream *s);
 /* One step (nothing when no job is pending). Fails only when the engine

@@ -98,8 +98,9 @@ typedef struct root {
     int32_t *toks;    /* a copy of the prompt */
     int n;
     int seq;          /* -1 until prefilled */
-    int remaining;    /* jobs of this prompt not forked yet */
+    int remaining;    /* jobs of this prompt not forked yet; 0: idle (kept, see IDLE_ROOTS) */
     float *logits;    /* last position's logits */
+    unsigned long last_use; /* when it last became idle */
     struct root *next;
 } root;
 
@@ -404,7 +405,10 @@ struct asn_gen_stream {
     asn_gen_events ev;
     slot *slots;
     asn_batch_item *items;
-    root *roots;            /* live roots */
+    root *roots;            /* live roots, and idle ones (at most keep) */
+    int keep, n_idle;       /* asn_gen_stream_keep */
+    unsigned long clock;
+    long prefills, reused;  /* asn_gen_stream_counts */
     asn_gen_job **wait;     /* added, not admitted yet (FIFO; NULL: cancelled) */
     size_t w_head, w_n, w_cap;
     int live, pending;
@@ -429,6 +433,15 @@ static void root_release(asn_gen_stream *s, root *r)
 {
     if (--r->remaining > 0)
         return;
+    if (r->seq >= 0) { /* prefilled: kept, and the longest idle one freed when too many are */
+        r->last_use = ++s->clock;
+        if (++s->n_idle <= s->keep)
+            return;
+        for (root *o = s->roots; o; o = o->next)
+            if (o->remaining == 0 && o->last_use < r->last_use)
+                r = o;
+        s->n_idle--;
+    }
     if (r->seq >= 0)
         asn_seq_free(s->g->en, r->seq);
     free(r->logits);
@@ -467,6 +480,17 @@ void asn_gen_stream_free(asn_gen_stream *s)
     free(s);
 }
 
+void asn_gen_stream_keep(asn_gen_stream *s, int n)
+{
+    s->keep = n > 0 ? n : 0;
+}
+
+void asn_gen_stream_counts(const asn_gen_stream *s, long *prefills, long *reused)
+{
+    *prefills = s->prefills;
+    *reused = s->reused;
+}
+
 int asn_gen_stream_pending(const asn_gen_stream *s)
 {
     return s->pending;
@@ -501,10 +525,13 @@ int asn_gen_stream_add(asn_gen_stream *s, asn_gen_job *job, asn_err *e)
         r = asn_xcalloc(1, sizeof *r);
         int32_t *own = asn_xmalloc((size_t)job->n_prompt * sizeof *own); /* outlives any one job */
         memcpy(own, job->prompt_tokens, (size_t)job->n_prompt * sizeof *own);
-        *r = (root){own, job->n_prompt, -1, 0, NULL, s->roots};
+        *r = (root){own, job->n_prompt, -1, 0, NULL, 0, s->roots};
         s->roots = r;
     }
-    r->remaining++;
+    if (r->remaining++ == 0 && r->seq >= 0) { /* an idle root in use again */
+        s->n_idle--;
+        s->reused++;
+    }
     job->finish = ASN_FINISH_NONE;
     if (job->top_logprobs > 0) {
         size_t K = (size_t)job->top_logprobs, M = (size_t)js->max_new_tokens;
@@ -605,6 +632,7 @@ int asn_gen_stream_step(asn_gen_stream *s, asn_err *e)
         if (s->slots[i].job && s->slots[i].seq < 0 && r->seq < 0) {
             r->seq = asn_seq_new(g->en);
             r->logits = asn_xmalloc((size_t)g->V * sizeof(float));
+            s->prefills++;
             s->items[ni++] = (asn_batch_item){r->seq, r->toks, r->n, r->logits, 0, NULL, NULL};
         }
     }

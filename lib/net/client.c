@@ -178,6 +178,9 @@ static int pick_server(asn_client *c, double now, int avoid)
     return best <= -2 ? -2 - best : -1;
 }
 
+/* New transfers started per pass of the loop below. */
+enum { RAMP = 8 };
+
 int asn_client_post_all(asn_client *c, const char *path, char *const *bodies, int n, asn_client_done done,
                         void *ctx, asn_err *e)
 {
@@ -208,7 +211,10 @@ int asn_client_post_all(asn_client *c, const char *path, char *const *bodies, in
                 k++;
             }
         }
-        while (inflight < c->s.max_inflight && f_head < f_n) {
+        /* a few requests at a time between transfers: each new connection costs
+         * its set-up, and the first requests go out before the last connect */
+        int added = 0;
+        for (; added < RAMP && inflight < c->s.max_inflight && f_head < f_n; added++) {
             int req = fifo[f_head];
             int srv = pick_server(c, now, last_srv[req]);
             if (srv < 0)
@@ -287,7 +293,7 @@ int asn_client_post_all(asn_client *c, const char *path, char *const *bodies, in
         }
         if (ndone == n)
             break;
-        int wait_ms = 50;
+        int wait_ms = added == RAMP ? 0 : 50; /* more to start: no waiting */
         if (!inflight) { /* nothing to wait on: sleep until a retry or a server is due */
             double next = 1e30;
             for (size_t k = 0; k < r_n; k++)

@@ -63,6 +63,16 @@ for line in open(sys.argv[1]):
     assert json.loads(out)["choices"][0]["token_ids"] == r["tokens"]
 PYEOF
 
+check "one request after another for one prompt: one prefill, every later request starts from the kept one" $PY - "$TMP/ref.jsonl" <<'PYEOF'
+import json, sys
+sys.path.insert(0, sys.argv[1].rsplit("/", 1)[0]); from client import call
+n = sum(1 for line in open(sys.argv[1]) if json.loads(line)["system"] is None)
+st, out, _ = call("/v1/models", method="GET")
+a = json.loads(out)["data"][0]["asn"]
+# the check above sent 2 requests per record without a system text, all of one prompt
+assert (a["prompts_prefilled"], a["prompts_reused"]) == (1, 2 * n - 1), (a, n)
+PYEOF
+
 check "chat: system and user message through the template, the record's prompt id, same tokens" $PY - "$TMP/ref.jsonl" <<'PYEOF'
 import json, sys
 sys.path.insert(0, sys.argv[1].rsplit("/", 1)[0]); from client import call
