@@ -89,7 +89,8 @@ s = json.load(open(sys.argv[1]))
 d = s["$defs"]
 ok = all(n in d for n in s["properties"]["name"]["enum"])
 ok = ok and d["top_p"]["properties"]["top_p"] == {"type": "number", "minimum": 0, "maximum": 1, "description": "0 <= top_p <= 1."}
-ok = ok and d["dry"]["properties"]["dry_base"].get("default") == 1.75 and d["dry"]["required"] == ["dry_multiplier"]
+ok = ok and d["penalties"]["properties"]["penalty_last_n"].get("default") == 64 and "required" not in d["penalties"]
+ok = ok and d["penalties"]["type"] == ["object", "null"] and d["mirostat_v2"]["required"] == ["tau", "eta"]
 ok = ok and d["epsilon"]["properties"]["min_tokens_to_keep"]["exclusiveMaximum"] == 2000000001
 ok = ok and "xtc" not in d["sweep_processor"]["enum"] and "top_k" in d["sweep_processor"]["enum"]
 sys.exit(0 if ok else 1)' "$TMP/processor.schema.json"
