@@ -427,44 +427,60 @@ static void read_weights(run *R)
     asn_yaml_free(y);
 }
 
-int main(int argc, char **argv)
+static void check_options(void)
 {
-    int nops = asn_tool_parse(&tool, argc, argv);
     if (strcmp(opts.group, "seed") && strcmp(opts.group, "prompt"))
         asn_usage_error("--group must be seed or prompt, not \"%s\"", opts.group);
     if (opts.top_k < 0)
         asn_usage_error("--top-k must be >= 0");
     if (opts.sort_key && opts.weights)
         asn_usage_error("--sort-key and --weights are alternatives");
-    make_grid();
-    run R = {0};
-    R.key = -1;
-    if (opts.weights) {
-        read_weights(&R);
-    } else {
-        const char *key = opts.sort_key ? opts.sort_key : "a0.1_b0.9_c0.9";
-        for (int k = 0; k < NGRID; k++)
-            if (!strcmp(grid_key[k], key))
-                R.key = k;
-        if (R.key < 0)
-            asn_usage_error("--sort-key \"%s\" is not a combined score: a{a}_b{b}_c{c} with a, c in 0.1 0.3 "
-                            "0.5 0.7 0.9 and b in 0.5 0.6 0.7 0.8 0.9 (as a0.1_b0.9_c0.9)", key);
-        memcpy(R.w, grid_w[R.key], sizeof grid_w[R.key]);
-    }
-    char *def[] = {"-", NULL};
-    char **files = nops ? argv + 1 : def;
-    off_t start = 0;
-    int uses_stdin = 0;
-    for (char **f = files; *f; f++)
-        uses_stdin |= !strcmp(*f, "-");
-    if (uses_stdin)
-        make_stdin_rereadable(&start);
+}
 
-    /* pass 1: every record checked; the normalization statistics */
+/* The weights of the final score: --weights, or a combined score of the
+ * grid (--sort-key). */
+static void choose_weights(run *R)
+{
+    make_grid();
+    R->key = -1;
+    if (opts.weights) {
+        read_weights(R);
+        return;
+    }
+    const char *key = opts.sort_key ? opts.sort_key : "a0.1_b0.9_c0.9";
+    for (int k = 0; k < NGRID; k++)
+        if (!strcmp(grid_key[k], key))
+            R->key = k;
+    if (R->key < 0)
+        asn_usage_error("--sort-key \"%s\" is not a combined score: a{a}_b{b}_c{c} with a, c in 0.1 0.3 "
+                        "0.5 0.7 0.9 and b in 0.5 0.6 0.7 0.8 0.9 (as a0.1_b0.9_c0.9)", key);
+    memcpy(R->w, grid_w[R->key], sizeof grid_w[R->key]);
+}
+
+/* The input files, read twice (standard input too). */
+typedef struct inputs {
+    char **files;
+    int uses_stdin;
+    off_t start; /* of standard input */
+    long skipped;
+} inputs;
+
+static void open_inputs(inputs *in, int nops, char **argv)
+{
+    static char *def[] = {"-", NULL};
+    in->files = nops ? argv + 1 : def;
+    for (char **f = in->files; *f; f++)
+        in->uses_stdin |= !strcmp(*f, "-");
+    if (in->uses_stdin)
+        make_stdin_rereadable(&in->start);
+}
+
+/* Pass 1: every record checked; the normalization statistics. */
+static void normalize(run *R, inputs *in)
+{
     asn_err e;
     stats sq = {0}, sd = {0}, sr = {0};
-    long skipped = 0;
-    asn_group_reader *gr = asn_group_open(files, &e);
+    asn_group_reader *gr = asn_group_open(in->files, &e);
     if (!gr)
         asn_fatal("%s", e.msg);
     asn_group_on_file(gr, asn_note_record_format, NULL);
@@ -483,7 +499,7 @@ int main(int argc, char **argv)
                     asn_fatal("%s:%ld: %s", file, line, e.msg);
                 }
                 asn_warn("%s:%ld: %s", file, line, e.msg);
-                skipped++;
+                in->skipped++;
                 continue;
             }
             if (f.has_q)
@@ -497,19 +513,24 @@ int main(int argc, char **argv)
     }
     if (r < 0)
         asn_fatal("%s", e.msg);
-    skipped += asn_group_skipped(gr);
+    in->skipped += asn_group_skipped(gr);
     asn_group_close(gr);
-    stats_final(&sq, &R.qmean, &R.qstd);
-    stats_final(&sd, &R.dmean, &R.dstd);
-    stats_final(&sr, &R.rmean, &R.rstd);
+    stats_final(&sq, &R->qmean, &R->qstd);
+    stats_final(&sd, &R->dmean, &R->dstd);
+    stats_final(&sr, &R->rmean, &R->rstd);
+}
 
-    /* pass 2: groups scored, ranked, written */
-    if (uses_stdin) {
-        if (fseek(stdin, start, SEEK_SET))
+/* Pass 2: groups scored, ranked, written. */
+static void rank_all(run *R, const inputs *in)
+{
+    asn_err e;
+    if (in->uses_stdin) {
+        if (fseek(stdin, in->start, SEEK_SET))
             asn_fatal("<stdin>: cannot read it again: %s", strerror(errno));
         clearerr(stdin);
     }
-    if (!(gr = asn_group_open(files, &e)))
+    asn_group_reader *gr = asn_group_open(in->files, &e);
+    if (!gr)
         asn_fatal("%s", e.msg);
     asn_progress *prog = asn_progress_new("records", 0, opts.progress);
     asn_catch_stop();
@@ -517,6 +538,8 @@ int main(int argc, char **argv)
     fields *fs = NULL;
     size_t *members = NULL, *sub_of = NULL;
     long long *seeds = NULL;
+    json_t *recs;
+    int r;
     while ((r = asn_group_next(gr, opts.skip_bad, &recs, &e)) > 0) {
         size_t n = json_array_size(recs), i;
         if (n > cap) {
@@ -545,28 +568,46 @@ int main(int argc, char **argv)
             for (i = 0; i < n; i++)
                 if (sub_of[i] == s)
                     members[m++] = i;
-            do_group(&R, recs, members, fs, m, gr);
+            do_group(R, recs, members, fs, m, gr);
         }
         asn_progress_add(prog, (long)n);
         json_decref(recs);
-        asn_stop_point(R.written, opts.pairs ? "pairs" : "records");
+        asn_stop_point(R->written, opts.pairs ? "pairs" : "records");
     }
     asn_progress_done(prog);
     if (r < 0)
         asn_fatal("%s", e.msg);
     asn_group_close(gr);
     free(fs), free(members), free(sub_of), free(seeds);
-    if (R.emptied) /* what the reference does, not a fault of the input: said once, not as a warning */
+}
+
+/* What was left out, on stderr. */
+static void summarize(const run *R, const inputs *in)
+{
+    if (R->emptied) /* what the reference does, not a fault of the input: said once, not as a warning */
         fprintf(stderr,
                 "%s: %ld of %ld group%s left out: none of %s generations was verified correct (verifiable reward 0; "
                 "the first: %s); --ignore-verifiable-filtering keeps them\n",
-                asn_progname(), R.emptied, R.groups, R.groups == 1 ? "" : "s", R.emptied == 1 ? "its" : "their",
-                R.first_emptied);
-    if (opts.pairs && R.no_pair)
+                asn_progname(), R->emptied, R->groups, R->groups == 1 ? "" : "s", R->emptied == 1 ? "its" : "their",
+                R->first_emptied);
+    if (opts.pairs && R->no_pair)
         fprintf(stderr, "%s: %ld group%s gave no pair (fewer than two records, or all scored alike)\n",
-                asn_progname(), R.no_pair, R.no_pair == 1 ? "" : "s");
-    if (skipped)
-        asn_warn("skipped %ld invalid record%s", skipped, skipped == 1 ? "" : "s");
+                asn_progname(), R->no_pair, R->no_pair == 1 ? "" : "s");
+    if (in->skipped)
+        asn_warn("skipped %ld invalid record%s", in->skipped, in->skipped == 1 ? "" : "s");
+}
+
+int main(int argc, char **argv)
+{
+    int nops = asn_tool_parse(&tool, argc, argv);
+    check_options();
+    run R = {0};
+    choose_weights(&R);
+    inputs in = {0};
+    open_inputs(&in, nops, argv);
+    normalize(&R, &in);
+    rank_all(&R, &in);
+    summarize(&R, &in);
     asn_close_out(stdout, "-");
     return 0;
 }

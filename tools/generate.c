@@ -176,14 +176,27 @@ static void on_token(void *ctx, int job, int32_t tok)
     }
 }
 
-int main(int argc, char **argv)
+/* What main's steps share. */
+typedef struct gen_ctx {
+    char *prompt;
+    asn_heuristics *hs; /* --heuristics, or NULL: the inline processors in own */
+    asn_heuristic own, *h;
+    asn_model *m;
+    const asn_vocab *v;
+    int tmpl;
+    char *text; /* the prompt as rendered */
+    int32_t *ids;
+    int n_ids;
+    asn_pool *pool;
+    stream st;
+    asn_gen_job job;
+} gen_ctx;
+
+static void check_options(int nops)
 {
-    int nops = asn_tool_parse(&tool, argc, argv);
-    {
-        asn_err de;
-        if (opts.chat_date && asn_chat_set_date(opts.chat_date, &de))
-            asn_usage_error("--chat-date: %s", de.msg);
-    }
+    asn_err de;
+    if (opts.chat_date && asn_chat_set_date(opts.chat_date, &de))
+        asn_usage_error("--chat-date: %s", de.msg);
     if (!opts.model)
         asn_usage_error("--model is required");
     if (!!opts.heuristics != !!opts.heuristic)
@@ -192,101 +205,134 @@ int main(int argc, char **argv)
         asn_usage_error("one PROMPT argument at most (quote it)");
     if (opts.max_new < 1 || opts.min_new < 0 || opts.seed < 0)
         asn_usage_error("--max-new-tokens must be >= 1, --min-new-tokens and --seed >= 0");
-    asn_err e;
-    size_t plen;
-    char *prompt = nops ? asn_xstrdup(argv[1]) : asn_read_all(opts.file ? opts.file : "-", &plen);
+}
 
-    /* the heuristic */
-    asn_heuristics *hs = NULL;
-    asn_heuristic own, *h = &own;
+/* The heuristic: --heuristic of --heuristics, or the inline processors. */
+static void load_heuristic(gen_ctx *g)
+{
+    asn_err e;
+    g->h = &g->own;
     if (opts.heuristics) {
-        if (!(hs = asn_heuristics_load(opts.heuristics, &e)))
+        if (!(g->hs = asn_heuristics_load(opts.heuristics, &e)))
             asn_fatal("%s", e.msg);
-        int k = asn_heuristics_find(hs, opts.heuristic);
+        int k = asn_heuristics_find(g->hs, opts.heuristic);
         if (k < 0)
             asn_fatal("%s: no pipeline named \"%s\"", opts.heuristics, opts.heuristic);
-        h = &hs->h[k];
+        g->h = &g->hs->h[k];
     } else {
         json_t *procs = inline_processors();
-        if (asn_heuristic_init(&own, "inline", procs, &e))
+        if (asn_heuristic_init(&g->own, "inline", procs, &e))
             asn_usage_error("%s", e.msg);
         json_decref(procs);
     }
+}
 
-    /* model, tokenizer, chat template */
+/* Model, tokenizer, chat template. */
+static void load_model(gen_ctx *g)
+{
+    asn_err e;
     const char *was = asn_alloc_context("loading the model");
-    asn_model *m = asn_model_load(opts.model, &e);
+    g->m = asn_model_load(opts.model, &e);
     asn_alloc_context(was);
-    if (!m)
+    if (!g->m)
         asn_fatal("%s", e.msg);
-    const asn_vocab *v = asn_model_vocab(m, &e);
-    if (!v)
+    if (!(g->v = asn_model_vocab(g->m, &e)))
         asn_fatal("%s", e.msg);
     char *tmpl_text = NULL;
-    if (asn_gguf_get_str(asn_model_gguf(m), "tokenizer.chat_template", 0, &tmpl_text, &e))
+    if (asn_gguf_get_str(asn_model_gguf(g->m), "tokenizer.chat_template", 0, &tmpl_text, &e))
         asn_fatal("%s", e.msg);
     /* a model without a template is a base model here: its prompt goes as is */
-    int tmpl = !opts.template && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opts.template, &e);
-    if (tmpl < 0)
+    g->tmpl = !opts.template && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opts.template, &e);
+    if (g->tmpl < 0)
         asn_fatal("%s: %s", opts.model, e.msg);
     free(tmpl_text);
-    char *text = asn_gen_prompt_text(tmpl, opts.system, prompt, &e);
-    if (!text)
+}
+
+/* The prompt, rendered by the template and tokenized. */
+static void make_prompt(gen_ctx *g)
+{
+    asn_err e;
+    if (!(g->text = asn_gen_prompt_text(g->tmpl, opts.system, g->prompt, &e)))
         asn_fatal("%s", e.msg);
-    int32_t *ids;
-    int n_ids;
-    if (asn_gen_tokenize_prompt(v, text, &ids, &n_ids, &e))
+    if (asn_gen_tokenize_prompt(g->v, g->text, &g->ids, &g->n_ids, &e))
         asn_fatal("%s", e.msg);
     if (opts.verbose) { /* the prompt as rendered, the tokenizer's BOS written out */
         size_t bl = 0;
-        const char *bos = ids[0] == asn_vocab_bos(v) ? asn_vocab_piece(v, ids[0], 1, &bl) : "";
-        fprintf(stderr, "generate: prompt (%s):\n%.*s%s\n", asn_chat_name(tmpl), (int)bl, bos, text);
+        const char *bos = g->ids[0] == asn_vocab_bos(g->v) ? asn_vocab_piece(g->v, g->ids[0], 1, &bl) : "";
+        fprintf(stderr, "generate: prompt (%s):\n%.*s%s\n", asn_chat_name(g->tmpl), (int)bl, bos, g->text);
     }
+}
 
+/* Generates, streaming the text to stdout. */
+static void run(gen_ctx *g)
+{
+    asn_err e;
     char pid[17];
-    asn_prompt_id(opts.system, prompt, pid);
-    asn_pool *pool = asn_pool_new((int)opts.threads);
-    stream st = {v, {0}, asn_xmalloc(asn_vocab_max_piece(v) + 8), asn_vocab_max_piece(v) + 8, ASN_SBUF_INIT, 0};
-    asn_detok_stream_init(&st.ds, v, 0);
+    asn_prompt_id(opts.system, g->prompt, pid);
+    g->pool = asn_pool_new((int)opts.threads);
+    stream *st = &g->st;
+    *st = (stream){g->v, {0}, asn_xmalloc(asn_vocab_max_piece(g->v) + 8), asn_vocab_max_piece(g->v) + 8,
+                   ASN_SBUF_INIT, 0};
+    asn_detok_stream_init(&st->ds, g->v, 0);
     asn_gen_settings gs = {.min_new_tokens = (int)opts.min_new, .max_new_tokens = (int)opts.max_new,
-                           .stop = opts.stop.v, .n_stop = opts.stop.n, .on_token = on_token, .token_ctx = &st};
-    asn_generator *gen = asn_generator_new(m, pool, 1, (int)opts.ctx, &gs, &e);
+                           .stop = opts.stop.v, .n_stop = opts.stop.n, .on_token = on_token, .token_ctx = st};
+    asn_generator *gen = asn_generator_new(g->m, g->pool, 1, (int)opts.ctx, &gs, &e);
     if (!gen)
         asn_fatal("%s", e.msg);
-    asn_gen_job job = {.prompt_id = pid, .prompt_tokens = ids, .n_prompt = (int)n_ids, .heuristic = h, .seed = (uint64_t)opts.seed};
+    g->job = (asn_gen_job){.prompt_id = pid, .prompt_tokens = g->ids, .n_prompt = (int)g->n_ids,
+                           .heuristic = g->h, .seed = (uint64_t)opts.seed};
     double t0 = (double)clock() / CLOCKS_PER_SEC;
-    if (asn_generate(gen, &job, 1, NULL, NULL, &e))
+    if (asn_generate(gen, &g->job, 1, NULL, NULL, &e))
         asn_fatal("%s", e.msg);
     /* the rest of the streamed text, up to a stop string */
-    if (job.finish != ASN_FINISH_STOP) {
-        int k = asn_detok_stream_flush(&st.ds, st.piece, st.cap);
-        append(&st, st.piece, (size_t)(k > 0 ? k : 0));
+    if (g->job.finish != ASN_FINISH_STOP) {
+        int k = asn_detok_stream_flush(&st->ds, st->piece, st->cap);
+        append(st, st->piece, (size_t)(k > 0 ? k : 0));
     }
-    const char *stop_at = find_stop(st.out.buf, st.out.len);
-    size_t end = stop_at ? (size_t)(stop_at - st.out.buf) : st.out.len;
-    if (end > st.printed)
-        fwrite(st.out.buf + st.printed, 1, end - st.printed, stdout);
+    const char *stop_at = find_stop(st->out.buf, st->out.len);
+    size_t end = stop_at ? (size_t)(stop_at - st->out.buf) : st->out.len;
+    if (end > st->printed)
+        fwrite(st->out.buf + st->printed, 1, end - st->printed, stdout);
     fputc('\n', stdout);
     asn_close_out(stdout, "-");
-    long n_new = job.n_tokens;
+    long n_new = g->job.n_tokens;
     if (opts.verbose) {
         double dt = (double)clock() / CLOCKS_PER_SEC - t0;
-        fprintf(stderr, "generate: %d prompt + %ld new tokens, %.1f tokens/s (CPU time)\n", n_ids,
-                n_new, dt > 0 ? (double)((long)n_ids + n_new) / dt : 0.0);
+        fprintf(stderr, "generate: %d prompt + %ld new tokens, %.1f tokens/s (CPU time)\n", g->n_ids, n_new,
+                dt > 0 ? (double)((long)g->n_ids + n_new) / dt : 0.0);
     }
-    asn_sbuf_release(&st.out);
-    free(st.piece);
-    asn_gen_job_clear(&job);
+    g->job.prompt_id = NULL; /* pid goes out of scope */
     asn_generator_free(gen);
-    free(ids);
-    free(text);
-    free(prompt);
+}
+
+static void gen_free(gen_ctx *g)
+{
+    asn_sbuf_release(&g->st.out);
+    free(g->st.piece);
+    asn_gen_job_clear(&g->job);
+    free(g->ids);
+    free(g->text);
+    free(g->prompt);
     free(opts.stop.v);
-    asn_pool_free(pool);
-    asn_model_free(m);
-    if (hs)
-        asn_heuristics_free(hs);
+    asn_pool_free(g->pool);
+    asn_model_free(g->m);
+    if (g->hs)
+        asn_heuristics_free(g->hs);
     else
-        asn_heuristic_clear(&own);
+        asn_heuristic_clear(&g->own);
+}
+
+int main(int argc, char **argv)
+{
+    int nops = asn_tool_parse(&tool, argc, argv);
+    check_options(nops);
+    gen_ctx g = {0};
+    size_t plen;
+    g.prompt = nops ? asn_xstrdup(argv[1]) : asn_read_all(opts.file ? opts.file : "-", &plen);
+    load_heuristic(&g);
+    load_model(&g);
+    make_prompt(&g);
+    run(&g);
+    gen_free(&g);
     return 0;
 }

@@ -5,6 +5,7 @@
 #include "asn/record_loop.h"
 #include "asn/tool.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 typedef struct process_logits_options {
     int sample;
     int skip_bad;
+    int schema;
     const char *heuristics;
     const char *heuristic;
 } process_logits_options;
@@ -25,6 +27,7 @@ static const asn_option options[] = {
     {"heuristics", 'H', ASN_OPT_STRING, &opts.heuristics, "FILE", "heuristics YAML; with --heuristic, overrides each record's processors"},
     {"heuristic", 0, ASN_OPT_STRING, &opts.heuristic, "NAME", "the pipeline of --heuristics to apply"},
     ASN_OPT_SKIP_BAD(&opts.skip_bad),
+    {"schema", 0, ASN_OPT_FLAG, &opts.schema, NULL, "print the JSON Schema of a processor, made from the processor table (schemas/processor.schema.json), and exit"},
     {0},
 };
 
@@ -44,7 +47,10 @@ static const asn_tool tool = {
     "Output: the record with \"logits\" replaced by the processed row (null for\n"
     "-inf) and, with --sample, \"token\": the id drawn by inverse CDF with the\n"
     "counter RNG keyed by (seed, id, heuristic id) at counter step. Inline\n"
-    "processors form a heuristic with the empty name.\n",
+    "processors form a heuristic with the empty name.\n"
+    "--schema prints what schemas/processor.schema.json holds: a processor's\n"
+    "names, parameters (types, ranges, defaults) and which processors a\n"
+    "gen-heuristics grid may sweep, from the rows of the processor table.\n",
     options,
 };
 
@@ -174,9 +180,27 @@ static int process_in(json_t *rec, const asn_heuristic *fixed, asn_workspace *ws
     return rc;
 }
 
+/* --schema: the processor schema, as committed in schemas/. */
+static void print_schema(void)
+{
+    json_t *s = asn_proc_schema();
+    char *text = json_dumps(s, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (!text || printf("%s\n", text) < 0)
+        asn_write_failed(stdout, "-", errno);
+    free(text);
+    json_decref(s);
+    asn_close_out(stdout, "-");
+}
+
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
+    if (opts.schema) {
+        if (nops || opts.heuristics || opts.heuristic || opts.sample)
+            asn_usage_error("--schema takes no other option and no file");
+        print_schema();
+        return 0;
+    }
     if (!!opts.heuristics != !!opts.heuristic)
         asn_usage_error("--heuristics and --heuristic go together");
     asn_err e;

@@ -605,23 +605,15 @@ static void setup(ranker *R)
         json_object_set_new(R->judge_json, "chat_template", json_string(asn_chat_name(R->chat_override)));
 }
 
-int main(int argc, char **argv)
+/* The checks of the command line; the judge's kind into R. */
+static void check_options(ranker *R)
 {
-    int nops = asn_tool_parse(&tool, argc, argv);
-    {
-        asn_err de;
-        if (opts.chat_date && asn_chat_set_date(opts.chat_date, &de))
-            asn_usage_error("--chat-date: %s", de.msg);
-    }
-    if (asn_tool_shards(opts.shard, &opts.merge, nops ? argv + 1 : NULL))
-        return 0;
-    ranker R = {0};
     if (!opts.judge)
         asn_usage_error("--judge is required (pairwise or reference-ll)");
     if (!strcmp(opts.judge, "pairwise"))
-        R.judge = JUDGE_PAIRWISE;
+        R->judge = JUDGE_PAIRWISE;
     else if (!strcmp(opts.judge, "reference-ll"))
-        R.judge = JUDGE_LL;
+        R->judge = JUDGE_LL;
     else
         asn_usage_error("--judge must be pairwise or reference-ll, not \"%s\"", opts.judge);
     if (!opts.judge_model && !(opts.server.n && opts.tokenizer))
@@ -647,61 +639,98 @@ int main(int argc, char **argv)
         asn_usage_error("--judge-ctx must be between 1 and 16777216 (0: the model's)");
     if (opts.batch < 1)
         asn_usage_error("--batch must be >= 1");
-    if (opts.template && R.judge != JUDGE_PAIRWISE)
+    if (opts.template && R->judge != JUDGE_PAIRWISE)
         asn_usage_error("--judge-template is for --judge pairwise");
+}
+
+/* The pairwise judge's template: a bad one fails before the model loads. */
+static void load_template(ranker *R)
+{
     asn_err e;
-    /* the template first: a bad one fails before the model loads */
-    if (R.judge == JUDGE_PAIRWISE &&
-        !(R.tmpl = opts.template ? asn_judge_tmpl_load(opts.template, &e)
-                                : asn_judge_tmpl_parse(asn_judge_default_template, "built-in template", &e)))
+    if (R->judge == JUDGE_PAIRWISE &&
+        !(R->tmpl = opts.template ? asn_judge_tmpl_load(opts.template, &e)
+                                  : asn_judge_tmpl_parse(asn_judge_default_template, "built-in template", &e)))
         asn_fatal("%s", e.msg);
-    setup(&R);
-    asn_pool *pool = R.m ? asn_pool_new((int)opts.threads) : NULL;
-    if (R.judge == JUDGE_PAIRWISE) {
+}
+
+/* The judge on the model or server setup() opened. Returns the pool of a
+ * local model (NULL for a server). */
+static asn_pool *make_judge(ranker *R)
+{
+    asn_err e;
+    asn_pool *pool = R->m ? asn_pool_new((int)opts.threads) : NULL;
+    if (R->judge == JUDGE_PAIRWISE) {
         int32_t ab[2];
-        if (!R.m && asn_pairwise_answer_ids(R.v, ab, &e))
+        if (!R->m && asn_pairwise_answer_ids(R->v, ab, &e))
             asn_fatal("%s: %s", opts.tokenizer ? opts.tokenizer : opts.judge_model, e.msg);
-        if (R.m && !(R.pw = asn_pairwise_new(R.m, R.model_family, R.tmpl, (int)opts.batch, R.n_ctx, pool, &e)))
+        if (R->m && !(R->pw = asn_pairwise_new(R->m, R->model_family, R->tmpl, (int)opts.batch, R->n_ctx, pool, &e)))
             asn_fatal("%s", e.msg);
         const char *tn = opts.template ? strrchr(opts.template, '/') : NULL;
-        json_object_set_new(R.judge_json, "template",
+        json_object_set_new(R->judge_json, "template",
                             json_string(!opts.template ? "built-in" : tn ? tn + 1 : opts.template));
     } else {
-        if (R.m && !(R.ll = asn_llscorer_new(R.m, (int)opts.batch, R.n_ctx, pool, &e)))
+        if (R->m && !(R->ll = asn_llscorer_new(R->m, (int)opts.batch, R->n_ctx, pool, &e)))
             asn_fatal("%s", e.msg);
-        json_object_set_new(R.judge_json, "tau", json_real(opts.tau));
+        json_object_set_new(R->judge_json, "tau", json_real(opts.tau));
     }
+    return pool;
+}
 
-    long skipped = asn_map_groups(nops ? argv + 1 : NULL, opts.skip_bad, opts.progress, rank_prompt, &R);
-    if (R.misspelt)
+/* The warnings, and with --verbose the counts and times. */
+static void summarize(const ranker *R, long skipped)
+{
+    if (R->misspelt)
         asn_warn("%ld record%s: the judge model's tokenizer reads %s \"tokens\" as another text than %s "
                  "\"generation\" (made with another vocabulary?); scored from the tokens; --retokenize scores "
                  "the generation text instead",
-                 R.misspelt, R.misspelt == 1 ? "" : "s", R.misspelt == 1 ? "its" : "their",
-                 R.misspelt == 1 ? "its" : "their");
-    if (R.undecided)
-        asn_warn("%ld game%s left out: the judge's outputs were not finite", R.undecided,
-                 R.undecided == 1 ? "" : "s");
+                 R->misspelt, R->misspelt == 1 ? "" : "s", R->misspelt == 1 ? "its" : "their",
+                 R->misspelt == 1 ? "its" : "their");
+    if (R->undecided)
+        asn_warn("%ld game%s left out: the judge's outputs were not finite", R->undecided,
+                 R->undecided == 1 ? "" : "s");
     asn_warn_skipped(skipped);
     if (opts.verbose)
         fprintf(stderr,
                 "%s: %ld record%s, %ld group%s (%ld of one record); judge: %ld %s%s %s in %.3f s; "
                 "pairing and ratings: %.3f s (%ld rematch%s reused)\n",
-                asn_progname(), R.records, ASN_PLURAL(R.records), R.groups, ASN_PLURAL(R.groups), R.singles, R.judged,
-                R.judge == JUDGE_LL ? "answer" : "pair", ASN_PLURAL(R.judged), R.judge == JUDGE_LL ? "scored" : "judged",
-                R.t_judge, R.t_bt, R.reused, R.reused == 1 ? "" : "es");
-    asn_close_out(stdout, "-");
-    asn_pairwise_free(R.pw);
-    asn_llscorer_free(R.ll);
-    asn_judge_tmpl_free(R.tmpl);
-    json_decref(R.judge_json);
+                asn_progname(), R->records, ASN_PLURAL(R->records), R->groups, ASN_PLURAL(R->groups), R->singles,
+                R->judged, R->judge == JUDGE_LL ? "answer" : "pair", ASN_PLURAL(R->judged),
+                R->judge == JUDGE_LL ? "scored" : "judged", R->t_judge, R->t_bt, R->reused,
+                R->reused == 1 ? "" : "es");
+}
+
+static void ranker_free(ranker *R, asn_pool *pool)
+{
+    asn_pairwise_free(R->pw);
+    asn_llscorer_free(R->ll);
+    asn_judge_tmpl_free(R->tmpl);
+    json_decref(R->judge_json);
     asn_pool_free(pool);
-    asn_model_free(R.m);
-    if (R.remote.c) {
-        asn_client_free(R.remote.c);
-        free((char *)R.remote.model);
-        asn_vocab_free(R.own_vocab);
-        asn_gguf_close(R.tok_gguf);
+    asn_model_free(R->m);
+    if (R->remote.c) {
+        asn_client_free(R->remote.c);
+        free((char *)R->remote.model);
+        asn_vocab_free(R->own_vocab);
+        asn_gguf_close(R->tok_gguf);
     }
+}
+
+int main(int argc, char **argv)
+{
+    int nops = asn_tool_parse(&tool, argc, argv);
+    asn_err de;
+    if (opts.chat_date && asn_chat_set_date(opts.chat_date, &de))
+        asn_usage_error("--chat-date: %s", de.msg);
+    if (asn_tool_shards(opts.shard, &opts.merge, nops ? argv + 1 : NULL))
+        return 0;
+    ranker R = {0};
+    check_options(&R);
+    load_template(&R);
+    setup(&R);
+    asn_pool *pool = make_judge(&R);
+    long skipped = asn_map_groups(nops ? argv + 1 : NULL, opts.skip_bad, opts.progress, rank_prompt, &R);
+    summarize(&R, skipped);
+    asn_close_out(stdout, "-");
+    ranker_free(&R, pool);
     return 0;
 }

@@ -57,14 +57,19 @@ static const asn_tool tool = {
     options,
 };
 
-int main(int argc, char **argv)
+static void check_options(int nops, char **argv)
 {
-    if (asn_tool_parse(&tool, argc, argv))
+    if (nops)
         asn_usage_error("unexpected operand %s", argv[1]);
     if (!opts.db)
         asn_usage_error("--db is required");
     if (!opts.out)
         asn_usage_error("-o DIR is required");
+}
+
+/* The index, --analysis, and the output folder. */
+static asn_report *load(void)
+{
     asn_err e;
     asn_report *r = asn_report_load(opts.db, &e);
     if (!r)
@@ -75,46 +80,62 @@ int main(int argc, char **argv)
         asn_fatal("%s", e.msg);
     if (mkdir(opts.out, 0777) && errno != EEXIST)
         asn_fatal("%s: %s", opts.out, strerror(errno));
-    /* default title: what the run is, from its records (not from where the
-     * database lies, so that the same records give the same page): "demo-base:
-     * 25 heuristics on 14 prompts"; the database's file name when no model
-     * is recorded */
-    char *made = NULL;
-    const char *title = opts.title;
-    if (!title && !r->models.n)
-        title = strrchr(opts.db, '/') ? strrchr(opts.db, '/') + 1 : opts.db;
-    if (!title) {
-        size_t len = 96;
-        for (int i = 0; i < r->models.n; i++)
-            len += strlen(r->models.v[i].value) + 2;
-        made = asn_xmalloc(len);
-        made[0] = 0;
-        for (int i = 0; i < r->models.n; i++)
-            strcat(strcat(made, i ? ", " : ""), r->models.v[i].value);
-        snprintf(made + strlen(made), 96, ": %d heuristic%s on %ld prompt%s", r->nh, ASN_PLURAL(r->nh), r->prompts,
-                 ASN_PLURAL(r->prompts));
-        title = made;
-    }
+    return r;
+}
 
+/* The default title: what the run is, from its records (not from where the
+ * database lies, so that the same records give the same page): "demo-base:
+ * 25 heuristics on 14 prompts"; the database's file name when no model is
+ * recorded. A new string, or NULL when --title or the file name is the
+ * title (*title). */
+static char *make_title(const asn_report *r, const char **title)
+{
+    *title = opts.title;
+    if (!*title && !r->models.n)
+        *title = strrchr(opts.db, '/') ? strrchr(opts.db, '/') + 1 : opts.db;
+    if (*title)
+        return NULL;
+    size_t len = 96;
+    for (int i = 0; i < r->models.n; i++)
+        len += strlen(r->models.v[i].value) + 2;
+    char *made = asn_xmalloc(len);
+    made[0] = 0;
+    for (int i = 0; i < r->models.n; i++)
+        strcat(strcat(made, i ? ", " : ""), r->models.v[i].value);
+    snprintf(made + strlen(made), 96, ": %d heuristic%s on %ld prompt%s", r->nh, ASN_PLURAL(r->nh), r->prompts,
+             ASN_PLURAL(r->prompts));
+    *title = made;
+    return made;
+}
+
+/* One page of the report, by write (the HTML page or the summary). */
+static void write_page(const char *path, const asn_report *r, const char *title,
+                       int (*write)(const asn_report *, const char *, FILE *, asn_err *))
+{
+    asn_err e;
+    FILE *f = asn_open_out(path);
+    if (write(r, title, f, &e)) {
+        if (ferror(f))
+            asn_write_failed(f, path, errno);
+        asn_fatal("%s: %s", path, e.msg);
+    }
+    asn_close_out(f, path);
+}
+
+int main(int argc, char **argv)
+{
+    int nops = asn_tool_parse(&tool, argc, argv);
+    check_options(nops, argv);
+    asn_report *r = load();
+    const char *title;
+    char *made = make_title(r, &title);
     size_t n = strlen(opts.out) + 32;
     char *html = asn_xmalloc(n), *text = asn_xmalloc(n);
     snprintf(html, n, "%s/report.html", opts.out);
     snprintf(text, n, "%s/summary.txt", opts.out);
-    FILE *f = asn_open_out(html);
-    if (asn_report_write_html(r, title, f, &e)) {
-        if (ferror(f))
-            asn_write_failed(f, html, errno);
-        asn_fatal("%s: %s", html, e.msg);
-    }
-    asn_close_out(f, html);
-    f = asn_open_out(text);
-    if (asn_report_write_text(r, title, f, &e)) {
-        if (ferror(f))
-            asn_write_failed(f, text, errno);
-        asn_fatal("%s: %s", text, e.msg);
-    }
-    asn_close_out(f, text);
-
+    write_page(html, r, title, asn_report_write_html);
+    write_page(text, r, title, asn_report_write_text);
+    asn_err e;
     printf("report: %s\nsummary: %s\n", html, text);
     if (asn_report_write_brief(r, stdout, &e))
         asn_fatal("%s", e.msg);

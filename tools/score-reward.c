@@ -172,16 +172,18 @@ static int score_prompt(json_t *recs, asn_group_map *gm, void *ctx, asn_err *e)
     return rc;
 }
 
-int main(int argc, char **argv)
+/* What main's steps share: the scorer, and what it was made from. */
+typedef struct sr_ctx {
+    scorer S;
+    const char *path; /* the tokenizer's GGUF: --tokenizer with --server, else --model */
+    asn_gguf *tok_gguf;
+    asn_vocab *own_vocab;
+    const asn_gguf *gg;
+    asn_pool *pool;
+} sr_ctx;
+
+static void check_options(void)
 {
-    int nops = asn_tool_parse(&tool, argc, argv);
-    {
-        asn_err de;
-        if (opts.chat_date && asn_chat_set_date(opts.chat_date, &de))
-            asn_usage_error("--chat-date: %s", de.msg);
-    }
-    if (asn_tool_shards(opts.shard, &opts.merge, nops ? argv + 1 : NULL))
-        return 0;
     if (!opts.model && !(opts.server.n && opts.tokenizer))
         asn_usage_error(opts.server.n ? "--server needs --tokenizer GGUF (or --model GGUF) to make the tokens"
                                      : "--model (or --server) is required");
@@ -193,86 +195,119 @@ int main(int argc, char **argv)
         asn_usage_error("--ctx must be >= 0");
     if (opts.batch_tokens < 1)
         asn_usage_error("--batch-tokens must be >= 1");
+}
+
+/* --server: the tokenizer, the client, the server's kind, model and context. */
+static void open_server(sr_ctx *g)
+{
     asn_err e;
-    scorer S = {0};
-    asn_gguf *tok_gguf = NULL;
-    asn_vocab *own_vocab = NULL;
-    const asn_gguf *gg;
-    const char *path = opts.server.n && opts.tokenizer ? opts.tokenizer : opts.model;
-    asn_pool *pool = NULL;
-    if (opts.server.n) {
-        if (opts.kind && asn_server_kind_from_name(opts.kind) < 0)
-            asn_usage_error("--server-kind must be asn, vllm or sglang");
-        if (opts.kind && asn_server_reward_check(asn_server_kind_from_name(opts.kind), &e))
-            asn_usage_error("--server-kind %s: %s", opts.kind, e.msg);
-        tok_gguf = asn_gguf_open(path, &e);
-        S.v = own_vocab = tok_gguf ? asn_vocab_load(tok_gguf, &e) : NULL;
-        if (!S.v)
-            asn_fatal("%s: %s", path, e.msg);
-        gg = tok_gguf;
-        S.n_cls = 1;
-        asn_client_settings cs = {opts.server.v, opts.server.n, opts.api_key, (int)opts.inflight, opts.timeout, (int)opts.retries};
-        if (!(S.c = asn_client_new(&cs, &e)))
-            asn_usage_error("%s", e.msg);
-        S.max_tokens = (int)opts.ctx;
-        asn_server_info info;
-        if (asn_server_probe(S.c, opts.kind, &info, &e))
-            asn_fatal("%s", e.msg);
-        asn_server_say(S.c, &info);
-        S.kind = info.kind;
-        if (asn_server_reward_check(S.kind, &e))
-            asn_fatal("%s: %s", asn_client_url(S.c, 0), e.msg);
-        if (S.kind != ASN_SERVER_SGLANG) { /* the model id, and its context */
-            if (!info.model)
-                asn_fatal("%s/v1/models: no model in the answer", asn_client_url(S.c, 0));
-            S.model = info.model;
-            info.model = NULL;
-            if (!S.max_tokens && info.max_model_len > 0)
-                S.max_tokens = info.max_model_len;
-        }
-        asn_server_info_free(&info);
-        if (!S.max_tokens) { /* the GGUF's context */
-            char *arch = NULL, key[160];
-            uint32_t n = 0;
-            if (asn_gguf_get_str(gg, "general.architecture", 1, &arch, &e))
-                asn_fatal("%s: %s", path, e.msg);
-            snprintf(key, sizeof key, "%s.context_length", arch);
-            free(arch);
-            if (asn_gguf_get_u32(gg, key, 1, &n, &e) || n < 1 || n > (1u << 30))
-                asn_fatal("%s: no context length (%s); give --ctx", path, key);
-            S.max_tokens = (int)n;
-        }
-    } else {
-        if (!(S.m = asn_model_load(opts.model, &e)) || !(S.v = asn_model_vocab(S.m, &e)))
-            asn_fatal("%s", e.msg);
-        const asn_model_config *cfg = asn_model_cfg(S.m);
-        if (!cfg->n_cls_out)
-            asn_fatal("%s: the model has no classification head (cls.output.weight): not a reward model", opts.model);
-        S.n_cls = cfg->n_cls_out;
-        S.max_tokens = opts.ctx ? (int)opts.ctx : cfg->n_ctx_train;
-        gg = asn_model_gguf(S.m);
-    }
-    char *tmpl_text = NULL;
-    if (asn_gguf_get_str(gg, "tokenizer.chat_template", 0, &tmpl_text, &e))
+    scorer *S = &g->S;
+    if (opts.kind && asn_server_kind_from_name(opts.kind) < 0)
+        asn_usage_error("--server-kind must be asn, vllm or sglang");
+    if (opts.kind && asn_server_reward_check(asn_server_kind_from_name(opts.kind), &e))
+        asn_usage_error("--server-kind %s: %s", opts.kind, e.msg);
+    g->tok_gguf = asn_gguf_open(g->path, &e);
+    S->v = g->own_vocab = g->tok_gguf ? asn_vocab_load(g->tok_gguf, &e) : NULL;
+    if (!S->v)
+        asn_fatal("%s: %s", g->path, e.msg);
+    g->gg = g->tok_gguf;
+    S->n_cls = 1;
+    asn_client_settings cs = {opts.server.v, opts.server.n, opts.api_key, (int)opts.inflight, opts.timeout, (int)opts.retries};
+    if (!(S->c = asn_client_new(&cs, &e)))
+        asn_usage_error("%s", e.msg);
+    S->max_tokens = (int)opts.ctx;
+    asn_server_info info;
+    if (asn_server_probe(S->c, opts.kind, &info, &e))
         asn_fatal("%s", e.msg);
-    S.tmpl = !opts.template && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opts.template, &e);
+    asn_server_say(S->c, &info);
+    S->kind = info.kind;
+    if (asn_server_reward_check(S->kind, &e))
+        asn_fatal("%s: %s", asn_client_url(S->c, 0), e.msg);
+    if (S->kind != ASN_SERVER_SGLANG) { /* the model id, and its context */
+        if (!info.model)
+            asn_fatal("%s/v1/models: no model in the answer", asn_client_url(S->c, 0));
+        S->model = info.model;
+        info.model = NULL;
+        if (!S->max_tokens && info.max_model_len > 0)
+            S->max_tokens = info.max_model_len;
+    }
+    asn_server_info_free(&info);
+    if (!S->max_tokens) { /* the GGUF's context */
+        char *arch = NULL, key[160];
+        uint32_t n = 0;
+        if (asn_gguf_get_str(g->gg, "general.architecture", 1, &arch, &e))
+            asn_fatal("%s: %s", g->path, e.msg);
+        snprintf(key, sizeof key, "%s.context_length", arch);
+        free(arch);
+        if (asn_gguf_get_u32(g->gg, key, 1, &n, &e) || n < 1 || n > (1u << 30))
+            asn_fatal("%s: no context length (%s); give --ctx", g->path, key);
+        S->max_tokens = (int)n;
+    }
+}
+
+/* --model: the reward model, with its classification head. */
+static void open_model(sr_ctx *g)
+{
+    asn_err e;
+    scorer *S = &g->S;
+    if (!(S->m = asn_model_load(opts.model, &e)) || !(S->v = asn_model_vocab(S->m, &e)))
+        asn_fatal("%s", e.msg);
+    const asn_model_config *cfg = asn_model_cfg(S->m);
+    if (!cfg->n_cls_out)
+        asn_fatal("%s: the model has no classification head (cls.output.weight): not a reward model", opts.model);
+    S->n_cls = cfg->n_cls_out;
+    S->max_tokens = opts.ctx ? (int)opts.ctx : cfg->n_ctx_train;
+    g->gg = asn_model_gguf(S->m);
+}
+
+/* The chat template, and the engine of a local model. */
+static void finish_setup(sr_ctx *g)
+{
+    asn_err e;
+    scorer *S = &g->S;
+    char *tmpl_text = NULL;
+    if (asn_gguf_get_str(g->gg, "tokenizer.chat_template", 0, &tmpl_text, &e))
+        asn_fatal("%s", e.msg);
+    S->tmpl = !opts.template && !tmpl_text ? ASN_CHAT_NONE : asn_chat_for_model(tmpl_text, opts.template, &e);
     free(tmpl_text);
-    if (S.tmpl < 0)
-        asn_fatal("%s: %s", path, e.msg);
-    if (S.m) {
-        pool = asn_pool_new((int)opts.threads);
-        if (!(S.en = asn_engine_new(S.m, S.max_tokens, pool, &e)))
+    if (S->tmpl < 0)
+        asn_fatal("%s: %s", g->path, e.msg);
+    if (S->m) {
+        g->pool = asn_pool_new((int)opts.threads);
+        if (!(S->en = asn_engine_new(S->m, S->max_tokens, g->pool, &e)))
             asn_fatal("%s", e.msg);
     }
-    long skipped = asn_map_groups(nops ? argv + 1 : NULL, opts.skip_bad, opts.progress, score_prompt, &S);
+}
+
+static void sr_free(sr_ctx *g)
+{
+    asn_engine_free(g->S.en);
+    asn_pool_free(g->pool);
+    asn_model_free(g->S.m);
+    asn_client_free(g->S.c);
+    free(g->S.model);
+    asn_vocab_free(g->own_vocab);
+    asn_gguf_close(g->tok_gguf);
+}
+
+int main(int argc, char **argv)
+{
+    int nops = asn_tool_parse(&tool, argc, argv);
+    asn_err de;
+    if (opts.chat_date && asn_chat_set_date(opts.chat_date, &de))
+        asn_usage_error("--chat-date: %s", de.msg);
+    if (asn_tool_shards(opts.shard, &opts.merge, nops ? argv + 1 : NULL))
+        return 0;
+    check_options();
+    sr_ctx g = {.path = opts.server.n && opts.tokenizer ? opts.tokenizer : opts.model};
+    if (opts.server.n)
+        open_server(&g);
+    else
+        open_model(&g);
+    finish_setup(&g);
+    long skipped = asn_map_groups(nops ? argv + 1 : NULL, opts.skip_bad, opts.progress, score_prompt, &g.S);
     asn_warn_skipped(skipped);
     asn_close_out(stdout, "-");
-    asn_engine_free(S.en);
-    asn_pool_free(pool);
-    asn_model_free(S.m);
-    asn_client_free(S.c);
-    free(S.model);
-    asn_vocab_free(own_vocab);
-    asn_gguf_close(tok_gguf);
+    sr_free(&g);
     return 0;
 }

@@ -1011,21 +1011,22 @@ static void handle(void *ctx, const asn_http_request *hr, asn_http_response *out
     out->ctx = r;
 }
 
-int main(int argc, char **argv)
+static void check_options(int nops)
 {
-    int nops = asn_tool_parse(&tool, argc, argv);
-    {
-        asn_err de;
-        if (opts.chat_date && asn_chat_set_date(opts.chat_date, &de))
-            asn_usage_error("--chat-date: %s", de.msg);
-    }
+    asn_err de;
+    if (opts.chat_date && asn_chat_set_date(opts.chat_date, &de))
+        asn_usage_error("--chat-date: %s", de.msg);
     if (nops)
         asn_usage_error("no operands expected");
     if (!opts.model)
         asn_usage_error("--model is required");
     if (opts.batch < 1 || opts.queue < 1 || opts.max_tokens < 1 || opts.max_body < 64 || opts.max_n < 1)
         asn_usage_error("--batch, --queue, --max-tokens and --max-n must be >= 1, --max-body >= 64");
-    signal(SIGPIPE, SIG_IGN);
+}
+
+/* The model, its digest, chat template and name; --heuristics. */
+static void load_model(void)
+{
     asn_err e;
     S.m = asn_model_load(opts.model, &e);
     S.v = S.m ? asn_model_vocab(S.m, &e) : NULL;
@@ -1048,9 +1049,15 @@ int main(int argc, char **argv)
     S.V = asn_model_cfg(S.m)->n_vocab;
     S.n_cls = asn_model_cfg(S.m)->n_cls_out;
     S.n_ctx = opts.ctx > 0 ? (int)opts.ctx : asn_model_cfg(S.m)->n_ctx_train;
-    asn_pool *pool = S.pool = asn_pool_new((int)opts.threads);
+}
+
+/* The batched generator and its stream; the locks. */
+static void start_engine(void)
+{
+    asn_err e;
+    S.pool = asn_pool_new((int)opts.threads);
     asn_gen_settings gs = {.max_new_tokens = 1};
-    if (!(S.gen = asn_generator_new(S.m, pool, (int)opts.batch, S.n_ctx, &gs, &e)))
+    if (!(S.gen = asn_generator_new(S.m, S.pool, (int)opts.batch, S.n_ctx, &gs, &e)))
         asn_fatal("%s", e.msg);
     asn_gen_events ev = {ev_token, ev_done, NULL};
     S.stream = asn_gen_stream_new(S.gen, &ev);
@@ -1059,7 +1066,12 @@ int main(int argc, char **argv)
     pthread_mutex_init(&S.tok_mu, NULL);
     pthread_cond_init(&S.work, NULL);
     pthread_cond_init(&S.news, NULL);
-    asn_catch_stop();
+}
+
+/* The HTTP server, and its port in --port-file. */
+static asn_http_server *listen_http(void)
+{
+    asn_err e;
     asn_http_settings hs = {opts.host, (int)opts.port, (size_t)opts.max_body, (int)opts.queue + 16, 600};
     asn_http_server *srv = asn_http_start(&hs, handle, NULL, &e);
     if (!srv)
@@ -1071,18 +1083,35 @@ int main(int argc, char **argv)
         fprintf(f, "%d\n", asn_http_port(srv));
         asn_close_out(f, opts.port_file);
     }
-    engine_loop();
-    asn_http_stop(srv);
+    return srv;
+}
+
+static void server_free(void)
+{
     asn_gen_stream_free(S.stream);
     asn_llscorer_free(S.scorer);
     asn_engine_free(S.cls_en);
     free(S.cls_inbox);
     asn_generator_free(S.gen);
-    asn_pool_free(pool);
+    asn_pool_free(S.pool);
     asn_heuristics_free(S.hs);
     asn_model_free(S.m);
     free(S.active);
     free(S.inbox);
     free(S.name);
+}
+
+int main(int argc, char **argv)
+{
+    int nops = asn_tool_parse(&tool, argc, argv);
+    check_options(nops);
+    signal(SIGPIPE, SIG_IGN);
+    load_model();
+    start_engine();
+    asn_catch_stop();
+    asn_http_server *srv = listen_http();
+    engine_loop();
+    asn_http_stop(srv);
+    server_free();
     return 0;
 }

@@ -152,9 +152,8 @@ static void print_ids(const asn_vocab *v, const int32_t *ids, size_t n)
     asn_close_out(stdout, "-");
 }
 
-int main(int argc, char **argv)
+static void check_options(int nops, char **argv)
 {
-    int nops = asn_tool_parse(&tool, argc, argv);
     if (!opts.model)
         asn_usage_error("-m MODEL.gguf is required");
     if (nops > 1)
@@ -163,87 +162,114 @@ int main(int argc, char **argv)
         asn_usage_error("give the text as an argument or with -f, not both");
     if (!opts.chat && (opts.system || opts.template || opts.template_file || opts.print_prompt))
         asn_usage_error("--system, --chat-template, --chat-template-file and --print-prompt go with --chat");
-    {
-        asn_err de;
-        if (opts.chat_date && asn_chat_set_date(opts.chat_date, &de))
-            asn_usage_error("--chat-date: %s", de.msg);
-    }
+    asn_err de;
+    if (opts.chat_date && asn_chat_set_date(opts.chat_date, &de))
+        asn_usage_error("--chat-date: %s", de.msg);
+}
 
-    char *text;
-    size_t len;
+/* The text: the argument (not copied: *own = 0), or -f / stdin. */
+static char *read_text(int nops, char **argv, size_t *len, int *own)
+{
+    *own = nops != 1;
     if (nops == 1) {
-        text = argv[1];
-        len = strlen(text);
-    } else {
-        const char *path = opts.file ? opts.file : "-";
-        FILE *f = asn_open_in(path);
-        text = read_stream(f, strcmp(path, "-") ? path : "<stdin>", &len);
-        if (f != stdin)
-            fclose(f);
+        *len = strlen(argv[1]);
+        return argv[1];
     }
+    const char *path = opts.file ? opts.file : "-";
+    FILE *f = asn_open_in(path);
+    char *text = read_stream(f, strcmp(path, "-") ? path : "<stdin>", len);
+    if (f != stdin)
+        fclose(f);
+    return text;
+}
 
+/* The vocabulary of -m, and its chat template (NULL: none). */
+static asn_vocab *load_vocab(char **model_tmpl)
+{
     asn_err e;
     asn_gguf *g = asn_gguf_open(opts.model, &e);
     if (!g)
         asn_fatal("%s", e.msg);
-    char *model_tmpl = NULL;
-    if (asn_gguf_get_str(g, "tokenizer.chat_template", 0, &model_tmpl, &e))
+    *model_tmpl = NULL;
+    if (asn_gguf_get_str(g, "tokenizer.chat_template", 0, model_tmpl, &e))
         asn_fatal("%s: %s", opts.model, e.msg);
     asn_vocab *v = asn_vocab_load(g, &e);
     asn_gguf_close(g);
     if (!v)
         asn_fatal("%s: %s", opts.model, e.msg);
-    if (opts.chat) {
-        if (opts.template_file) {
-            size_t tl;
-            free(model_tmpl);
-            if (asn_read_file(opts.template_file, &model_tmpl, &tl, &e))
-                asn_fatal("%s", e.msg);
-        }
-        int tmpl = !opts.template && !model_tmpl ? ASN_CHAT_NONE : asn_chat_for_model(model_tmpl, opts.template, &e);
-        if (tmpl < 0)
-            asn_fatal("%s: %s", opts.template_file ? opts.template_file : opts.model, e.msg);
-        char *user = asn_xmalloc(len + 1);
-        memcpy(user, text, len);
-        user[len] = 0;
-        if (strlen(user) != len)
-            asn_fatal("the message holds a NUL byte");
-        char *prompt = asn_gen_prompt_text(tmpl, opts.system, user, &e);
-        int32_t *pids;
-        int pn;
-        if (!prompt || asn_gen_tokenize_prompt(v, prompt, &pids, &pn, &e))
-            asn_fatal("%s", e.msg);
-        if (opts.print_prompt) {
-            size_t bl = 0;
-            const char *bos = pids[0] == asn_vocab_bos(v) ? asn_vocab_piece(v, pids[0], 1, &bl) : "";
-            fwrite(bos, 1, bl, stdout);
-            fputs(prompt, stdout);
-            asn_close_out(stdout, "-");
-        } else {
-            print_ids(v, pids, (size_t)pn);
-        }
-        free(user);
-        free(prompt);
-        if (nops != 1)
-            free(text);
-        free(pids);
-        free(model_tmpl);
-        asn_vocab_free(v);
-        return 0;
-    }
-    free(model_tmpl);
+    return v;
+}
 
-    /* llama-tokenize: add_special = the model's add_bos && !--no-bos */
+/* --chat: the text as the user's message of the chat template; prints the
+ * prompt's ids, or with --print-prompt its text. */
+static void tokenize_chat(const asn_vocab *v, const char *text, size_t len, char *model_tmpl)
+{
+    asn_err e;
+    if (opts.template_file) {
+        size_t tl;
+        free(model_tmpl);
+        if (asn_read_file(opts.template_file, &model_tmpl, &tl, &e))
+            asn_fatal("%s", e.msg);
+    }
+    int tmpl = !opts.template && !model_tmpl ? ASN_CHAT_NONE : asn_chat_for_model(model_tmpl, opts.template, &e);
+    if (tmpl < 0)
+        asn_fatal("%s: %s", opts.template_file ? opts.template_file : opts.model, e.msg);
+    char *user = asn_xmalloc(len + 1);
+    memcpy(user, text, len);
+    user[len] = 0;
+    if (strlen(user) != len)
+        asn_fatal("the message holds a NUL byte");
+    char *prompt = asn_gen_prompt_text(tmpl, opts.system, user, &e);
+    int32_t *pids;
+    int pn;
+    if (!prompt || asn_gen_tokenize_prompt(v, prompt, &pids, &pn, &e))
+        asn_fatal("%s", e.msg);
+    if (opts.print_prompt) {
+        size_t bl = 0;
+        const char *bos = pids[0] == asn_vocab_bos(v) ? asn_vocab_piece(v, pids[0], 1, &bl) : "";
+        fwrite(bos, 1, bl, stdout);
+        fputs(prompt, stdout);
+        asn_close_out(stdout, "-");
+    } else {
+        print_ids(v, pids, (size_t)pn);
+    }
+    free(user);
+    free(prompt);
+    free(pids);
+    free(model_tmpl);
+}
+
+/* The text as llama-tokenize tokenizes it: add_special = the model's
+ * add_bos && !--no-bos. */
+static void tokenize_text(const asn_vocab *v, const char *text, size_t len)
+{
+    asn_err e;
     int add_special = asn_vocab_add_bos(v) && !opts.no_bos;
     int32_t *ids;
     size_t n;
     if (asn_tokenize(v, text, len, add_special, !opts.no_parse_special, &ids, &n, &e))
         asn_fatal("%s", e.msg);
-
     print_ids(v, ids, n);
     free(ids);
+}
+
+int main(int argc, char **argv)
+{
+    int nops = asn_tool_parse(&tool, argc, argv);
+    check_options(nops, argv);
+    size_t len;
+    int own;
+    char *text = read_text(nops, argv, &len, &own);
+    char *model_tmpl;
+    asn_vocab *v = load_vocab(&model_tmpl);
+    if (opts.chat) {
+        tokenize_chat(v, text, len, model_tmpl);
+    } else {
+        free(model_tmpl);
+        tokenize_text(v, text, len);
+    }
     asn_vocab_free(v);
-    if (nops != 1)
+    if (own)
         free(text);
     return 0;
 }

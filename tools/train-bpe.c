@@ -157,40 +157,60 @@ static void check(const asn_bpe *b, char **texts, const size_t *lens, const char
     asn_vocab_free(v);
 }
 
-int main(int argc, char **argv)
+/* What main's steps share. */
+typedef struct tb_ctx {
+    long n_sp; /* special tokens */
+    asn_bpe_words *w;
+    const char *const *paths;
+    int n;
+    char **texts; /* kept for --check */
+    size_t *lens;
+    asn_bpe *b;
+    double t_read, t_train; /* seconds */
+} tb_ctx;
+
+static void check_options(tb_ctx *g)
 {
-    int nops = asn_tool_parse(&tool, argc, argv);
     if (!opts.output)
         asn_usage_error("--output is required");
     if (opts.vocab < 256 || opts.vocab > INT32_MAX)
         asn_usage_error("--vocab-size must be at least 256");
     if (opts.min_count < 1)
         asn_usage_error("--min-count must be at least 1");
-    long n_sp = (*opts.bos != 0) + (*opts.eos != 0) + (opts.pad != NULL) + opts.special.n;
-    if (opts.vocab < 256 + n_sp)
-        asn_usage_error("--vocab-size %ld leaves no room for the 256 bytes and %ld special tokens", opts.vocab, n_sp);
+    g->n_sp = (*opts.bos != 0) + (*opts.eos != 0) + (opts.pad != NULL) + opts.special.n;
+    if (opts.vocab < 256 + g->n_sp)
+        asn_usage_error("--vocab-size %ld leaves no room for the 256 bytes and %ld special tokens", opts.vocab,
+                        g->n_sp);
+}
 
+/* The pieces of every input's text. */
+static void read_inputs(tb_ctx *g, int nops, char **argv)
+{
     asn_err e;
-    asn_bpe_words *w = asn_bpe_words_new(opts.pre, &e);
-    if (!w)
+    if (!(g->w = asn_bpe_words_new(opts.pre, &e)))
         asn_usage_error("--pre: %s", e.msg);
     static const char *stdin_only[] = {"-"};
-    const char *const *paths = nops ? (const char *const *)argv + 1 : stdin_only;
-    int n = nops ? nops : 1;
-    char **texts = asn_xcalloc((size_t)n, sizeof *texts);
-    size_t *lens = asn_xcalloc((size_t)n, sizeof *lens);
+    g->paths = nops ? (const char *const *)argv + 1 : stdin_only;
+    g->n = nops ? nops : 1;
+    g->texts = asn_xcalloc((size_t)g->n, sizeof *g->texts);
+    g->lens = asn_xcalloc((size_t)g->n, sizeof *g->lens);
     double t0 = asn_now();
-    for (int i = 0; i < n; i++) {
-        texts[i] = asn_read_all(paths[i], &lens[i]);
-        if (asn_bpe_words_add(w, texts[i], lens[i], &e))
-            asn_fatal("%s: %s", strcmp(paths[i], "-") ? paths[i] : "stdin", e.msg);
+    for (int i = 0; i < g->n; i++) {
+        g->texts[i] = asn_read_all(g->paths[i], &g->lens[i]);
+        if (asn_bpe_words_add(g->w, g->texts[i], g->lens[i], &e))
+            asn_fatal("%s: %s", strcmp(g->paths[i], "-") ? g->paths[i] : "stdin", e.msg);
         if (!opts.check) {
-            free(texts[i]);
-            texts[i] = NULL;
+            free(g->texts[i]);
+            g->texts[i] = NULL;
         }
     }
-    double t1 = asn_now();
+    g->t_read = asn_now() - t0;
+}
 
+/* The merges, written to --output. */
+static void train(tb_ctx *g)
+{
+    asn_err e;
     asn_bpe_opts o;
     asn_bpe_opts_init(&o);
     o.vocab_size = (int32_t)opts.vocab;
@@ -203,33 +223,54 @@ int main(int argc, char **argv)
     asn_progress *bar = NULL;
     o.progress = on_merge;
     o.progress_ctx = &bar;
-    asn_bpe *b = asn_bpe_train(w, &o, &e);
+    double t0 = asn_now();
+    g->b = asn_bpe_train(g->w, &o, &e);
     asn_progress_done(bar);
-    if (!b)
+    if (!g->b)
         asn_fatal("%s", e.msg);
-    double t2 = asn_now();
-    if (asn_bpe_write(b, opts.output, &e))
+    g->t_train = asn_now() - t0;
+    if (asn_bpe_write(g->b, opts.output, &e))
         asn_fatal("%s", e.msg);
+}
 
+static void report(const tb_ctx *g)
+{
+    const asn_bpe *b = g->b;
     if (asn_bpe_n_tokens(b) < opts.vocab)
         asn_warn("only %d merges reach --min-count %ld: %d tokens instead of %ld", (int)asn_bpe_n_merges(b),
                  opts.min_count, (int)asn_bpe_n_tokens(b), opts.vocab);
     if (opts.verbose) {
-        uint64_t bytes = asn_bpe_words_bytes(w), toks = asn_bpe_text_tokens(b);
+        uint64_t bytes = asn_bpe_words_bytes(g->w), toks = asn_bpe_text_tokens(b);
         fprintf(stderr,
                 "%s: %llu bytes, %llu pieces, %zu distinct (%.2f s); %d merges (%.2f s); %d tokens "
                 "(256 bytes, %d learned, %d special); %.3f bytes/token on the input\n",
-                asn_progname(), (unsigned long long)bytes, (unsigned long long)asn_bpe_words_pieces(w),
-                asn_bpe_words_distinct(w), t1 - t0, (int)asn_bpe_n_merges(b), t2 - t1, (int)asn_bpe_n_tokens(b),
-                (int)asn_bpe_n_merges(b), (int)n_sp, toks ? (double)bytes / (double)toks : 0.0);
+                asn_progname(), (unsigned long long)bytes, (unsigned long long)asn_bpe_words_pieces(g->w),
+                asn_bpe_words_distinct(g->w), g->t_read, (int)asn_bpe_n_merges(b), g->t_train,
+                (int)asn_bpe_n_tokens(b), (int)asn_bpe_n_merges(b), (int)g->n_sp,
+                toks ? (double)bytes / (double)toks : 0.0);
     }
+}
+
+static void tb_free(tb_ctx *g)
+{
+    for (int i = 0; i < g->n; i++)
+        free(g->texts[i]);
+    free(g->texts);
+    free(g->lens);
+    asn_bpe_free(g->b);
+    asn_bpe_words_free(g->w);
+}
+
+int main(int argc, char **argv)
+{
+    int nops = asn_tool_parse(&tool, argc, argv);
+    tb_ctx g = {0};
+    check_options(&g);
+    read_inputs(&g, nops, argv);
+    train(&g);
+    report(&g);
     if (opts.check)
-        check(b, texts, lens, paths, n);
-    for (int i = 0; i < n; i++)
-        free(texts[i]);
-    free(texts);
-    free(lens);
-    asn_bpe_free(b);
-    asn_bpe_words_free(w);
+        check(g.b, g.texts, g.lens, g.paths, g.n);
+    tb_free(&g);
     return 0;
 }

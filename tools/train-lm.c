@@ -468,129 +468,184 @@ static void check_options(int nops)
         asn_usage_error("--rope-base and --rms-eps must be positive");
 }
 
+/* What main's steps share: the run, and what it points to. */
+typedef struct tl_ctx {
+    run r;
+    const char *corpus;
+    asn_gguf *vg;
+    asn_vocab *v;
+    int32_t *train, *valid;
+    char vocab_sha[65], corpus_sha[65];
+    char *log_path, *ckpt_path, *train_cache, *valid_cache, *doc_sep, *name;
+} tl_ctx;
+
+/* The schedule, the optimizer and the paths of the outputs. */
+static void make_settings(tl_ctx *g)
+{
+    asn_err e;
+    run *r = &g->r;
+    *r = (run){.B = (int)opts.batch, .T = (int)opts.ctx, .last_val = NAN};
+    asn_sched_kind kind;
+    if (asn_sched_parse(opts.schedule, &kind, &e))
+        asn_usage_error("--schedule: %s", e.msg);
+    r->sched = asn_sched_make(kind, opts.warmup, opts.steps);
+    r->sched.min_lr_rate = opts.min_lr_rate;
+    if (asn_sched_check(&r->sched, opts.lr, &e))
+        asn_usage_error("--schedule: %s", e.msg);
+    r->adam = (asn_adamw){(float)opts.beta1, (float)opts.beta2, (float)opts.eps};
+    g->log_path = opts.log ? asn_xstrdup(opts.log) : asn_derived_path(opts.output, ".log.jsonl");
+    g->ckpt_path = opts.ckpt ? asn_xstrdup(opts.ckpt) : asn_derived_path(opts.output, ".ckpt.gguf");
+    g->train_cache = opts.no_cache ? NULL : asn_derived_path(opts.output, ".train.tokens");
+    g->valid_cache = opts.no_cache ? NULL : asn_derived_path(opts.output, ".valid.tokens");
+    g->doc_sep = opts.doc_sep && *opts.doc_sep ? unescape(opts.doc_sep) : NULL;
+    const char *base = strrchr(opts.output, '/');
+    g->name = opts.name ? asn_xstrdup(opts.name) : asn_derived_path(base ? base + 1 : opts.output, "");
+    r->ckpt_path = g->ckpt_path;
+    r->name = g->name;
+}
+
+/* The vocabulary, and the corpus (and --valid) as tokens. */
+static void load_corpus(tl_ctx *g)
+{
+    asn_err e;
+    run *r = &g->r;
+    g->vg = asn_gguf_open(opts.vocab, &e);
+    g->v = g->vg ? asn_vocab_load(g->vg, &e) : NULL;
+    if (!g->v)
+        asn_fatal("%s: %s", opts.vocab, e.msg);
+    if (asn_sha256_file(opts.vocab, g->vocab_sha, &e) || asn_sha256_file(g->corpus, g->corpus_sha, &e))
+        asn_fatal("%s", e.msg);
+    r->vocab = g->vg;
+    r->corpus_sha = g->corpus_sha;
+    r->pool = asn_pool_new((int)opts.threads);
+    g->train = load_tokens(g->corpus, g->vocab_sha, g->v, g->doc_sep, g->train_cache, r->pool, &r->n_train);
+    g->valid = opts.valid ? load_tokens(opts.valid, g->vocab_sha, g->v, g->doc_sep, g->valid_cache, r->pool, &r->n_valid)
+                          : NULL;
+    if (r->n_train < (size_t)opts.ctx + 1)
+        asn_fatal("%s: %zu tokens, fewer than --ctx + 1 = %ld", g->corpus, r->n_train, opts.ctx + 1);
+    if (opts.valid && r->n_valid < 2)
+        asn_fatal("%s: fewer than 2 tokens to validate on", opts.valid);
+    r->train = g->train;
+    r->valid = g->valid;
+}
+
+/* The model and the optimizer state: new, or from --resume; the log. */
+static void make_model(tl_ctx *g)
+{
+    asn_err e;
+    run *r = &g->r;
+    asn_lm_config cfg = {
+        .n_vocab = asn_vocab_n_tokens(g->v), .dim = (int)opts.dim, .n_layer = (int)opts.layers,
+        .n_head = (int)opts.heads, .n_head_kv = (int)opts.kv_heads, .ctx = (int)opts.ctx,
+        .rope_base = (float)opts.rope_base, .rms_eps = (float)opts.rms_eps,
+        .ffn = opts.ffn ? (int)opts.ffn : (int)((opts.dim * 8 / 3 + 31) / 32 * 32),
+    };
+    if (!(r->lm = asn_lm_new(&cfg, r->pool, &e)))
+        asn_usage_error("%s", e.msg);
+    size_t np = asn_lm_n_params(r->lm);
+    r->st.m = asn_xcalloc(np, sizeof(float));
+    r->st.v = asn_xcalloc(np, sizeof(float));
+    if (opts.resume) {
+        load_checkpoint(opts.resume, r->lm, &r->st, g->corpus_sha);
+        if (r->st.step > opts.steps)
+            asn_fatal("%s: the checkpoint is at step %ld, past --steps %ld", opts.resume, r->st.step, opts.steps);
+    } else {
+        asn_lm_init_weights(r->lm, (uint64_t)opts.seed);
+    }
+    if (!(r->log = fopen(g->log_path, opts.resume ? "a" : "w")))
+        asn_fatal("%s: %s", g->log_path, strerror(errno));
+    if (!opts.quiet) {
+        size_t n_weights = 0;
+        for (size_t i = 0; i < asn_lm_n_tensors(r->lm); i++)
+            n_weights += asn_lm_tensor_at(r->lm, i)->size;
+        const asn_lm_config *c = asn_lm_cfg(r->lm);
+        fprintf(stderr, "%s: %zu parameters (dim %d, layers %d, heads %d/%d, ffn %d, vocab %d, ctx %d); "
+                        "%zu training tokens; %ld steps of %ld tokens; OpenBLAS %s kernels%s\n",
+                asn_progname(), n_weights, c->dim, c->n_layer, c->n_head, c->n_head_kv, c->ffn, c->n_vocab, c->ctx,
+                r->n_train, opts.steps, opts.batch * opts.accum * opts.ctx, openblas_get_corename(),
+                opts.resume ? "; resuming" : "");
+    }
+}
+
+/* The steps, with periodic checkpoints. Returns 0 when all ran, else why
+ * they stopped: 1 interrupted, 2 --max-time, 3 --stop-at. */
+static int train(run *r)
+{
+    asn_catch_stop();
+    r->inp = asn_xmalloc((size_t)r->B * r->T * sizeof *r->inp);
+    r->tgt = asn_xmalloc((size_t)r->B * r->T * sizeof *r->tgt);
+    r->key = asn_rng_key_make((uint64_t)opts.seed, "train-lm", "windows");
+    r->tty = !opts.quiet && (opts.progress || isatty(2));
+    r->t_start = asn_now();
+    r->start_step = r->st.step;
+    int stopped = 0;
+    while (r->st.step < opts.steps) {
+        double norm;
+        float lr;
+        double loss = train_step(r, &norm, &lr);
+        report(r, loss, norm, lr);
+        int last = r->st.step == opts.steps;
+        int timeout = opts.max_time > 0 && asn_now() - r->t_start >= opts.max_time;
+        if (!last && (asn_stop_requested() || timeout || r->st.step == opts.stop_at)) {
+            stopped = asn_stop_requested() ? 1 : timeout ? 2 : 3;
+            break;
+        }
+        if (!last && opts.ckpt_every && r->st.step % opts.ckpt_every == 0)
+            checkpoint(r);
+    }
+    if (r->tty)
+        fputc('\n', stderr);
+    fclose(r->log);
+    return stopped;
+}
+
+/* A stopped run: its checkpoint, and how to continue. Returns the status. */
+static int stop(run *r, int stopped)
+{
+    checkpoint(r);
+    fprintf(stderr, "%s: %s at step %ld of %ld; checkpoint %s (continue with --resume %s)\n", asn_progname(),
+            stopped == 1 ? "interrupted" : stopped == 2 ? "time limit reached" : "stopped", r->st.step, opts.steps,
+            r->ckpt_path, r->ckpt_path);
+    return stopped == 1 ? ASN_EXIT_FAIL : ASN_EXIT_OK;
+}
+
+/* A finished run: the last checkpoint, the validation loss, the model. */
+static void finish(run *r)
+{
+    asn_err e;
+    if (opts.ckpt_every && r->st.step > r->start_step)
+        checkpoint(r);
+    if (r->valid && isnan(r->last_val) &&
+        asn_lm_eval(r->lm, r->valid, r->n_valid, (size_t)opts.eval_tokens, r->B, r->T, &r->last_val,
+                    &e)) /* resumed at the end: no step ran */
+        asn_fatal("validation: %s", e.msg);
+    write_model(r);
+}
+
+static void tl_free(tl_ctx *g)
+{
+    run *r = &g->r;
+    free(r->inp), free(r->tgt), free(r->st.m), free(r->st.v), free(g->train), free(g->valid);
+    asn_lm_free(r->lm);
+    asn_pool_free(r->pool);
+    asn_vocab_free(g->v);
+    asn_gguf_close(g->vg);
+    free(g->log_path), free(g->ckpt_path), free(g->train_cache), free(g->valid_cache), free(g->doc_sep),
+        free(g->name);
+}
+
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
     check_options(nops);
-    const char *corpus = argv[1];
-    asn_err e;
-    run r = {.B = (int)opts.batch, .T = (int)opts.ctx, .last_val = NAN};
-    asn_sched_kind kind;
-    if (asn_sched_parse(opts.schedule, &kind, &e))
-        asn_usage_error("--schedule: %s", e.msg);
-    r.sched = asn_sched_make(kind, opts.warmup, opts.steps);
-    r.sched.min_lr_rate = opts.min_lr_rate;
-    if (asn_sched_check(&r.sched, opts.lr, &e))
-        asn_usage_error("--schedule: %s", e.msg);
-    r.adam = (asn_adamw){(float)opts.beta1, (float)opts.beta2, (float)opts.eps};
-    char *log_path = opts.log ? asn_xstrdup(opts.log) : asn_derived_path(opts.output, ".log.jsonl");
-    char *ckpt_path = opts.ckpt ? asn_xstrdup(opts.ckpt) : asn_derived_path(opts.output, ".ckpt.gguf");
-    char *train_cache = opts.no_cache ? NULL : asn_derived_path(opts.output, ".train.tokens");
-    char *valid_cache = opts.no_cache ? NULL : asn_derived_path(opts.output, ".valid.tokens");
-    char *doc_sep = opts.doc_sep && *opts.doc_sep ? unescape(opts.doc_sep) : NULL;
-    const char *base = strrchr(opts.output, '/');
-    char *name = opts.name ? asn_xstrdup(opts.name) : asn_derived_path(base ? base + 1 : opts.output, "");
-    r.ckpt_path = ckpt_path;
-    r.name = name;
-
-    /* vocab and corpus */
-    asn_gguf *vg = asn_gguf_open(opts.vocab, &e);
-    asn_vocab *v = vg ? asn_vocab_load(vg, &e) : NULL;
-    if (!v)
-        asn_fatal("%s: %s", opts.vocab, e.msg);
-    char vocab_sha[65], corpus_sha[65];
-    if (asn_sha256_file(opts.vocab, vocab_sha, &e) || asn_sha256_file(corpus, corpus_sha, &e))
-        asn_fatal("%s", e.msg);
-    r.vocab = vg;
-    r.corpus_sha = corpus_sha;
-    r.pool = asn_pool_new((int)opts.threads);
-    int32_t *train = load_tokens(corpus, vocab_sha, v, doc_sep, train_cache, r.pool, &r.n_train);
-    int32_t *valid = opts.valid ? load_tokens(opts.valid, vocab_sha, v, doc_sep, valid_cache, r.pool, &r.n_valid) : NULL;
-    if (r.n_train < (size_t)opts.ctx + 1)
-        asn_fatal("%s: %zu tokens, fewer than --ctx + 1 = %ld", corpus, r.n_train, opts.ctx + 1);
-    if (opts.valid && r.n_valid < 2)
-        asn_fatal("%s: fewer than 2 tokens to validate on", opts.valid);
-    r.train = train;
-    r.valid = valid;
-
-    /* model and optimizer state */
-    asn_lm_config cfg = {
-        .n_vocab = asn_vocab_n_tokens(v), .dim = (int)opts.dim, .n_layer = (int)opts.layers, .n_head = (int)opts.heads,
-        .n_head_kv = (int)opts.kv_heads, .ctx = (int)opts.ctx, .rope_base = (float)opts.rope_base,
-        .rms_eps = (float)opts.rms_eps,
-        .ffn = opts.ffn ? (int)opts.ffn : (int)((opts.dim * 8 / 3 + 31) / 32 * 32),
-    };
-    if (!(r.lm = asn_lm_new(&cfg, r.pool, &e)))
-        asn_usage_error("%s", e.msg);
-    size_t np = asn_lm_n_params(r.lm);
-    r.st.m = asn_xcalloc(np, sizeof(float));
-    r.st.v = asn_xcalloc(np, sizeof(float));
-    if (opts.resume) {
-        load_checkpoint(opts.resume, r.lm, &r.st, corpus_sha);
-        if (r.st.step > opts.steps)
-            asn_fatal("%s: the checkpoint is at step %ld, past --steps %ld", opts.resume, r.st.step, opts.steps);
-    } else {
-        asn_lm_init_weights(r.lm, (uint64_t)opts.seed);
-    }
-    if (!(r.log = fopen(log_path, opts.resume ? "a" : "w")))
-        asn_fatal("%s: %s", log_path, strerror(errno));
-    if (!opts.quiet) {
-        size_t n_weights = 0;
-        for (size_t i = 0; i < asn_lm_n_tensors(r.lm); i++)
-            n_weights += asn_lm_tensor_at(r.lm, i)->size;
-        const asn_lm_config *c = asn_lm_cfg(r.lm);
-        fprintf(stderr, "%s: %zu parameters (dim %d, layers %d, heads %d/%d, ffn %d, vocab %d, ctx %d); "
-                        "%zu training tokens; %ld steps of %ld tokens; OpenBLAS %s kernels%s\n",
-                asn_progname(), n_weights, c->dim, c->n_layer, c->n_head, c->n_head_kv, c->ffn, c->n_vocab, c->ctx,
-                r.n_train, opts.steps, opts.batch * opts.accum * opts.ctx, openblas_get_corename(),
-                opts.resume ? "; resuming" : "");
-    }
-
-    /* the steps */
-    asn_catch_stop();
-    r.inp = asn_xmalloc((size_t)r.B * r.T * sizeof *r.inp);
-    r.tgt = asn_xmalloc((size_t)r.B * r.T * sizeof *r.tgt);
-    r.key = asn_rng_key_make((uint64_t)opts.seed, "train-lm", "windows");
-    r.tty = !opts.quiet && (opts.progress || isatty(2));
-    r.t_start = asn_now();
-    r.start_step = r.st.step;
-    int stopped = 0;
-    while (r.st.step < opts.steps) {
-        double norm;
-        float lr;
-        double loss = train_step(&r, &norm, &lr);
-        report(&r, loss, norm, lr);
-        int last = r.st.step == opts.steps;
-        int timeout = opts.max_time > 0 && asn_now() - r.t_start >= opts.max_time;
-        if (!last && (asn_stop_requested() || timeout || r.st.step == opts.stop_at)) {
-            stopped = asn_stop_requested() ? 1 : timeout ? 2 : 3;
-            break;
-        }
-        if (!last && opts.ckpt_every && r.st.step % opts.ckpt_every == 0)
-            checkpoint(&r);
-    }
-    if (r.tty)
-        fputc('\n', stderr);
-    fclose(r.log);
-    if (stopped) {
-        checkpoint(&r);
-        fprintf(stderr, "%s: %s at step %ld of %ld; checkpoint %s (continue with --resume %s)\n", asn_progname(),
-                stopped == 1 ? "interrupted" : stopped == 2 ? "time limit reached" : "stopped", r.st.step, opts.steps,
-                ckpt_path, ckpt_path);
-        return stopped == 1 ? ASN_EXIT_FAIL : ASN_EXIT_OK;
-    }
-    if (opts.ckpt_every && r.st.step > r.start_step)
-        checkpoint(&r);
-    if (valid && isnan(r.last_val) && asn_lm_eval(r.lm, valid, r.n_valid, (size_t)opts.eval_tokens, r.B, r.T,
-                                                  &r.last_val, &e)) /* resumed at the end: no step ran */
-        asn_fatal("validation: %s", e.msg);
-    write_model(&r);
-
-    free(r.inp), free(r.tgt), free(r.st.m), free(r.st.v), free(train), free(valid);
-    asn_lm_free(r.lm);
-    asn_pool_free(r.pool);
-    asn_vocab_free(v);
-    asn_gguf_close(vg);
-    free(log_path), free(ckpt_path), free(train_cache), free(valid_cache), free(doc_sep), free(name);
+    tl_ctx g = {.corpus = argv[1]};
+    make_settings(&g);
+    load_corpus(&g);
+    make_model(&g);
+    int stopped = train(&g.r);
+    if (stopped)
+        return stop(&g.r, stopped);
+    finish(&g.r);
+    tl_free(&g);
     return 0;
 }

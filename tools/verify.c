@@ -362,155 +362,216 @@ static int replay(asn_model *m, asn_pool *pool, const json_t *c, char *msg, size
     return ok;
 }
 
-int main(int argc, char **argv)
+/* The run: what main's steps share. */
+typedef struct verify_ctx {
+    int n_heuristics; /* in --heuristics; -1: not checked */
+    asn_model *m;
+    const asn_vocab *v;
+    char model_sha[65];
+    json_t *discarded, *picked, *mism;
+    long prompts, kept, written, malformed;
+    const char *first_sha;
+    json_t *first_sha_owner; /* keeps first_sha alive */
+} verify_ctx;
+
+static void check_options(void)
 {
-    int nops = asn_tool_parse(&tool, argc, argv);
     if (opts.replay < 0)
         asn_usage_error("--replay must be >= 0");
     if (opts.replay && !opts.model)
         asn_usage_error("--replay needs --model");
+}
+
+/* --heuristics (how many pipelines) and --model (vocabulary, digest). */
+static void load_inputs(verify_ctx *g)
+{
     asn_err e;
-    int n_heuristics = -1;
+    g->n_heuristics = -1;
     if (opts.heuristics) {
         asn_heuristics *hs = asn_heuristics_load(opts.heuristics, &e);
         if (!hs)
             asn_fatal("%s", e.msg);
-        n_heuristics = hs->n;
+        g->n_heuristics = hs->n;
         asn_heuristics_free(hs);
     }
-    asn_model *m = NULL;
-    const asn_vocab *v = NULL;
-    char model_sha[65] = "";
     if (opts.model) {
-        if (!(m = asn_model_load(opts.model, &e)) || !(v = asn_model_vocab(m, &e)))
+        if (!(g->m = asn_model_load(opts.model, &e)) || !(g->v = asn_model_vocab(g->m, &e)))
             asn_fatal("%s", e.msg);
-        const char *s = asn_model_sha256(m, &e);
+        const char *s = asn_model_sha256(g->m, &e);
         if (!s)
             asn_fatal("%s", e.msg);
-        snprintf(model_sha, sizeof model_sha, "%s", s);
+        snprintf(g->model_sha, sizeof g->model_sha, "%s", s);
     }
+    g->first_sha = g->model_sha[0] ? g->model_sha : NULL;
+    g->discarded = json_array();
+    g->picked = json_array();
+    g->mism = json_array();
+}
+
+/* The checks of one prompt's group; the reasons it is discarded in rs. */
+static void check_prompt(verify_ctx *g, json_t *group, reasons *rs)
+{
+    size_t i;
+    json_t *c;
+    int ref = 1;
+    json_array_foreach(group, i, c)
+    {
+        if (asn_rec_format(c) == ASN_REC_REFERENCE) {
+            check_reference_record(c, rs);
+            continue;
+        }
+        ref = 0;
+        check_record(c, rs, &g->first_sha);
+        if (!json_array_size(rs->list))
+            check_constraint(c, rs);
+        if (!g->first_sha_owner && !g->model_sha[0] && g->first_sha)
+            g->first_sha_owner = json_incref(c); /* keeps first_sha alive */
+        if (g->v && !json_array_size(rs->list))
+            check_text(c, g->v, rs);
+    }
+    check_group(group, rs, g->n_heuristics, ref);
+}
+
+/* Writes a kept group, and picks the records to replay. */
+static void keep_group(verify_ctx *g, json_t *group, asn_rng_key key, long *seen)
+{
+    size_t i;
+    json_t *c;
+    g->kept++;
+    json_array_foreach(group, i, c)
+    {
+        if (asn_jsonl_write(stdout, c))
+            asn_write_failed(stdout, "-", errno);
+        g->written++;
+        /* reservoir sampling of the records to replay (counter RNG);
+         * the research pipeline's records have no tokens to replay */
+        if (opts.replay && asn_rec_format(c) == ASN_REC_ASN) {
+            (*seen)++;
+            if ((long)json_array_size(g->picked) < opts.replay)
+                json_array_append(g->picked, c);
+            else {
+                long k = (long)(asn_rng_uniform(key, (uint64_t)*seen, 0) * (double)*seen);
+                if (k < opts.replay)
+                    json_array_set(g->picked, (size_t)k, c);
+            }
+        }
+    }
+}
+
+/* Reads the groups, checks them, writes the kept ones. */
+static void check_all(verify_ctx *g, int nops, char **argv)
+{
+    asn_err e;
     char *def[] = {"-", NULL};
     asn_group_reader *gr = asn_group_open(nops ? argv + 1 : def, &e);
     if (!gr)
         asn_fatal("%s", e.msg);
     asn_group_on_file(gr, asn_note_record_format, NULL);
-    json_t *discarded = json_array(), *group, *picked = json_array();
-    long prompts = 0, kept = 0, written = 0, seen = 0;
-    const char *first_sha = model_sha[0] ? model_sha : NULL;
-    json_t *first_sha_owner = NULL;
+    json_t *group;
+    long seen = 0;
     asn_rng_key key = asn_rng_key_make((uint64_t)opts.seed, "verify", "replay");
     int r;
     asn_catch_stop();
     while ((r = asn_group_next(gr, opts.skip_bad, &group, &e)) > 0) {
-        asn_stop_point(written, "records");
-        prompts++;
+        asn_stop_point(g->written, "records");
+        g->prompts++;
         reasons rs = {json_array()};
-        size_t i;
-        json_t *c;
-        int ref = 1;
-        json_array_foreach(group, i, c)
-        {
-            if (asn_rec_format(c) == ASN_REC_REFERENCE) {
-                check_reference_record(c, &rs);
-                continue;
-            }
-            ref = 0;
-            check_record(c, &rs, &first_sha);
-            if (!json_array_size(rs.list))
-                check_constraint(c, &rs);
-            if (!first_sha_owner && !model_sha[0] && first_sha)
-                first_sha_owner = json_incref(c); /* keeps first_sha alive */
-            if (v && !json_array_size(rs.list))
-                check_text(c, v, &rs);
-        }
-        check_group(group, &rs, n_heuristics, ref);
+        check_prompt(g, group, &rs);
         const char *pid = asn_rec_prompt_key(json_array_get(group, 0));
         if (json_array_size(rs.list)) {
             long line;
             const char *file = asn_group_where(gr, 0, &line);
             char where[4200];
             snprintf(where, sizeof where, "%s:%ld", file ? file : "<stdin>", line);
-            json_array_append_new(discarded, json_pack("{s:s,s:s,s:o}", "prompt_id", pid, "where", where, "reasons", rs.list));
+            json_array_append_new(g->discarded,
+                                  json_pack("{s:s,s:s,s:o}", "prompt_id", pid, "where", where, "reasons", rs.list));
             json_decref(group);
             continue;
         }
         json_decref(rs.list);
-        kept++;
-        json_array_foreach(group, i, c)
-        {
-            if (asn_jsonl_write(stdout, c))
-                asn_write_failed(stdout, "-", errno);
-            written++;
-            /* reservoir sampling of the records to replay (counter RNG);
-             * the research pipeline's records have no tokens to replay */
-            if (opts.replay && asn_rec_format(c) == ASN_REC_ASN) {
-                seen++;
-                if ((long)json_array_size(picked) < opts.replay)
-                    json_array_append(picked, c);
-                else {
-                    long k = (long)(asn_rng_uniform(key, (uint64_t)seen, 0) * (double)seen);
-                    if (k < opts.replay)
-                        json_array_set(picked, (size_t)k, c);
-                }
-            }
-        }
+        keep_group(g, group, key, &seen);
         json_decref(group);
     }
     if (r < 0)
         asn_fatal("%s", e.msg);
     fflush(stdout);
-    long malformed = asn_group_skipped(gr);
+    g->malformed = asn_group_skipped(gr);
     asn_group_close(gr);
+}
 
-    json_t *mism = json_array();
-    if (opts.replay && json_array_size(picked)) {
-        asn_pool *pool = asn_pool_new((int)opts.threads);
-        size_t i;
-        json_t *c;
-        json_array_foreach(picked, i, c)
-        {
-            char msg[1200];
-            if (!replay(m, pool, c, msg, sizeof msg))
-                json_array_append_new(mism, json_pack("{s:O,s:s}", "id", json_object_get(c, "id"), "reason", msg));
-        }
-        asn_pool_free(pool);
+/* --replay: regenerates the picked records. */
+static void replay_picked(verify_ctx *g)
+{
+    if (!opts.replay || !json_array_size(g->picked))
+        return;
+    asn_pool *pool = asn_pool_new((int)opts.threads);
+    size_t i;
+    json_t *c;
+    json_array_foreach(g->picked, i, c)
+    {
+        char msg[1200];
+        if (!replay(g->m, pool, c, msg, sizeof msg))
+            json_array_append_new(g->mism, json_pack("{s:O,s:s}", "id", json_object_get(c, "id"), "reason", msg));
     }
-    /* summary: stderr, and the report */
-    fprintf(stderr, "verify: %ld prompt%s read, %zu discarded, %ld written (%ld record%s)", prompts,
-            prompts == 1 ? "" : "s", json_array_size(discarded), kept, written, written == 1 ? "" : "s");
-    if (malformed)
-        fprintf(stderr, "; %ld malformed line%s skipped", malformed, malformed == 1 ? "" : "s");
+    asn_pool_free(pool);
+}
+
+/* The summary on stderr, and --report. */
+static void summarize(const verify_ctx *g)
+{
+    fprintf(stderr, "verify: %ld prompt%s read, %zu discarded, %ld written (%ld record%s)", g->prompts,
+            g->prompts == 1 ? "" : "s", json_array_size(g->discarded), g->kept, g->written,
+            g->written == 1 ? "" : "s");
+    if (g->malformed)
+        fprintf(stderr, "; %ld malformed line%s skipped", g->malformed, g->malformed == 1 ? "" : "s");
     if (opts.replay)
-        fprintf(stderr, "; replayed %zu, %zu differ", json_array_size(picked), json_array_size(mism));
+        fprintf(stderr, "; replayed %zu, %zu differ", json_array_size(g->picked), json_array_size(g->mism));
     fputc('\n', stderr);
-    for (size_t i = 0; i < json_array_size(discarded) && i < 10; i++) {
-        json_t *d = json_array_get(discarded, i), *rl = json_object_get(d, "reasons");
+    for (size_t i = 0; i < json_array_size(g->discarded) && i < 10; i++) {
+        json_t *d = json_array_get(g->discarded, i), *rl = json_object_get(d, "reasons");
         fprintf(stderr, "verify: %s: discarded prompt %s:", json_string_value(json_object_get(d, "where")),
                 json_string_value(json_object_get(d, "prompt_id")));
         for (size_t k = 0; k < json_array_size(rl) && k < 3; k++)
             fprintf(stderr, "%s %s", k ? ";" : "", json_string_value(json_array_get(rl, k)));
         fputc('\n', stderr);
     }
-    for (size_t i = 0; i < json_array_size(mism); i++)
-        fprintf(stderr, "verify: replay of %s: %s\n", json_string_value(json_object_get(json_array_get(mism, i), "id")),
-                json_string_value(json_object_get(json_array_get(mism, i), "reason")));
+    for (size_t i = 0; i < json_array_size(g->mism); i++)
+        fprintf(stderr, "verify: replay of %s: %s\n",
+                json_string_value(json_object_get(json_array_get(g->mism, i), "id")),
+                json_string_value(json_object_get(json_array_get(g->mism, i), "reason")));
     if (opts.report) {
-        json_t *rep = json_pack("{s:i,s:i,s:i,s:i,s:i,s:o,s:{s:i,s:o}}", "prompts_read", (int)prompts,
-                                "prompts_discarded", (int)json_array_size(discarded), "prompts_written", (int)kept,
-                                "records_written", (int)written, "malformed_lines", (int)malformed, "discarded",
-                                json_incref(discarded), "replay", "checked", (int)json_array_size(picked),
-                                "mismatches", json_incref(mism));
+        json_t *rep = json_pack("{s:i,s:i,s:i,s:i,s:i,s:o,s:{s:i,s:o}}", "prompts_read", (int)g->prompts,
+                                "prompts_discarded", (int)json_array_size(g->discarded), "prompts_written",
+                                (int)g->kept, "records_written", (int)g->written, "malformed_lines",
+                                (int)g->malformed, "discarded", json_incref(g->discarded), "replay", "checked",
+                                (int)json_array_size(g->picked), "mismatches", json_incref(g->mism));
         FILE *f = asn_open_out(opts.report);
         asn_jsonl_write(f, rep);
         asn_close_out(f, opts.report);
         json_decref(rep);
     }
-    int status = json_array_size(mism) ? 1 : 0;
-    json_decref(discarded);
-    json_decref(mism);
-    json_decref(picked);
-    json_decref(first_sha_owner);
-    asn_model_free(m);
+}
+
+static void verify_free(verify_ctx *g)
+{
+    json_decref(g->discarded);
+    json_decref(g->mism);
+    json_decref(g->picked);
+    json_decref(g->first_sha_owner);
+    asn_model_free(g->m);
+}
+
+int main(int argc, char **argv)
+{
+    int nops = asn_tool_parse(&tool, argc, argv);
+    check_options();
+    verify_ctx g = {0};
+    load_inputs(&g);
+    check_all(&g, nops, argv);
+    replay_picked(&g);
+    summarize(&g);
+    int status = json_array_size(g.mism) ? 1 : 0;
+    verify_free(&g);
     asn_close_out(stdout, "-");
     return status;
 }

@@ -80,6 +80,11 @@ const char *asn_proc_name(asn_proc_kind k);
  * JSON object. String parameters and the structured constraints' are not
  * kept (their processors read them when built) and are left out. */
 json_t *asn_proc_params_json(const asn_proc *p);
+/* The JSON Schema of a processor {name, params}, made from the processor
+ * table: names, parameters with types, ranges, defaults and descriptions,
+ * and the processors a heuristics grid may sweep (schemas/processor.schema.json
+ * is its output, written by process-logits --schema). */
+json_t *asn_proc_schema(void);
 
 /* Builds a heuristic from a name and a JSON processor list
  * ([{name, params}], the reference format). Errors name the processor (by

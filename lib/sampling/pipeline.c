@@ -18,6 +18,15 @@ static const asn_proc_iface *const FAMILIES[] = {
 };
 #define N_FAMILIES ((int)(sizeof FAMILIES / sizeof FAMILIES[0]))
 
+const asn_proc_iface *asn_proc_row_at(int i)
+{
+    for (int f = 0; f < N_FAMILIES; f++)
+        for (const asn_proc_iface *r = FAMILIES[f]; r->name; r++)
+            if (i-- == 0)
+                return r;
+    return NULL;
+}
+
 /* The first row of kind k, or NULL. */
 static const asn_proc_iface *row_of_kind(asn_proc_kind k)
 {

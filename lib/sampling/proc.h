@@ -50,6 +50,10 @@ typedef struct asn_param {
     double def;     /* the value when optional and absent (REAL, INT) */
     int bounds;     /* ASN_LO_* | ASN_HI_* */
     double lo, hi;
+    const char *doc; /* its description in schemas/processor.schema.json */
+    /* ASN_P_ANY: the value's JSON Schema (a JSON text), as the row's init
+     * checks it; the other types give theirs (proc_schema.c). */
+    const char *schema;
 } asn_param;
 
 /* Row flags. */
@@ -62,6 +66,11 @@ enum {
 typedef struct asn_proc_iface {
     const char *name;   /* as written in heuristics files */
     asn_proc_kind kind; /* several rows may share one (aliases) */
+    const char *doc;    /* what it does, for the schema (proc_schema.c) */
+    /* What the parameter specs cannot say, as JSON Schema keywords (a JSON
+     * text) added to the parameters' schema: "oneOf" of required keys. A
+     * row with one needs its params, as one with a required parameter. */
+    const char *params_rule;
     size_t size;        /* of the parameter struct; 0 when it has none */
     asn_param params[8]; /* ends at the first without a key */
     unsigned flags;     /* ASN_PF_* */
@@ -82,12 +91,13 @@ typedef struct asn_proc_iface {
 } asn_proc_iface;
 
 /* Parameter specs, by type: key, the struct and its field, then whether it
- * is required, the default, the range flags and bounds. */
-#define ASN_REAL(k, T, f, req, d, b, lo, hi) {k, ASN_P_REAL, offsetof(T, f), 0, req, d, b, lo, hi}
-#define ASN_INT(k, T, f, req, d, b, lo, hi) {k, ASN_P_INT, offsetof(T, f), 0, req, d, b, lo, hi}
-#define ASN_BOOL(k, T, f) {k, ASN_P_BOOL, offsetof(T, f), 0, 0, 0, 0, 0, 0}
-#define ASN_STR(k, req) {k, ASN_P_STR, 0, 0, req, 0, 0, 0, 0}
-#define ASN_ANY(k) {k, ASN_P_ANY, 0, 0, 0, 0, 0, 0, 0}
+ * is required, the default, the range flags and bounds; last the
+ * description (and for ASN_ANY the value's JSON Schema). */
+#define ASN_REAL(k, T, f, req, d, b, lo, hi, doc) {k, ASN_P_REAL, offsetof(T, f), 0, req, d, b, lo, hi, doc, NULL}
+#define ASN_INT(k, T, f, req, d, b, lo, hi, doc) {k, ASN_P_INT, offsetof(T, f), 0, req, d, b, lo, hi, doc, NULL}
+#define ASN_BOOL(k, T, f, doc) {k, ASN_P_BOOL, offsetof(T, f), 0, 0, 0, 0, 0, 0, doc, NULL}
+#define ASN_STR(k, req, doc) {k, ASN_P_STR, 0, 0, req, 0, 0, 0, 0, doc, NULL}
+#define ASN_ANY(k, schema, doc) {k, ASN_P_ANY, 0, 0, 0, 0, 0, 0, 0, doc, schema}
 
 /* The families: rows ending with one whose name is NULL. */
 extern const asn_proc_iface asn_procs_hf[];         /* proc_hf.c */
@@ -95,5 +105,9 @@ extern const asn_proc_iface asn_procs_llama[];      /* proc_llama.c */
 extern const asn_proc_iface asn_procs_json[];       /* proc_json.c */
 extern const asn_proc_iface asn_procs_learned[];    /* proc_learned.c */
 extern const asn_proc_iface asn_procs_constraint[]; /* proc_constraint.c */
+
+/* The i-th row of the table, the families in order (pipeline.c); NULL past
+ * the last. */
+const asn_proc_iface *asn_proc_row_at(int i);
 
 #endif

@@ -258,11 +258,33 @@ static int constraint_apply(const asn_proc *p, float *row, int V, const asn_seq_
  * by asn_constraint_proc_gbnf (constraint_init). */
 #define CONSTRAINT .size = sizeof(constraint_params), .flags = ASN_PF_MASK_FIRST, .init = constraint_init, \
                    .release = constraint_release, .apply = constraint_apply, .complete = constraint_complete
+/* The values' schemas, as init checks them (asn_param.schema). */
+#define ONE_OF(a, b) "{\"oneOf\": [{\"required\": [\"" a "\"]}, {\"required\": [\"" b "\"]}]}"
+#define A_STRING "{\"type\": \"string\"}"
+#define A_PATH "{\"type\": \"string\", \"minLength\": 1}"
 const asn_proc_iface asn_procs_constraint[] = {
     {.name = "json_schema", .kind = ASN_PROC_JSON_SCHEMA,
-     .params = {ASN_ANY("schema"), ASN_ANY("path"), ASN_ANY("whitespace")}, CONSTRAINT},
-    {.name = "grammar", .kind = ASN_PROC_GRAMMAR, .params = {ASN_ANY("gbnf"), ASN_ANY("path")}, CONSTRAINT},
-    {.name = "regex", .kind = ASN_PROC_REGEX, .params = {ASN_ANY("pattern")}, CONSTRAINT},
-    {.name = "choice", .kind = ASN_PROC_CHOICE, .params = {ASN_ANY("options")}, CONSTRAINT},
+     .doc = "The text must be a JSON value valid under the schema (docs/sampling.md, Constraints). Masks the raw "
+            "row before the heuristic's other processors; end of generation exactly when the value is complete. "
+            "Unsupported keywords are refused when the heuristic loads.",
+     .params = {ASN_ANY("schema", "{\"type\": [\"object\", \"boolean\"]}", "The JSON Schema."),
+                ASN_ANY("path", A_PATH, "A file holding the JSON Schema (instead of schema)."),
+                ASN_ANY("whitespace", "{\"enum\": [\"compact\", \"any\", null]}",
+                        "compact (default): no whitespace; any: up to 20 spaces, tabs or newlines around every "
+                        "{ } [ ] , :")},
+     .params_rule = ONE_OF("schema", "path"), CONSTRAINT},
+    {.name = "grammar", .kind = ASN_PROC_GRAMMAR,
+     .doc = "The text must be a sentence of the GBNF grammar (llama.cpp's syntax, start rule root).",
+     .params = {ASN_ANY("gbnf", A_STRING, "The grammar's text."),
+                ASN_ANY("path", A_PATH, "A .gbnf file (instead of gbnf).")},
+     .params_rule = ONE_OF("gbnf", "path"), CONSTRAINT},
+    {.name = "regex", .kind = ASN_PROC_REGEX,
+     .doc = "The whole text must match the pattern (the dialect of docs/sampling.md).",
+     .params = {ASN_ANY("pattern", A_STRING, "The regular expression.")},
+     .params_rule = "{\"required\": [\"pattern\"]}", CONSTRAINT},
+    {.name = "choice", .kind = ASN_PROC_CHOICE, .doc = "The text is exactly one of the options.",
+     .params = {ASN_ANY("options", "{\"type\": \"array\", \"items\": {\"type\": \"string\"}, \"minItems\": 1}",
+                        "The texts allowed.")},
+     .params_rule = "{\"required\": [\"options\"]}", CONSTRAINT},
     {0},
 };

@@ -282,7 +282,9 @@ static int json_apply(const asn_proc *p, float *x, int V, const asn_seq_ctx *ctx
  * grammar constraints of proc_constraint.c). */
 const asn_proc_iface asn_procs_json[] = {
     {.name = "json", .kind = ASN_PROC_JSON, .size = sizeof(json_params),
-     .params = {ASN_BOOL("object", json_params, object)},
+     .doc = "The json constraint: the generated text must stay a prefix of a valid JSON value (an object with "
+            "object: true); end of generation only once the value is complete. Needs the model's tokenizer.",
+     .params = {ASN_BOOL("object", json_params, object, "The value must be an object.")},
      .apply = json_apply, .complete = json_complete},
     {0},
 };

@@ -277,12 +277,28 @@ void asn_learned_ws_free(struct asn_learned_ws *l)
 /* The output replaces the whole row: it is checked like a scaled one. */
 const asn_proc_iface asn_procs_learned[] = {
     {.name = "learned", .kind = ASN_PROC_LEARNED, .size = sizeof(learned_params),
-     .params = {ASN_STR("path", 1), ASN_BOOL("exact", learned_params, exact)},
+     .doc = "A trained sampler network replaces the row by its log-probabilities over the finite tokens (-inf "
+            "stays -inf). The file is loaded and checked when the heuristic is read.",
+     .params = {ASN_STR("path", 1,
+                        "An asn sampler file (GGUF, general.architecture asn-sampler), relative to the current "
+                        "directory."),
+                ASN_BOOL("exact", learned_params, exact,
+                         "SamplingNetwork: the exact pass instead of the fast one (tail binned by log-probability, "
+                         "KL to exact <= 1e-6). Default false.")},
      .flags = ASN_PF_OVERFLOW, .init = learned_init, .release = learned_release, .apply = learned_apply},
     /* the reference's _AdaptiveSamplerWrapper arguments */
     {.name = "adaptive_sampler", .kind = ASN_PROC_LEARNED, .size = sizeof(learned_params),
-     .params = {ASN_STR("sampler_checkpoint_path", 1), ASN_STR("sampler_model_name", 0),
-                ASN_STR("sampler_config_path", 0), ASN_STR("device", 0)},
+     .doc = "learned under the reference project's name and parameters (its SGLang _AdaptiveSamplerWrapper).",
+     .params = {ASN_STR("sampler_checkpoint_path", 1,
+                        "An asn sampler file (GGUF); a PyTorch checkpoint must first be converted with "
+                        "scripts/convert-torch-sampler.py."),
+                ASN_STR("sampler_model_name", 0,
+                        "The class: LocalProbabilityTransform, SimpleDistributionAwareTransform or "
+                        "SamplingNetwork; must be the file's."),
+                ASN_STR("sampler_config_path", 0,
+                        "A config YAML of the class's constructor arguments; must equal the file's "
+                        "hyper-parameters."),
+                ASN_STR("device", 0, "Accepted and ignored (asn runs on the CPU).")},
      .flags = ASN_PF_OVERFLOW, .init = learned_init, .release = learned_release, .apply = learned_apply},
     {0},
 };

@@ -63,7 +63,7 @@ sed -n 's/^ *{\.name = "\([a-z0-9_]*\)", \.kind = ASN_PROC_.*/\1/p' "$ROOT"/lib/
 "$PY" -c 'import json, sys
 s = json.load(open(sys.argv[1]))
 print("\n".join(sorted(s["properties"]["name"]["enum"])))
-print("\n".join(sorted(k for k in s["$defs"] if k != "token_id")), file=open(sys.argv[2], "w"))' \
+print("\n".join(sorted(k for k in s["$defs"] if k not in ("token_id", "sweep_processor", "sweep_values"))), file=open(sys.argv[2], "w"))' \
     "$S/processor.schema.json" "$TMP/defs" > "$TMP/enum"
 if [ -s "$TMP/kinds" ] && cmp -s "$TMP/kinds" "$TMP/enum"; then
     ok "processor schema names every processor of the table (lib/sampling/proc_*.c), and no other"
@@ -73,6 +73,30 @@ else
 fi
 if cmp -s "$TMP/enum" "$TMP/defs"; then ok "processor schema describes the parameters of every processor"
 else not_ok "processor schema describes the parameters of every processor" "$(diff "$TMP/enum" "$TMP/defs" | grep '^[<>]' | tr '\n' ' ')"; fi
+
+# schemas/processor.schema.json is made from the processor table: it must be
+# what process-logits --schema prints now (after a change to a row:
+# bin/process-logits --schema > schemas/processor.schema.json).
+if "$PL" --schema > "$TMP/processor.schema.json" 2> "$TMP/schema.err" && cmp -s "$TMP/processor.schema.json" "$S/processor.schema.json"; then
+    ok "schemas/processor.schema.json is what process-logits --schema makes from the processor table"
+else
+    not_ok "schemas/processor.schema.json is what process-logits --schema makes from the processor table" \
+        "$(cat "$TMP/schema.err"; diff "$S/processor.schema.json" "$TMP/processor.schema.json" | head -8 | tr '\n' ' ')"
+fi
+# ... every row there: a row of the table with a new parameter gives another schema
+"$PY" -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+d = s["$defs"]
+ok = all(n in d for n in s["properties"]["name"]["enum"])
+ok = ok and d["top_p"]["properties"]["top_p"] == {"type": "number", "minimum": 0, "maximum": 1, "description": "0 <= top_p <= 1."}
+ok = ok and d["penalties"]["properties"]["penalty_last_n"].get("default") == 64 and "required" not in d["penalties"]
+ok = ok and d["penalties"]["type"] == ["object", "null"] and d["mirostat_v2"]["required"] == ["tau", "eta"]
+ok = ok and d["epsilon"]["properties"]["min_tokens_to_keep"]["exclusiveMaximum"] == 2000000001
+ok = ok and "xtc" not in d["sweep_processor"]["enum"] and "top_k" in d["sweep_processor"]["enum"]
+sys.exit(0 if ok else 1)' "$TMP/processor.schema.json"
+if [ $? = 0 ]; then ok "process-logits --schema: ranges, defaults, required parameters and sweepable processors as the rows say"
+else not_ok "process-logits --schema: ranges, defaults, required parameters and sweepable processors as the rows say" "$(head -c 300 "$TMP/processor.schema.json")"; fi
+expect_status "process-logits --schema takes no file" 2 "$PL" --schema "$VECTORS"
 
 # ------------------------------------------------------- valid documents
 
