@@ -1,5 +1,6 @@
 /* convert-records — asn's candidate records in the research pipeline's
- * format (its generation, rating and filtered records), for its scripts. */
+ * format (its generation, rating and filtered records), for its scripts,
+ * and its records in asn's. */
 #include "asn/json.h"
 #include "asn/records.h"
 #include "asn/record_loop.h"
@@ -21,7 +22,7 @@ static convert_records_options opts = {
 };
 
 static const asn_option options[] = {
-    {"to", 0, ASN_OPT_STRING, &opts.to, "FORMAT", "the format to write: reference (the research pipeline's)"},
+    {"to", 0, ASN_OPT_STRING, &opts.to, "FORMAT", "the format to write: reference (the research pipeline's) or asn"},
     {"skip-invalid", 0, ASN_OPT_FLAG, &opts.skip_invalid, NULL, "warn about malformed records, drop them and go on"},
     {"progress", 0, ASN_OPT_FLAG, &opts.progress, NULL, "show the progress bar even when stderr is not a terminal"},
     {0},
@@ -29,11 +30,11 @@ static const asn_option options[] = {
 
 static const asn_tool tool = {
     "convert-records", "[OPTIONS] [FILE...]",
-    "Write asn's candidate records in the research pipeline's format, for its scripts.",
-    "Reads asn's records (gen-candidates output, labelled or filtered by any\n"
-    "stage) and writes each one, in input order, as the research pipeline's\n"
-    "generation_candidates_multi writes a generation record and its labelling\n"
-    "scripts extend it:\n"
+    "Write asn's candidate records in the research pipeline's format, or its records in asn's.",
+    "--to reference (the default) reads asn's records (gen-candidates output,\n"
+    "labelled or filtered by any stage) and writes each one, in input order,\n"
+    "as the research pipeline's generation_candidates_multi writes a\n"
+    "generation record and its labelling scripts extend it:\n"
     "  prompt, the source record's own fields   kept as they are\n"
     "  system_prompt                            from system\n"
     "  sampler_info {name, config}              from heuristic {name, processors}\n"
@@ -55,10 +56,34 @@ static const asn_tool tool = {
     "research pipeline's records. A record without prompt, generation, seed or\n"
     "heuristic {name, processors} is an error naming file, line and field\n"
     "(with --skip-invalid: a warning, and the record is left out).\n"
-    "The research pipeline's records need no conversion into asn: every asn\n"
-    "tool reads them as they are (detected per file).\n",
+    "\n"
+    "--to asn reads the research pipeline's generation, rating or filtered\n"
+    "records and writes each one, in input order, as asn's records:\n"
+    "  system                                   from system_prompt (null when none)\n"
+    "  prompt_id                                the hash of system and prompt, as\n"
+    "                                           gen-candidates derives it\n"
+    "  heuristic {name, id, processors}         from sampler_info {name, config}\n"
+    "  id                                       prompt_id/heuristic id/seed\n"
+    "  seed                                     as an integer\n"
+    "  checks {diversity, verifiable, factual}  from incidence_vector (kept too)\n"
+    "  score {quality, diversity,               from normalized_quality,\n"
+    "    combined_scores}                         normalized_diversity, combined_scores\n"
+    "Every other field is kept. What the research pipeline's records do not\n"
+    "carry is not made up: tokens, n_tokens, finish, model and settings stay\n"
+    "absent, as do filter-topk's rank and score {final, weights, verifiable};\n"
+    "a prompt id given in asn's prompt file is derived again from the texts.\n"
+    "asn's records pass through. A record without prompt, generation, seed\n"
+    "or sampler_info {name, config} is an error naming file, line and field.\n"
+    "(Every asn tool also reads the research pipeline's records as they are,\n"
+    "detected per file; converting gives them asn's ids and field names.)\n",
     options,
 };
+
+static int to_asn(json_t *rec, void *ctx, const char *path, long line, asn_err *e)
+{
+    (void)ctx, (void)path, (void)line;
+    return asn_rec_to_asn(rec, e);
+}
 
 static int convert(json_t *rec, void *ctx, const char *path, long line, asn_err *e)
 {
@@ -106,9 +131,10 @@ static int convert(json_t *rec, void *ctx, const char *path, long line, asn_err 
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
-    if (strcmp(opts.to, "reference"))
-        asn_usage_error("--to must be reference, not \"%s\"", opts.to);
-    asn_map_records(nops ? argv + 1 : NULL, opts.skip_invalid, opts.progress, convert, NULL);
+    int to_reference = !strcmp(opts.to, "reference");
+    if (!to_reference && strcmp(opts.to, "asn"))
+        asn_usage_error("--to must be reference or asn, not \"%s\"", opts.to);
+    asn_map_records(nops ? argv + 1 : NULL, opts.skip_invalid, opts.progress, to_reference ? convert : to_asn, NULL);
     asn_close_out(stdout, "-");
     return 0;
 }
