@@ -59,26 +59,6 @@ int asn_rec_format(const json_t *rec);
  * records (...)". */
 const char *asn_rec_format_name(int format);
 
-/* A record of the research pipeline's rewritten in place as asn's (the
- * inverse of convert-records --to reference):
- *   system_prompt             -> system (null when absent)
- *   prompt_id                 <- asn_prompt_id(system, prompt)
- *   sampler_info {name, config} -> heuristic {name, id, processors}
- *                                (processors normalized, id as
- *                                asn_heuristic_id gives it)
- *   seed                      an integer (asn_rec_seed's forms)
- *   id                        <- prompt_id/heuristic id/seed
- *   incidence_vector          kept, and also as checks {diversity,
- *                                verifiable, factual} (as gen-candidates
- *                                --sources writes both)
- *   normalized_quality, normalized_diversity, combined_scores
- *                             -> score {quality, diversity, combined_scores}
- * Every other field is kept. A record that is already asn's (it has
- * heuristic or prompt_id) is left as it is. Needs prompt and generation
- * strings, a seed and sampler_info {name, config list}; else -1 with e
- * naming the field. */
-int asn_rec_to_asn(json_t *rec, asn_err *e);
-
 /* --------------------------------------------------------------- groups */
 
 /* Reads JSONL records grouped by prompt (asn_rec_prompt_key), the groups in
