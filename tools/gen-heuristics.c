@@ -426,7 +426,8 @@ static int add_samplers(outlist *o, const char *dir)
         names[n++] = asn_xstrdup(de->d_name);
     }
     closedir(d);
-    qsort(names, n, sizeof *names, by_name);
+    if (n)
+        qsort(names, n, sizeof *names, by_name);
     size_t dl = strlen(dir);
     int added = 0;
     for (size_t i = 0; i < n; i++) {
