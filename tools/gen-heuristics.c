@@ -1,14 +1,18 @@
 /* gen-heuristics — expand a grid of sampling settings (temperatures, a model
  * family's official defaults, swept truncation processors) into a heuristics
  * YAML file in the reference format, as the reference project's
- * generate_heuristics_config does. Every processor is checked with the
- * library's own rules, so the output always loads with asn_heuristics_load. */
+ * generate_heuristics_config does, and write a pipeline per trained sampler
+ * file of a directory, as its generate_sampler_config does. Every processor
+ * is checked with the library's own rules, so the output always loads with
+ * asn_heuristics_load. */
 #include "asn/json.h"
 #include "asn/sampling.h"
 #include "asn/tool.h"
 #include "asn/yaml.h"
 
 #include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -24,6 +28,7 @@ typedef struct gen_heuristics_options {
     const char *grid;
     const char *family;
     const char *append;
+    const char *samplers;
     const char *output;
 } gen_heuristics_options;
 
@@ -33,15 +38,16 @@ static gen_heuristics_options opts = {
 };
 
 static const asn_option options[] = {
-    {"grid", 0, ASN_OPT_STRING, &opts.grid, "FILE", "grid YAML to expand (required; the shipped one is configs/heuristics/grid.yaml)"},
-    {"family", 0, ASN_OPT_STRING, &opts.family, "NAME", "model family of the \"official\" rows: llama, gemma, qwen, none, or any family the grid defines (required)"},
+    {"grid", 0, ASN_OPT_STRING, &opts.grid, "FILE", "grid YAML to expand (required but with --samplers alone; the shipped one is configs/heuristics/grid.yaml)"},
+    {"family", 0, ASN_OPT_STRING, &opts.family, "NAME", "model family of the \"official\" rows: llama, gemma, qwen, none, or any family the grid defines (required with --grid)"},
     {"append", 0, ASN_OPT_STRING, &opts.append, "FILE", "heuristics YAML whose pipelines are appended; names already present are skipped with a warning"},
+    {"samplers", 0, ASN_OPT_STRING, &opts.samplers, "DIR", "add a learned pipeline per sampler file (*.gguf) of DIR, after the grid's; alone, without --grid and --family"},
     {"output", 'o', ASN_OPT_STRING, &opts.output, "FILE", "heuristics YAML to write, - for stdout"},
     {0},
 };
 
 static const asn_tool tool = {
-    "gen-heuristics", "--grid FILE --family NAME [OPTIONS]",
+    "gen-heuristics", "--grid FILE --family NAME [OPTIONS] | --samplers DIR [OPTIONS]",
     "Expand a grid of sampling settings into a heuristics YAML file.",
     "The grid is a YAML mapping with three fields:\n"
     "  temperatures  a list of values, or the rule {base, from, to, scale}:\n"
@@ -69,12 +75,22 @@ static const asn_tool tool = {
     "names with spaces), reference-full-grid.yaml and reference-filtered-grid.yaml (its\n"
     "current generate_heuristics_config and _filtered scripts, names with\n"
     "underscores).\n"
+    "\n--samplers DIR, as the research pipeline's generate_sampler_config: for\n"
+    "each file NAME.gguf of DIR, in name order, the pipeline \"learned_NAME\"\n"
+    "(weight 1.0): [{name: learned, params: {path: DIR/NAME.gguf}}], the path\n"
+    "as DIR is given (relative to the working directory, as gen-candidates\n"
+    "reads it). Each file is loaded as the learned processor loads it; one that\n"
+    "is not an asn sampler file (train-sampler's -o or a checkpoint, or\n"
+    "scripts/convert-torch-sampler.py's output) is skipped with a warning\n"
+    "saying why. None at all is an error. Its pipelines follow the grid's.\n"
     "Pipelines of --append follow, processors as written (whole weights are\n"
     "written as integers).\n"
     "\nOutput: `sampling_pipelines: [{name, weight, processors: [{name, params}]}]`,\n"
     "block style, numbers as Python prints them (temp 1.0, never temp 1), after a\n"
     "comment naming the command. Example, the reference's qwen-family set:\n"
-    "  gen-heuristics --grid configs/heuristics/grid.yaml --family qwen -o qwen.yaml\n",
+    "  gen-heuristics --grid configs/heuristics/grid.yaml --family qwen -o qwen.yaml\n"
+    "and the trained samplers of samplers/, to compare with the grid's:\n"
+    "  gen-heuristics --samplers samplers --append qwen.yaml -o eval.yaml\n",
     options,
 };
 
@@ -385,6 +401,59 @@ static void append_file(outlist *o, const char *path)
     asn_heuristics_free(hs);
 }
 
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A learned pipeline per sampler file (*.gguf) of dir, in name order; the
+ * files that do not load as the learned processor's are skipped with a
+ * warning. Returns how many were added. */
+static int add_samplers(outlist *o, const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        asn_fatal("%s: %s", dir, strerror(errno));
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+        if (len <= 5 || strcmp(de->d_name + len - 5, ".gguf") || de->d_name[0] == '.')
+            continue;
+        if (n == cap)
+            names = asn_xrealloc(names, (cap = cap ? 2 * cap : 16) * sizeof *names);
+        names[n++] = asn_xstrdup(de->d_name);
+    }
+    closedir(d);
+    if (n)
+        qsort(names, n, sizeof *names, by_name);
+    size_t dl = strlen(dir);
+    int added = 0;
+    for (size_t i = 0; i < n; i++) {
+        char *path = asn_xmalloc(dl + strlen(names[i]) + 2);
+        sprintf(path, "%s%s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/", names[i]);
+        json_t *procs = json_pack("[{s:s,s:{s:s}}]", "name", "learned", "params", "path", path);
+        asn_heuristic h;
+        asn_err e;
+        char *name = asn_xmalloc(strlen(names[i]) + 9);
+        sprintf(name, "learned_%.*s", (int)(strlen(names[i]) - 5), names[i]);
+        if (asn_heuristic_init(&h, name, procs, &e)) {
+            asn_warn("%s: skipped: %s", path, e.msg);
+            json_decref(procs);
+        } else {
+            asn_heuristic_clear(&h);
+            if (json_object_get(o->names, name))
+                asn_fatal("%s: the pipeline name \"%s\" is the grid's already", path, name);
+            add(o, json_string(name), procs, json_real(1.0));
+            added++;
+        }
+        free(name), free(path), free(names[i]);
+    }
+    free(names);
+    return added;
+}
+
 /* ----------------------------------------------------------- YAML output */
 
 /* Whether a string may go unquoted: YAML 1.1 and 1.2 readers (PyYAML,
@@ -494,12 +563,48 @@ static void put_pipeline(FILE *f, const json_t *pl)
     }
 }
 
+/* --samplers and --append added, and the file written. */
+static void write_out(outlist *o)
+{
+    if (opts.samplers && !add_samplers(o, opts.samplers))
+        asn_fatal("%s: no asn sampler file (*.gguf) in it", opts.samplers);
+    if (opts.append)
+        append_file(o, opts.append);
+    FILE *f = asn_open_out(opts.output);
+    fputs("# Generated by: gen-heuristics", f);
+    if (opts.grid)
+        fprintf(f, " --grid %s --family %s", opts.grid, opts.family);
+    if (opts.samplers)
+        fprintf(f, " --samplers %s", opts.samplers);
+    if (opts.append)
+        fprintf(f, " --append %s", opts.append);
+    fputs(opts.grid ? "\n# Change the grid and regenerate rather than editing this file.\nsampling_pipelines:\n"
+                    : "\n# Regenerate rather than editing this file.\nsampling_pipelines:\n",
+          f);
+    size_t i;
+    json_t *pl;
+    json_array_foreach(o->pipelines, i, pl)
+        put_pipeline(f, pl);
+    asn_close_out(f, opts.output);
+    json_decref(o->pipelines);
+    json_decref(o->names);
+}
+
+static int samplers_only(void)
+{
+    outlist o = {json_array(), json_object()};
+    write_out(&o);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (asn_tool_parse(&tool, argc, argv))
         asn_usage_error("unexpected argument '%s'", argv[1]);
+    if (!opts.grid && !opts.family && opts.samplers)
+        return samplers_only();
     if (!opts.grid || !opts.family)
-        asn_usage_error("--grid and --family are required");
+        asn_usage_error("--grid and --family are required (or --samplers alone)");
     asn_err e;
     if (!(grid = asn_yaml_load(opts.grid, &e)))
         asn_fatal("%s", e.msg);
@@ -534,20 +639,7 @@ int main(int argc, char **argv)
 
     outlist o = {json_array(), json_object()};
     expand(&o, temps, official, sweeps);
-    if (opts.append)
-        append_file(&o, opts.append);
-
-    FILE *f = asn_open_out(opts.output);
-    fprintf(f, "# Generated by: gen-heuristics --grid %s --family %s%s%s\n", opts.grid, opts.family,
-            opts.append ? " --append " : "", opts.append ? opts.append : "");
-    fputs("# Change the grid and regenerate rather than editing this file.\nsampling_pipelines:\n", f);
-    size_t i;
-    json_t *pl;
-    json_array_foreach(o.pipelines, i, pl)
-        put_pipeline(f, pl);
-    asn_close_out(f, opts.output);
-    json_decref(o.pipelines);
-    json_decref(o.names);
+    write_out(&o);
     json_decref(temps);
     asn_yaml_free(grid);
     return 0;

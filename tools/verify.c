@@ -68,7 +68,10 @@ static const asn_tool tool = {
     "grouped by prompt text and checked as its verify_datagen_and_transform\n"
     "checks them: prompt, generation, sampler_info {name, config} and a seed,\n"
     "no (seed, sampler_info) pair twice, the seed and sampler counts; they\n"
-    "have no tokens, so --model and --replay check only asn's records.\n",
+    "have no tokens, so --model and --replay check only asn's records.\n"
+    "Records convert-records --to asn made of them (none of tokens, n_tokens,\n"
+    "finish, model and settings) are checked as asn's but for those fields;\n"
+    "--model and --replay skip them too.\n",
     options,
 };
 
@@ -89,10 +92,23 @@ __attribute__((format(printf, 2, 3))) static void why(reasons *r, const char *fm
     json_array_append_new(r->list, json_string(buf));
 }
 
+/* The fields of a record that only generating it gives: a record
+ * converted from the research pipeline's (convert-records --to asn) has
+ * none of them. */
+static const char *const gen_fields[] = {"tokens", "n_tokens", "finish", "model", "settings"};
+
+static int converted(const json_t *c)
+{
+    for (size_t i = 0; i < sizeof gen_fields / sizeof *gen_fields; i++)
+        if (json_object_get(c, gen_fields[i]))
+            return 0;
+    return 1;
+}
+
 /* Structure of one record; a reason when it is wrong. */
 static void check_record(const json_t *c, reasons *r, const char **model_sha)
 {
-    static const char *strs[] = {"id", "prompt_id", "prompt", "generation", "finish"};
+    static const char *strs[] = {"id", "prompt_id", "prompt", "generation"};
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         if (!json_is_string(json_object_get(c, strs[i])))
             return why(r, "a record lacks the string field \"%s\"", strs[i]);
@@ -101,22 +117,9 @@ static void check_record(const json_t *c, reasons *r, const char **model_sha)
     if (!json_is_object(h) || !json_is_string(json_object_get(h, "name")) ||
         !json_is_string(json_object_get(h, "id")) || !json_is_array(json_object_get(h, "processors")))
         return why(r, "a record's \"heuristic\" is not {name, id, processors}");
-    if (!json_is_array(toks) || !json_is_object(model) || !json_is_string(json_object_get(model, "sha256")) ||
-        !json_is_object(settings))
-        return why(r, "a record lacks \"tokens\", \"model\" or \"settings\"");
     const json_t *seed = json_object_get(c, "seed");
     if (!json_is_integer(seed) || json_integer_value(seed) < 0)
         return why(r, "a record has no seed");
-    size_t i;
-    const json_t *t;
-    json_array_foreach(toks, i, t) if (!json_is_integer(t) || json_integer_value(t) < 0) return why(
-        r, "record %s has a token that is not an id", json_string_value(json_object_get(c, "id")));
-    if (!json_is_integer(json_object_get(c, "n_tokens")) ||
-        json_integer_value(json_object_get(c, "n_tokens")) != (json_int_t)json_array_size(toks))
-        why(r, "record %s: n_tokens differs from the length of tokens", json_string_value(json_object_get(c, "id")));
-    const char *fin = json_string_value(json_object_get(c, "finish"));
-    if (strcmp(fin, "eos") && strcmp(fin, "stop") && strcmp(fin, "length"))
-        why(r, "record %s: finish must be eos, stop or length", json_string_value(json_object_get(c, "id")));
     char id[512];
     snprintf(id, sizeof id, "%s/%s/%lld", json_string_value(json_object_get(c, "prompt_id")),
              json_string_value(json_object_get(h, "id")), (long long)json_integer_value(seed));
@@ -130,6 +133,23 @@ static void check_record(const json_t *c, reasons *r, const char **model_sha)
     if (strcmp(digest, json_string_value(json_object_get(h, "id"))))
         why(r, "heuristic \"%s\": id does not match its name and processors",
             json_string_value(json_object_get(h, "name")));
+    if (converted(c))
+        return; /* no tokens, model or settings to check */
+    if (!json_is_string(json_object_get(c, "finish")))
+        return why(r, "a record lacks the string field \"finish\"");
+    if (!json_is_array(toks) || !json_is_object(model) || !json_is_string(json_object_get(model, "sha256")) ||
+        !json_is_object(settings))
+        return why(r, "a record lacks \"tokens\", \"model\" or \"settings\"");
+    size_t i;
+    const json_t *t;
+    json_array_foreach(toks, i, t) if (!json_is_integer(t) || json_integer_value(t) < 0) return why(
+        r, "record %s has a token that is not an id", json_string_value(json_object_get(c, "id")));
+    if (!json_is_integer(json_object_get(c, "n_tokens")) ||
+        json_integer_value(json_object_get(c, "n_tokens")) != (json_int_t)json_array_size(toks))
+        why(r, "record %s: n_tokens differs from the length of tokens", json_string_value(json_object_get(c, "id")));
+    const char *fin = json_string_value(json_object_get(c, "finish"));
+    if (strcmp(fin, "eos") && strcmp(fin, "stop") && strcmp(fin, "length"))
+        why(r, "record %s: finish must be eos, stop or length", json_string_value(json_object_get(c, "id")));
     const char *sha = json_string_value(json_object_get(model, "sha256"));
     if (!*model_sha)
         *model_sha = sha; /* borrowed from the first group; kept alive below */
@@ -426,7 +446,7 @@ static void check_prompt(verify_ctx *g, json_t *group, reasons *rs)
             check_constraint(c, rs);
         if (!g->first_sha_owner && !g->model_sha[0] && g->first_sha)
             g->first_sha_owner = json_incref(c); /* keeps first_sha alive */
-        if (g->v && !json_array_size(rs->list))
+        if (g->v && !json_array_size(rs->list) && !converted(c))
             check_text(c, g->v, rs);
     }
     check_group(group, rs, g->n_heuristics, ref);
@@ -445,7 +465,7 @@ static void keep_group(verify_ctx *g, json_t *group, asn_rng_key key, long *seen
         g->written++;
         /* reservoir sampling of the records to replay (counter RNG);
          * the research pipeline's records have no tokens to replay */
-        if (opts.replay && asn_rec_format(c) == ASN_REC_ASN) {
+        if (opts.replay && asn_rec_format(c) == ASN_REC_ASN && !converted(c)) {
             (*seen)++;
             if ((long)json_array_size(g->picked) < opts.replay)
                 json_array_append(g->picked, c);

@@ -97,6 +97,13 @@ int asn_heuristic_init(asn_heuristic *h, const char *name, const json_t *process
 void asn_heuristic_clear(asn_heuristic *h);
 /* The heuristic as JSON {name, id, processors} (new reference). */
 json_t *asn_heuristic_json(const asn_heuristic *h);
+/* A processor list as asn_heuristic_init normalizes it ([{name, params}],
+ * params {} when absent), without checking names or parameters (new
+ * reference; processors must be an array). */
+json_t *asn_processors_normalized(const json_t *processors);
+/* The heuristic id asn_heuristic_init gives (name, processors): the first
+ * 12 hex digits of SHA-256 of canonical {name, normalized processors}. */
+void asn_heuristic_id(const char *name, const json_t *processors, char id[13]);
 
 /* A heuristics file: `sampling_pipelines: [{name, weight, processors}]`, or
  * a bare single pipeline {name, weight, processors}. */

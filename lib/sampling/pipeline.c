@@ -321,10 +321,29 @@ int asn_heuristic_init(asn_heuristic *h, const char *name, const json_t *process
             return -1;
         }
     h->name = asn_xstrdup(name);
-    json_t *canon = json_pack("{s:s,s:O}", "name", name, "processors", h->processors);
-    asn_json_digest(canon, 12, h->id);
-    json_decref(canon);
+    asn_heuristic_id(name, h->processors, h->id);
     return 0;
+}
+
+json_t *asn_processors_normalized(const json_t *processors)
+{
+    json_t *out = json_array();
+    size_t i;
+    const json_t *obj;
+    json_array_foreach(processors, i, obj) {
+        const json_t *jn = json_object_get(obj, "name"), *params = json_object_get(obj, "params");
+        json_array_append_new(out, json_pack("{s:O,s:o}", "name", jn ? (json_t *)jn : json_null(), "params",
+                                             json_is_object(params) ? json_incref((json_t *)params) : json_object()));
+    }
+    return out;
+}
+
+void asn_heuristic_id(const char *name, const json_t *processors, char id[13])
+{
+    json_t *norm = asn_processors_normalized(processors);
+    json_t *canon = json_pack("{s:s,s:o}", "name", name, "processors", norm);
+    asn_json_digest(canon, 12, id);
+    json_decref(canon);
 }
 
 void asn_heuristic_clear(asn_heuristic *h)

@@ -16,7 +16,12 @@
 #     keeps the records asn's filter-topk keeps, with the same combined scores.
 #     Without ASN_REFERENCE_SRC those checks are skipped (the project does not
 #     copy its code).
-#  3. The judge: the shipped template rendered by Python's str.format is the
+#  3. Its files converted: convert-records --to asn turns its generation and
+#     labelled records into asn's (ids checked against SHA-256 in Python),
+#     which verify and filter-topk take as asn's; and asn's filtered records
+#     through --to reference and back give every field back but those its
+#     format cannot carry (rank, score's final, weights and verifiable).
+#  4. The judge: the shipped template rendered by Python's str.format is the
 #     recorded question tests/unit/test_bt.c holds asn's to.
 . "$(dirname "$0")/../lib/cli.sh"
 
@@ -155,7 +160,68 @@ PYEOF
     done
 fi
 
-# ----------------------------------------------------------------- 3. the judge
+# ------------------------------------------------------ 3. its files converted
+expect_status "convert-records --to asn: its generation records" 0 "$BIN/convert-records" --to asn "$W/generations.jsonl"
+cp "$TMP/out" "$W/gen-asn.jsonl"
+check "... asn's fields: ids from SHA-256 of the texts, heuristic from sampler_info, checks from incidence_vector" \
+    $PY - "$W/generations.jsonl" "$W/gen-asn.jsonl" <<'PYEOF'
+import hashlib, json, sys
+its = [json.loads(l) for l in open(sys.argv[1])]
+ours = [json.loads(l) for l in open(sys.argv[2])]
+assert len(its) == len(ours) == 18
+sha = lambda s: hashlib.sha256(s.encode()).hexdigest()
+for a, b in zip(its, ours):
+    pid = sha((a.get("system_prompt") or "") + "\x1f" + a["prompt"])[:16]
+    procs = [{"name": p["name"], "params": p.get("params", {})} for p in a["sampler_info"]["config"]]
+    hid = sha(json.dumps({"name": a["sampler_info"]["name"], "processors": procs}, sort_keys=True,
+                         separators=(",", ":")))[:12]
+    assert b["prompt_id"] == pid and b["heuristic"] == {"name": a["sampler_info"]["name"], "id": hid, "processors": procs}, b
+    assert b["id"] == "%s/%s/%d" % (pid, hid, a["seed"]) and b["system"] == a["system_prompt"], b
+    iv = a["incidence_vector"]
+    assert b["checks"] == {"diversity": iv["check_diversity"], "verifiable": iv["check_ifeval_or_math_or_gsm8k"],
+                           "factual": iv["check_factual"]} and b["incidence_vector"] == iv
+    assert not {"sampler_info", "system_prompt"} & set(b)
+    for k in set(a) - {"sampler_info", "system_prompt"}:
+        assert b[k] == a[k], k
+PYEOF
+expect_status "verify takes them as asn's (3 prompts kept)" 0 "$BIN/verify" --expected-seeds 2 -H "$W/heuristics.yaml" "$W/gen-asn.jsonl"
+check "... as asn's, not as the research pipeline's" sh -c '! grep -q "research pipeline" "$1"' sh "$TMP/err"
+expect_stderr "... all kept" "3 prompts read, 0 discarded, 3 written \\(18 records\\)"
+$PY -c 'import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l); del r["finish"]; print(json.dumps(r))' "$W/asn-gen.jsonl" > "$W/no-finish.jsonl"
+expect_status "verify: asn's generated records still need every generation field (finish dropped)" 0 "$BIN/verify" --expected-seeds 2 "$W/no-finish.jsonl"
+expect_stderr "... discarded" "3 prompts read, 3 discarded, 0 written"
+expect_stderr "... saying why" "lacks the string field \"finish\""
+"$BIN/convert-records" --to asn "$W/labelled.jsonl" > "$W/labelled-asn.jsonl"
+expect_status "filter-topk takes its labelled records converted" 0 "$BIN/filter-topk" -k 2 "$W/labelled-asn.jsonl"
+check "... and keeps what it kept of them unconverted" $PY - "$W/asn-filtered.jsonl" "$TMP/out" <<'PYEOF'
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+assert len(a) == len(b) > 0
+for x, y in zip(a, b):
+    assert (x["prompt"], x["seed"], x["generation"]) == (y["prompt"], y["seed"], y["generation"])
+    assert x["score"] == y["score"] and x["rank"] == y["rank"], (x["score"], y["score"])
+PYEOF
+"$BIN/convert-records" "$W/asn-kept.jsonl" | "$BIN/convert-records" --to asn > "$W/kept-back.jsonl"
+check "asn -> reference -> asn gives back every field its format carries" $PY - "$W/asn-kept.jsonl" "$W/kept-back.jsonl" <<'PYEOF'
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+assert len(a) == len(b) > 0
+for x, y in zip(a, b):
+    x.pop("rank")
+    s = x.pop("score")
+    assert y.pop("score") == {"quality": s["quality"], "diversity": s["diversity"], "combined_scores": s["combined_scores"]}
+    assert x == y, sorted(k for k in set(x) | set(y) if x.get(k) != y.get(k))
+PYEOF
+expect_status "--to asn: a record without sampler_info is an error naming file and line" 1 sh -c \
+    'echo "{\"prompt\":\"p\",\"generation\":\"g\",\"seed\":0}" > "$1/bad.jsonl" && "$2" --to asn "$1/bad.jsonl"' sh "$W" "$BIN/convert-records"
+expect_stderr "... the message" "bad.jsonl:1: field \"sampler_info\" is missing"
+expect_status "--to must be reference or asn" 2 "$BIN/convert-records" --to json "$W/bad.jsonl"
+
+# ----------------------------------------------------------------- 4. the judge
 check "the shipped judge template, filled by Python's str.format, is the recorded question" $PY -c "
 import sys
 d = sys.argv[1] + '/compat/'

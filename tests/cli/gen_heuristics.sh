@@ -142,3 +142,32 @@ expect_stdout "explicit temperatures: temperature written as a float" '^      te
 expect_status "--help exits 0" 0 "$GEN" --help
 expect_stdout "--help documents the grid format" 'temperatures.*base, from, to, scale'
 expect_status "--version exits 0" 0 "$GEN" --version
+
+# --- (7) --samplers DIR: a learned pipeline per sampler file, as the
+# research pipeline's generate_sampler_config writes one per checkpoint
+FIXS="$ROOT/tests/fixtures/sampler"
+mkdir -p "$TMP/w/samplers" "$TMP/w/empty"
+cp "$FIXS/net.gguf" "$FIXS/local.gguf" "$FIXS/local_v50.gguf" "$TMP/w/samplers/"
+: > "$TMP/w/samplers/notes.txt"
+expect_status "--samplers DIR alone" 0 sh -c 'cd "$1" && "$2" --samplers samplers -o s.yaml' sh "$TMP/w" "$GEN"
+expect_stderr "... skips a GGUF that is not a sampler, saying why" 'samplers/local_v50\.gguf: skipped: .*'
+check "... its pipelines, read by PyYAML: learned_NAME, weight 1.0, the learned processor and the path, in name order" \
+    $PY - "$TMP/w/s.yaml" <<'PYEOF'
+import sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+pl = lambda n: {"name": "learned_" + n, "weight": 1.0,
+                "processors": [{"name": "learned", "params": {"path": "samplers/%s.gguf" % n}}]}
+assert d == {"sampling_pipelines": [pl("local"), pl("net")]}, d
+assert isinstance(d["sampling_pipelines"][0]["weight"], float)
+PYEOF
+check "... process-logits loads the file and applies learned_net" sh -c 'cd "$1" && echo "{\"logits\":[1,2,3]}" |
+    "$2" --heuristics s.yaml --heuristic learned_net | grep -q "\"logits\""' sh "$TMP/w" "$BIN/process-logits"
+expect_status "--samplers with --grid: the grid's pipelines, then the samplers'" 0 "$GEN" --grid "$GRID" --family qwen \
+    --samplers "$TMP/w/samplers" -o "$TMP/gs.yaml"
+check "... $(count "$TMP/qwen.yaml") + 2 pipelines, the samplers' last" sh -c \
+    'test "$(grep -c "^- name: " "$1")" -eq $(($(grep -c "^- name: " "$2") + 2)) && tail -n 12 "$1" | grep -q "^- name: learned_net$"' \
+    sh "$TMP/gs.yaml" "$TMP/qwen.yaml"
+expect_status "a directory without sampler files is an error" 1 "$GEN" --samplers "$TMP/w/empty"
+expect_stderr "... saying so" "empty: no asn sampler file"
+expect_status "a missing directory is an error" 1 "$GEN" --samplers "$TMP/w/nope"
+expect_stderr "... naming it" "nope: No such file or directory"
