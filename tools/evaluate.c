@@ -53,10 +53,16 @@ typedef struct dataset_format {
     long default_shots;
 } dataset_format;
 
+/* The layouts of the reference's gsm8k_*.py (get_one_example) and the same
+ * for MATH; 5 and 4 examples are the usual few-shot counts (the reference's
+ * --num-shots default; Minerva's MATH prompt). */
 static const dataset_format formats[] = {
-    {"gsm8k", "question", "answer", "Question: ", "\nAnswer:", 5},
-    {"math", "problem", "solution", "Problem: ", "\nSolution:", 4},
-    {"ifeval", "prompt", NULL, "", "", 0},
+    {.name = "gsm8k", .question_key = "question", .answer_key = "answer",
+     .question_label = "Question: ", .answer_label = "\nAnswer:", .default_shots = 5},
+    {.name = "math", .question_key = "problem", .answer_key = "solution",
+     .question_label = "Problem: ", .answer_label = "\nSolution:", .default_shots = 4},
+    {.name = "ifeval", .question_key = "prompt", .answer_key = NULL,
+     .question_label = "", .answer_label = "", .default_shots = 0},
     {0},
 };
 
@@ -250,7 +256,7 @@ static int prompts_main(int argc, char **argv)
         json_object_set_new(o, "prompt", json_string(asn_sbuf_str(&p)));
         json_object_set_new(o, "dataset", json_string(f->name));
         if (!strcmp(f->name, "gsm8k")) {
-            json_object_set_new(o, "ground_truth", json_string(need_string(rec, "answer", path, line)));
+            json_object_set_new(o, "ground_truth", json_string(need_string(rec, akey, path, line)));
         } else if (!strcmp(f->name, "math")) {
             char *t = math_truth(rec, akey, path, line);
             json_object_set_new(o, "ground_truth", json_string(t));
