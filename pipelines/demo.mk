@@ -35,7 +35,7 @@ SAMPLER_OPTS   ?= --num-epochs 3 --token-batch-size 8 --gradient-accumulation-st
 RL_STEPS ?= 0
 RL_OPTS  ?= --token-batch-size 8 --gradient-accumulation-steps 4 --learning-rate 0.002 --rl-beta 0.5
 
-.PHONY: all report clean
+.PHONY: all report clean sweep
 .DELETE_ON_ERROR:
 all: $(OUT)/report/report.html $(OUT)/analysis/summary.txt $(OUT)/heldout-rank.txt
 
@@ -145,3 +145,15 @@ $(CORPUS)/train.txt:
 
 clean:
 	rm -rf $(OUT)
+
+# The training sweep (pipelines/sweep.mk) on the training candidates of the
+# learned sampler: `make -f pipelines/demo.mk sweep` (not part of all):
+# 2 architectures x 2 hidden sizes x 2 learning rates: 8 short runs.
+SWEEP_MODEL  ?= $(BASE)
+SWEEP_DATA   ?= $(OUT)/train-kept.jsonl
+SWEEP_OUT    ?= $(OUT)/sweep
+SWEEP_HIDDEN ?= 4 8
+SWEEP_LRS    ?= 0.02 0.005
+SWEEP_OPTS   ?= --num-epochs 2 --token-batch-size 8 --gradient-accumulation-steps 4 \
+                --num-warmup-steps 4 --loss-gamma 1 --log-every 1
+include pipelines/sweep.mk

@@ -306,6 +306,16 @@ $(OUT)/report/report.html: $(OUT)/index.db
 # below this comment.
 SAMPLER_INPUTS  := $(OUT)/scored.jsonl $(OUT)/filtered.jsonl $(OUT)/pairs.jsonl $(OUT)/index.db
 SAMPLER_TARGETS ?=
+# SWEEP=1: the training sweep of pipelines/sweep.mk on the merged top-k
+# candidates (SWEEP_ARCHS x SWEEP_HIDDEN x SWEEP_LRS x SWEEP_SEEDS, chosen by
+# held-out KL) into $(OUT)/sweep/: sweep.tsv, best.gguf, runs/*/
+ifneq ($(SWEEP),)
+SWEEP_MODEL ?= $(MODEL)
+SWEEP_DATA  ?= $(OUT)/filtered.jsonl
+SWEEP_OUT   ?= $(OUT)/sweep
+include $(dir $(SELF))sweep.mk
+SAMPLER_TARGETS += $(SWEEP_OUT)/sweep.tsv $(SWEEP_OUT)/best.gguf
+endif
 samplers: $(SAMPLER_TARGETS)
 
 # everything: the report, the merged dataset, the preference pairs and the
@@ -320,6 +330,7 @@ help:
 	@sed -n '1,6p' $(SELF) | sed 's/^# \{0,1\}//'
 	@echo
 	@echo 'Targets: all (default), prepare, shard-K (K = 1..SHARDS), shards, shard-inputs, samplers, clean, help'
+	@echo 'SWEEP=1 adds the training sweep (make -f pipelines/sweep.mk sweep-help: its variables)'
 	@echo
 	@echo 'Variables (now):'
 	@echo '  MODEL=$(MODEL) JUDGE_MODEL=$(JUDGE_MODEL) EMBED_MODEL=$(EMBED_MODEL) JUDGE=$(JUDGE)'

@@ -37,4 +37,11 @@ for t in $(ls "$BIN" | sort); do
     printf '\n## %s\n\n```\n' "$t"
     "$BIN/$t" --help
     printf '```\n'
+    # a program's subcommand (TOOL SUB --help) follows it
+    for sub in "score-ngram build" "evaluate prompts"; do
+        [ "${sub%% *}" = "$t" ] || continue
+        printf '\n### %s\n\n```\n' "$sub"
+        "$BIN/$t" "${sub#* }" --help
+        printf '```\n'
+    done
 done
