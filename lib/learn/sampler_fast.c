@@ -256,19 +256,10 @@ static void bin_thread(void *ctx, int ith, int nth)
         int lo = blk * FB, hi = lo + FB < bc->row->n ? lo + FB : bc->row->n, cn = hi - lo;
         int32_t *bin = f->tbin + lo;
         f->bmin[blk] = bins_block(geo_of(f), f->c, f->sc, bc->row->x + lo, cn, bc->hi, bc->lo, bin, k);
-        int cur = bin[0]; /* runs of tokens in one bin add up in registers */
-        int64_t rc = 0, rk = 0;
-        for (int i = 0; i < cn; i++) {
-            if (bin[i] != cur) {
-                cnt[cur] += rc;
-                ks[cur] += rk;
-                cur = bin[i], rc = 0, rk = 0;
-            }
-            rc++;
-            rk += k[i];
+        for (int i = 0; i < cn; i++) { /* integers: the same sums in any order */
+            cnt[bin[i]]++;
+            ks[bin[i]] += k[i];
         }
-        cnt[cur] += rc;
-        ks[cur] += rk;
     }
 }
 
@@ -292,12 +283,13 @@ static void out_thread(void *ctx, int ith, int nth)
     for (int blk = b0; blk < b1; blk++) {
         int l0 = blk * FB, l1 = l0 + FB < oc->row->n ? l0 + FB : oc->row->n, cn = l1 - l0;
         interp_block(f->tbin + l0, f->bm, f->bq, oc->row->x + l0, cn, oc->hi, oc->lo, oc->mult, oc->b_head, l);
-        asn_nn_trunc_forward(o, l, oc->scale, oc->thr, cn);
-        if (oc->row->idx)
+        if (oc->row->idx) {
+            asn_nn_trunc_forward(o, l, oc->scale, oc->thr, cn);
             for (int i = 0; i < cn; i++)
                 oc->out[oc->row->idx[l0 + i]] = o[i];
-        else
-            memcpy(oc->out + l0, o, (size_t)cn * sizeof(float));
+        } else {
+            asn_nn_trunc_forward(oc->out + l0, l, oc->scale, oc->thr, cn);
+        }
     }
 }
 
