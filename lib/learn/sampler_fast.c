@@ -37,8 +37,9 @@
 #endif
 
 /* The loops over tokens are written for the compiler to vectorize (with
- * gathers on AVX2 and AVX-512) in the ASN_CLONES copies; only IEEE
- * operations, the same bits in every copy. */
+ * gathers on AVX2 and AVX-512) in the ASN_CLONES copies, but for the
+ * interpolation, which it leaves scalar (interp_block_avx512 and _avx2 do
+ * it by hand); only IEEE operations, the same bits in every copy. */
 #define FB 4096           /* tokens per block of the passes over the row */
 #define FINE_RANGE 64.0   /* nats of bin_width bins below the top */
 #define GEO_BITS 6        /* 2^GEO_BITS bins per octave beyond them */
@@ -236,6 +237,43 @@ static void interp_block_avx512(const int32_t *restrict bin, const float *restri
         interp_block(bin + i, bm, bq, x + i, n - i, xhi, xlo, mult, b_head, l + i);
 }
 #pragma GCC pop_options
+
+/* The same on AVX2, 8 tokens at a time. */
+#pragma GCC push_options
+#pragma GCC target("avx2")
+static void interp_block_avx2(const int32_t *restrict bin, const float *restrict bm, const float *restrict bq,
+                              const float *restrict x, int n, float xhi, float xlo, float mult, int b_head,
+                              float *restrict l)
+{
+    const __m256 vhi = _mm256_set1_ps(xhi), vlo = _mm256_set1_ps(xlo), vm = _mm256_set1_ps(mult);
+    const __m256i vbh = _mm256_set1_epi32(b_head), four = _mm256_set1_epi32(4);
+    int32_t qi[8] __attribute__((aligned(32)));
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 lp = _mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vhi), vlo);
+        __m256i b = _mm256_max_epi32(_mm256_loadu_si256((const __m256i *)(bin + i)), vbh);
+        __m256 dm = _mm256_sub_ps(lp, _mm256_i32gather_ps(bm, b, 4));
+        __m256i below = _mm256_castps_si256(_mm256_cmp_ps(dm, _mm256_setzero_ps(), _CMP_LT_OQ));
+        _mm256_store_si256((__m256i *)qi, _mm256_add_epi32(_mm256_slli_epi32(b, 3), _mm256_and_si256(below, four)));
+        __m256 a[4]; /* a[j], 128-bit lane L: the coefficients of token 4 L + j */
+        for (int j = 0; j < 4; j++)
+            a[j] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(bq + qi[j])), _mm_loadu_ps(bq + qi[4 + j]),
+                                        1);
+        __m256 t0 = _mm256_unpacklo_ps(a[0], a[1]), t1 = _mm256_unpacklo_ps(a[2], a[3]);
+        __m256 t2 = _mm256_unpackhi_ps(a[0], a[1]), t3 = _mm256_unpackhi_ps(a[2], a[3]);
+        __m256 q0 = _mm256_shuffle_ps(t0, t1, _MM_SHUFFLE(1, 0, 1, 0));
+        __m256 q1 = _mm256_shuffle_ps(t0, t1, _MM_SHUFFLE(3, 2, 3, 2));
+        __m256 q2 = _mm256_shuffle_ps(t2, t3, _MM_SHUFFLE(1, 0, 1, 0));
+        __m256 q3 = _mm256_shuffle_ps(t2, t3, _MM_SHUFFLE(3, 2, 3, 2));
+        __m256 p = _mm256_add_ps(q2, _mm256_mul_ps(dm, q3));
+        p = _mm256_add_ps(q1, _mm256_mul_ps(dm, p));
+        p = _mm256_add_ps(q0, _mm256_mul_ps(dm, p));
+        _mm256_storeu_ps(l + i, _mm256_mul_ps(vm, _mm256_add_ps(lp, p)));
+    }
+    if (i < n)
+        interp_block(bin + i, bm, bq, x + i, n - i, xhi, xlo, mult, b_head, l + i);
+}
+#pragma GCC pop_options
 #endif
 
 /* interp_block on the best instruction set the processor has (ASN_CPU caps it) */
@@ -245,6 +283,10 @@ static void interp_any(const int32_t *bin, const float *bm, const float *bq, con
 #ifdef SF_X86
     if (asn_cpu_has(ASN_CPU_AVX512F)) {
         interp_block_avx512(bin, bm, bq, x, n, xhi, xlo, mult, b_head, l);
+        return;
+    }
+    if (asn_cpu_has(ASN_CPU_AVX2)) {
+        interp_block_avx2(bin, bm, bq, x, n, xhi, xlo, mult, b_head, l);
         return;
     }
 #endif
