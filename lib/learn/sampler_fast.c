@@ -276,18 +276,21 @@ static void interp_block_avx2(const int32_t *restrict bin, const float *restrict
 #pragma GCC pop_options
 #endif
 
-/* interp_block on the best instruction set the processor has (ASN_CPU caps it) */
+/* interp_block on the instruction set of pertoken.c's kernels (the best
+ * the processor has; ASN_CPU and asn_nn_pertoken_force cap it) */
 static void interp_any(const int32_t *bin, const float *bm, const float *bq, const float *x, int n, float xhi,
                        float xlo, float mult, int b_head, float *l)
 {
 #ifdef SF_X86
-    if (asn_cpu_has(ASN_CPU_AVX512F)) {
+    switch (asn_nn_pertoken_level()) {
+    case 2:
         interp_block_avx512(bin, bm, bq, x, n, xhi, xlo, mult, b_head, l);
         return;
-    }
-    if (asn_cpu_has(ASN_CPU_AVX2)) {
+    case 1:
         interp_block_avx2(bin, bm, bq, x, n, xhi, xlo, mult, b_head, l);
         return;
+    default:
+        break;
     }
 #endif
     interp_block(bin, bm, bq, x, n, xhi, xlo, mult, b_head, l);
