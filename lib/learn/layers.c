@@ -362,23 +362,21 @@ void asn_nn_silu_backward(float *dinp, const float *dout, const float *inp, size
 ASN_CLONES
 void asn_nn_elu1_forward(float *out, int ldo, const float *inp, int ldi, int n, int w)
 {
-    if (w < VL) { /* narrow rows: the elements of several rows in each vector (element-wise, the same bits) */
-        float buf[VL] = {0};
-        int r0 = 0, j0 = 0, k = 0;
-        for (int r = 0; r < n; r++)
-            for (int j = 0; j < w; j++) {
-                buf[k++] = inp[(size_t)r * ldi + j];
-                if (k == VL || (r == n - 1 && j == w - 1)) {
-                    vf x = vload(buf, VL);
-                    vstore(buf, vsel(x > vsplat(0.0f), x + 1.0f, vexp(vmin(x, vsplat(0.0f)))), VL);
-                    for (int q = 0; q < k; q++) {
-                        out[(size_t)r0 * ldo + j0] = buf[q];
-                        if (++j0 == w)
-                            j0 = 0, r0++;
-                    }
-                    k = 0;
-                }
-            }
+    if (w < VL) { /* narrow rows: batches of rows packed into a buffer, so that each vector holds the
+                   * elements of several rows (element-wise, the same bits) */
+        float buf[16 * VL];
+        const int rows = (16 * VL) / w;
+        for (int r0 = 0; r0 < n; r0 += rows) {
+            const int rn = n - r0 < rows ? n - r0 : rows;
+            for (int r = 0; r < rn; r++)
+                memcpy(buf + (size_t)r * w, inp + (size_t)(r0 + r) * ldi, (size_t)w * sizeof(float));
+            VEC_LOOP((size_t)rn * w, {
+                vf x = vload(buf + i, k);
+                vstore(buf + i, vsel(x > vsplat(0.0f), x + 1.0f, vexp(vmin(x, vsplat(0.0f)))), k);
+            });
+            for (int r = 0; r < rn; r++)
+                memcpy(out + (size_t)(r0 + r) * ldo, buf + (size_t)r * w, (size_t)w * sizeof(float));
+        }
         return;
     }
     for (int r = 0; r < n; r++) {

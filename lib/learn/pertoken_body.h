@@ -58,6 +58,26 @@ static inline V SFX(pt_trunc)(V l, float scale, float thr)
  * -pre / (1 + exp(-pre)) = -silu(pre) exactly, the sign folded into the
  * next layer's weights. */
 
+/* The tokens of a row go through in groups of PT_GROUP: first l of every
+ * vector of the group into a buffer, then the truncation of every one. Each
+ * half is a short chain of dependent steps per vector, independent from
+ * vector to vector, so that the processor overlaps many vectors (one pass
+ * over both halves per vector is one long chain, and runs at its latency).
+ * The same operations on the same values: the same bits. */
+#ifndef PT_GROUP
+#define PT_GROUP 256
+#endif
+
+/* out = l + logsigmoid(l * scale + thr) of the k tokens of lbuf */
+static inline __attribute__((always_inline)) void SFX(pt_trunc_group)(float *out, const float *lbuf, int k, float scale,
+                                                                      float thr)
+{
+    for (int i = 0; i < k; i += VL) {
+        const int kk = k - i < VL ? k - i : VL;
+        vstoren(out + i, SFX(pt_trunc)(vloadn(lbuf + i, VL), scale, thr), kk);
+    }
+}
+
 /* LocalProbabilityTransform: l = lp + mlp(lp); w holds -wg, -bg, -wu, -bu
  * (NI each). */
 static inline __attribute__((always_inline)) void SFX(pt_local)(float *out, float *lpo, const float *x,
@@ -67,18 +87,23 @@ static inline __attribute__((always_inline)) void SFX(pt_local)(float *out, floa
     const int NI = m->inner;
     const float *ng = w, *nbg = w + NI, *nu = w + 2 * NI, *nbu = w + 3 * NI;
     const float hi = (float)f->lse, lo = (float)(f->lse - (double)hi);
-    for (int i = 0; i < n; i += VL) {
-        const int k = n - i < VL ? n - i : VL;
-        V lp = vsub(vsub(vloadn(x + i, k), vset(hi)), vset(lo));
-        if (lpo)
-            vstoren(lpo + i, lp, k);
-        V acc = vset(m->bd[0]);
-        for (int j = 0; j < NI; j++) {
-            V g = vfma(lp, vset(ng[j]), vset(nbg[j]));
-            V gu = vmul(g, vfma(lp, vset(nu[j]), vset(nbu[j])));
-            acc = vfma(vdiv(gu, vadd(vset(1.0f), SFX(pt_exp)(g))), vset(m->wd[j]), acc);
+    float lbuf[PT_GROUP] __attribute__((aligned(64)));
+    for (int i0 = 0; i0 < n; i0 += PT_GROUP) {
+        const int gn = n - i0 < PT_GROUP ? n - i0 : PT_GROUP;
+        for (int i = 0; i < gn; i += VL) {
+            const int k = gn - i < VL ? gn - i : VL;
+            V lp = vsub(vsub(vloadn(x + i0 + i, k), vset(hi)), vset(lo));
+            if (lpo)
+                vstoren(lpo + i0 + i, lp, k);
+            V acc = vset(m->bd[0]);
+            for (int j = 0; j < NI; j++) {
+                V g = vfma(lp, vset(ng[j]), vset(nbg[j]));
+                V gu = vmul(g, vfma(lp, vset(nu[j]), vset(nbu[j])));
+                acc = vfma(vdiv(gu, vadd(vset(1.0f), SFX(pt_exp)(g))), vset(m->wd[j]), acc);
+            }
+            vstoren(lbuf + i, vadd(acc, lp), VL);
         }
-        vstoren(out + i, SFX(pt_trunc)(vadd(acc, lp), f->scale, f->thr), k);
+        SFX(pt_trunc_group)(out + i0, lbuf, gn, f->scale, f->thr);
     }
 }
 
@@ -93,27 +118,32 @@ static inline __attribute__((always_inline)) void SFX(pt_dist)(float *out, float
     const int NI = m->inner, ld = m->in;
     const float *nw1 = w, *nb1 = w + H, *nbg = w + 2 * H, *nbu = w + 2 * H + NI;
     const float hi = (float)f->lse, lo = (float)(f->lse - (double)hi);
-    for (int i = 0; i < n; i += VL) {
-        const int k = n - i < VL ? n - i : VL;
-        V lp = vsub(vsub(vloadn(x + i, k), vset(hi)), vset(lo));
-        if (lpo)
-            vstoren(lpo + i, lp, k);
-        V loc[ASN_NN_DIST_MAXH]; /* -silu(lp w1 + b1) */
-        for (int h = 0; h < H; h++) {
-            V pre = vfma(lp, vset(nw1[h]), vset(nb1[h]));
-            loc[h] = vdiv(pre, vadd(vset(1.0f), SFX(pt_exp)(pre)));
-        }
-        V acc = vset(m->bd[0]);
-        for (int j = 0; j < NI; j++) {
-            const float *wg = m->wg + (size_t)j * ld, *wu = m->wu + (size_t)j * ld;
-            V g = vset(nbg[j]), u = vset(nbu[j]);
+    float lbuf[PT_GROUP] __attribute__((aligned(64)));
+    for (int i0 = 0; i0 < n; i0 += PT_GROUP) {
+        const int gn = n - i0 < PT_GROUP ? n - i0 : PT_GROUP;
+        for (int i = 0; i < gn; i += VL) {
+            const int k = gn - i < VL ? gn - i : VL;
+            V lp = vsub(vsub(vloadn(x + i0 + i, k), vset(hi)), vset(lo));
+            if (lpo)
+                vstoren(lpo + i0 + i, lp, k);
+            V loc[ASN_NN_DIST_MAXH]; /* -silu(lp w1 + b1) */
             for (int h = 0; h < H; h++) {
-                g = vfma(loc[h], vset(wg[h]), g);
-                u = vfma(loc[h], vset(wu[h]), u);
+                V pre = vfma(lp, vset(nw1[h]), vset(nb1[h]));
+                loc[h] = vdiv(pre, vadd(vset(1.0f), SFX(pt_exp)(pre)));
             }
-            acc = vfma(vdiv(vmul(g, u), vadd(vset(1.0f), SFX(pt_exp)(g))), vset(m->wd[j]), acc);
+            V acc = vset(m->bd[0]);
+            for (int j = 0; j < NI; j++) {
+                const float *wg = m->wg + (size_t)j * ld, *wu = m->wu + (size_t)j * ld;
+                V g = vset(nbg[j]), u = vset(nbu[j]);
+                for (int h = 0; h < H; h++) {
+                    g = vfma(loc[h], vset(wg[h]), g);
+                    u = vfma(loc[h], vset(wu[h]), u);
+                }
+                acc = vfma(vdiv(vmul(g, u), vadd(vset(1.0f), SFX(pt_exp)(g))), vset(m->wd[j]), acc);
+            }
+            vstoren(lbuf + i, vadd(acc, lp), VL);
         }
-        vstoren(out + i, SFX(pt_trunc)(vadd(acc, lp), f->scale, f->thr), k);
+        SFX(pt_trunc_group)(out + i0, lbuf, gn, f->scale, f->thr);
     }
 }
 

@@ -31,9 +31,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SF_X86 1
+#include <immintrin.h>
+#endif
+
 /* The loops over tokens are written for the compiler to vectorize (with
- * gathers on AVX2 and AVX-512) in the ASN_CLONES copies; only IEEE
- * operations, the same bits in every copy. */
+ * gathers on AVX2 and AVX-512) in the ASN_CLONES copies, but for the
+ * interpolation, which it leaves scalar (interp_block_avx512 and _avx2 do
+ * it by hand); only IEEE operations, the same bits in every copy. */
 #define FB 4096           /* tokens per block of the passes over the row */
 #define FINE_RANGE 64.0   /* nats of bin_width bins below the top */
 #define GEO_BITS 6        /* 2^GEO_BITS bins per octave beyond them */
@@ -187,6 +193,109 @@ static void interp_block(const int32_t *restrict bin, const float *restrict bm, 
     }
 }
 
+#ifdef SF_X86
+/* interp_block on AVX-512, 16 tokens at a time: each token's 4 coefficients
+ * are one 16-byte load, 16 of them transposed into 4 vectors (a gather per
+ * coefficient, or the scalar loop, costs more); the same operations lane by
+ * lane, in the same order, without fused multiply-adds: the same bits. */
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+static void interp_block_avx512(const int32_t *restrict bin, const float *restrict bm, const float *restrict bq,
+                                const float *restrict x, int n, float xhi, float xlo, float mult, int b_head,
+                                float *restrict l)
+{
+    const __m512 vhi = _mm512_set1_ps(xhi), vlo = _mm512_set1_ps(xlo), vm = _mm512_set1_ps(mult);
+    const __m512i vbh = _mm512_set1_epi32(b_head), four = _mm512_set1_epi32(4);
+    int32_t qi[16] __attribute__((aligned(64)));
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 lp = _mm512_sub_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vhi), vlo);
+        __m512i b = _mm512_max_epi32(_mm512_loadu_si512(bin + i), vbh);
+        __m512 dm = _mm512_sub_ps(lp, _mm512_i32gather_ps(b, bm, 4));
+        __mmask16 below = _mm512_cmp_ps_mask(dm, _mm512_setzero_ps(), _CMP_LT_OQ);
+        __m512i q = _mm512_slli_epi32(b, 3);
+        _mm512_store_si512(qi, _mm512_mask_add_epi32(q, below, q, four));
+        __m512 a[4]; /* a[j], 128-bit lane L: the coefficients of token 4 L + j */
+        for (int j = 0; j < 4; j++) {
+            __m512 v = _mm512_castps128_ps512(_mm_loadu_ps(bq + qi[j]));
+            v = _mm512_insertf32x4(v, _mm_loadu_ps(bq + qi[4 + j]), 1);
+            v = _mm512_insertf32x4(v, _mm_loadu_ps(bq + qi[8 + j]), 2);
+            a[j] = _mm512_insertf32x4(v, _mm_loadu_ps(bq + qi[12 + j]), 3);
+        }
+        __m512 t0 = _mm512_unpacklo_ps(a[0], a[1]), t1 = _mm512_unpacklo_ps(a[2], a[3]);
+        __m512 t2 = _mm512_unpackhi_ps(a[0], a[1]), t3 = _mm512_unpackhi_ps(a[2], a[3]);
+        __m512 q0 = _mm512_shuffle_ps(t0, t1, _MM_SHUFFLE(1, 0, 1, 0));
+        __m512 q1 = _mm512_shuffle_ps(t0, t1, _MM_SHUFFLE(3, 2, 3, 2));
+        __m512 q2 = _mm512_shuffle_ps(t2, t3, _MM_SHUFFLE(1, 0, 1, 0));
+        __m512 q3 = _mm512_shuffle_ps(t2, t3, _MM_SHUFFLE(3, 2, 3, 2));
+        __m512 p = _mm512_add_ps(q2, _mm512_mul_ps(dm, q3));
+        p = _mm512_add_ps(q1, _mm512_mul_ps(dm, p));
+        p = _mm512_add_ps(q0, _mm512_mul_ps(dm, p));
+        _mm512_storeu_ps(l + i, _mm512_mul_ps(vm, _mm512_add_ps(lp, p)));
+    }
+    if (i < n)
+        interp_block(bin + i, bm, bq, x + i, n - i, xhi, xlo, mult, b_head, l + i);
+}
+#pragma GCC pop_options
+
+/* The same on AVX2, 8 tokens at a time. */
+#pragma GCC push_options
+#pragma GCC target("avx2")
+static void interp_block_avx2(const int32_t *restrict bin, const float *restrict bm, const float *restrict bq,
+                              const float *restrict x, int n, float xhi, float xlo, float mult, int b_head,
+                              float *restrict l)
+{
+    const __m256 vhi = _mm256_set1_ps(xhi), vlo = _mm256_set1_ps(xlo), vm = _mm256_set1_ps(mult);
+    const __m256i vbh = _mm256_set1_epi32(b_head), four = _mm256_set1_epi32(4);
+    int32_t qi[8] __attribute__((aligned(32)));
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 lp = _mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vhi), vlo);
+        __m256i b = _mm256_max_epi32(_mm256_loadu_si256((const __m256i *)(bin + i)), vbh);
+        __m256 dm = _mm256_sub_ps(lp, _mm256_i32gather_ps(bm, b, 4));
+        __m256i below = _mm256_castps_si256(_mm256_cmp_ps(dm, _mm256_setzero_ps(), _CMP_LT_OQ));
+        _mm256_store_si256((__m256i *)qi, _mm256_add_epi32(_mm256_slli_epi32(b, 3), _mm256_and_si256(below, four)));
+        __m256 a[4]; /* a[j], 128-bit lane L: the coefficients of token 4 L + j */
+        for (int j = 0; j < 4; j++)
+            a[j] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(bq + qi[j])), _mm_loadu_ps(bq + qi[4 + j]),
+                                        1);
+        __m256 t0 = _mm256_unpacklo_ps(a[0], a[1]), t1 = _mm256_unpacklo_ps(a[2], a[3]);
+        __m256 t2 = _mm256_unpackhi_ps(a[0], a[1]), t3 = _mm256_unpackhi_ps(a[2], a[3]);
+        __m256 q0 = _mm256_shuffle_ps(t0, t1, _MM_SHUFFLE(1, 0, 1, 0));
+        __m256 q1 = _mm256_shuffle_ps(t0, t1, _MM_SHUFFLE(3, 2, 3, 2));
+        __m256 q2 = _mm256_shuffle_ps(t2, t3, _MM_SHUFFLE(1, 0, 1, 0));
+        __m256 q3 = _mm256_shuffle_ps(t2, t3, _MM_SHUFFLE(3, 2, 3, 2));
+        __m256 p = _mm256_add_ps(q2, _mm256_mul_ps(dm, q3));
+        p = _mm256_add_ps(q1, _mm256_mul_ps(dm, p));
+        p = _mm256_add_ps(q0, _mm256_mul_ps(dm, p));
+        _mm256_storeu_ps(l + i, _mm256_mul_ps(vm, _mm256_add_ps(lp, p)));
+    }
+    if (i < n)
+        interp_block(bin + i, bm, bq, x + i, n - i, xhi, xlo, mult, b_head, l + i);
+}
+#pragma GCC pop_options
+#endif
+
+/* interp_block on the instruction set of pertoken.c's kernels (the best
+ * the processor has; ASN_CPU and asn_nn_pertoken_force cap it) */
+static void interp_any(const int32_t *bin, const float *bm, const float *bq, const float *x, int n, float xhi,
+                       float xlo, float mult, int b_head, float *l)
+{
+#ifdef SF_X86
+    switch (asn_nn_pertoken_level()) {
+    case 2:
+        interp_block_avx512(bin, bm, bq, x, n, xhi, xlo, mult, b_head, l);
+        return;
+    case 1:
+        interp_block_avx2(bin, bm, bq, x, n, xhi, xlo, mult, b_head, l);
+        return;
+    default:
+        break;
+    }
+#endif
+    interp_block(bin, bm, bq, x, n, xhi, xlo, mult, b_head, l);
+}
+
 /* Each bin's center c and scale sc = 2^(23 - e), 2^e <= |lp| of every
  * member: every member's lp and c are then multiples of 2^(e - 23) within
  * a factor 2 of each other, so lp - c is exact and (lp - c) sc an exact
@@ -256,19 +365,10 @@ static void bin_thread(void *ctx, int ith, int nth)
         int lo = blk * FB, hi = lo + FB < bc->row->n ? lo + FB : bc->row->n, cn = hi - lo;
         int32_t *bin = f->tbin + lo;
         f->bmin[blk] = bins_block(geo_of(f), f->c, f->sc, bc->row->x + lo, cn, bc->hi, bc->lo, bin, k);
-        int cur = bin[0]; /* runs of tokens in one bin add up in registers */
-        int64_t rc = 0, rk = 0;
-        for (int i = 0; i < cn; i++) {
-            if (bin[i] != cur) {
-                cnt[cur] += rc;
-                ks[cur] += rk;
-                cur = bin[i], rc = 0, rk = 0;
-            }
-            rc++;
-            rk += k[i];
+        for (int i = 0; i < cn; i++) { /* integers: the same sums in any order */
+            cnt[bin[i]]++;
+            ks[bin[i]] += k[i];
         }
-        cnt[cur] += rc;
-        ks[cur] += rk;
     }
 }
 
@@ -291,13 +391,14 @@ static void out_thread(void *ctx, int ith, int nth)
     asn_split(oc->nblk, ith, nth, 1, &b0, &b1);
     for (int blk = b0; blk < b1; blk++) {
         int l0 = blk * FB, l1 = l0 + FB < oc->row->n ? l0 + FB : oc->row->n, cn = l1 - l0;
-        interp_block(f->tbin + l0, f->bm, f->bq, oc->row->x + l0, cn, oc->hi, oc->lo, oc->mult, oc->b_head, l);
-        asn_nn_trunc_forward(o, l, oc->scale, oc->thr, cn);
-        if (oc->row->idx)
+        interp_any(f->tbin + l0, f->bm, f->bq, oc->row->x + l0, cn, oc->hi, oc->lo, oc->mult, oc->b_head, l);
+        if (oc->row->idx) {
+            asn_nn_trunc_forward(o, l, oc->scale, oc->thr, cn);
             for (int i = 0; i < cn; i++)
                 oc->out[oc->row->idx[l0 + i]] = o[i];
-        else
-            memcpy(oc->out + l0, o, (size_t)cn * sizeof(float));
+        } else {
+            asn_nn_trunc_forward(oc->out + l0, l, oc->scale, oc->thr, cn);
+        }
     }
 }
 

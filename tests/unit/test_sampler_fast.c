@@ -19,6 +19,7 @@
 #include "asn/model.h"
 #include "asn/pool.h"
 #include "asn/sampler_net.h"
+#include "learn/layers.h"
 #include "t.h"
 
 #include <cblas.h>
@@ -185,6 +186,15 @@ static void check_row(const char *label, asn_sampler *s, const float *x, int V, 
             snprintf(name, sizeof name, "%s: %d threads give the same bits", label, k + 2);
             T_OK(name, ok && !memcmp(b, b2, V * sizeof(float)), "%s", ok ? "outputs differ" : e.msg);
         }
+        /* the interpolation's copies per instruction set (sampler_fast.c) */
+        int same = 1, top = asn_nn_pertoken_level();
+        for (int level = 0; level < top; level++) {
+            asn_nn_pertoken_force(level);
+            same &= asn_sampler_forward_fast(s, wf, NULL, x, V, b2, &e) == 0 && !memcmp(b, b2, V * sizeof(float));
+        }
+        asn_nn_pertoken_force(-1);
+        snprintf(name, sizeof name, "%s: the same bits on every instruction set", label);
+        T_OK(name, same, "outputs differ");
     }
     free(a), free(b), free(b2);
     asn_sampler_ws_free(ws);
