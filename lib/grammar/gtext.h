@@ -18,6 +18,10 @@ void sb_gliteral(asn_sbuf *b, const char *s, size_t n);
  * class is written as a class that matches nothing. */
 void sb_gclass(asn_sbuf *b, const uint32_t *r, int n);
 
+/* A class of code points (sorted disjoint ranges, pairs) as the contents
+ * of a JSON string write one of them: raw, or escaped where JSON requires. */
+void sb_json_class(asn_sbuf *b, const uint32_t *r, int n);
+
 /* A regular expression (regex.c's dialect) as one GBNF expression
  * appended to b, for a whole text (json = 0) or for the contents of a JSON
  * string (json = 1: quotes, backslashes and control characters written as

@@ -489,11 +489,83 @@ static void counted_chars(conv *c, asn_sbuf *b, long long lo, long long hi)
     asn_sbuf_adds(b, ")");
 }
 
+/* A string in every one of the regexes' languages (searched for, as
+ * pattern is) of lo to hi code points (hi < 0: no bound): the product of
+ * their automata and a counter (dfa.c). ptr names the keyword refused
+ * when the automaton is too large. */
+static int automaton_string(conv *c, const char *const *res, int n, long long lo, long long hi, const char *ptr,
+                            asn_sbuf *b)
+{
+    gdfa *d = NULL;
+    asn_err e2;
+    for (int i = 0; i < n; i++) {
+        gdfa *x = gdfa_regex(res[i], &e2), *y = x;
+        if (x && d) {
+            y = gdfa_product(d, x, GDFA_AND, &e2);
+            gdfa_free(x), gdfa_free(d);
+        }
+        d = y;
+        if (!d)
+            return serr(c, ptr, "%s", e2.msg);
+    }
+    char name[24];
+    snprintf(name, sizeof name, "r%d", c->n_rules++);
+    int bad = gdfa_gbnf(d, lo, hi, name, &c->rules, &e2);
+    gdfa_free(d);
+    if (bad)
+        return serr(c, ptr, "%s", e2.msg);
+    asn_sbuf_addf(b, "\"\\\"\" %s", name);
+    return 0;
+}
+
 static int string_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
 {
     const json_t *fmt = json_object_get(s, "format");
     if (json_is_string(fmt) && !in_list(STANDARD_FORMATS, json_string_value(fmt)))
         fmt = NULL; /* not a format of JSON Schema: an annotation */
+    const json_t *pat0 = json_object_get(s, "pattern"), *mn0 = json_object_get(s, "minLength"),
+                 *mx0 = json_object_get(s, "maxLength");
+    if ((fmt && (pat0 || mn0 || mx0)) || (pat0 && (mn0 || mx0))) {
+        /* several of format, pattern, lengths: one automaton */
+        char p[1024];
+        const char *res[2];
+        int n = 0;
+        char *fre = NULL;
+        if (fmt) {
+            ptr_child(p, sizeof p, ptr, "format");
+            const char *re = NULL;
+            for (size_t i = 0; json_is_string(fmt) && i < sizeof FORMATS / sizeof FORMATS[0]; i++)
+                if (!strcmp(FORMATS[i].name, json_string_value(fmt)))
+                    re = FORMATS[i].re;
+            if (!re)
+                return serr(c, p, "unsupported format \"%s\"", json_is_string(fmt) ? json_string_value(fmt) : "");
+            fre = asn_xmalloc(strlen(re) + 8);
+            sprintf(fre, "^(?:%s)$", re);
+            res[n++] = fre;
+        }
+        if (pat0) {
+            ptr_child(p, sizeof p, ptr, "pattern");
+            if (!json_is_string(pat0)) {
+                free(fre);
+                return serr(c, p, "%s", "pattern must be a string");
+            }
+            res[n++] = json_string_value(pat0);
+        }
+        const char *which = mx0 ? "maxLength" : mn0 ? "minLength" : "pattern";
+        if (mn0 && (!json_is_integer(mn0) || json_integer_value(mn0) < 0 || json_integer_value(mn0) >= MAX_COUNT))
+            which = NULL, ptr_child(p, sizeof p, ptr, "minLength");
+        if (mx0 && (!json_is_integer(mx0) || json_integer_value(mx0) < 0 || json_integer_value(mx0) >= MAX_COUNT))
+            which = NULL, ptr_child(p, sizeof p, ptr, "maxLength");
+        if (!which) {
+            free(fre);
+            return serr(c, p, "%s", "minLength and maxLength must be integers in [0, 10^12)");
+        }
+        ptr_child(p, sizeof p, ptr, which);
+        long long lo = mn0 ? (long long)json_integer_value(mn0) : 0, hi = mx0 ? (long long)json_integer_value(mx0) : -1;
+        int bad = automaton_string(c, res, n, lo, hi, p, b);
+        free(fre);
+        return bad;
+    }
     if (fmt) {
         char p[1024];
         ptr_child(p, sizeof p, ptr, "format");
@@ -505,8 +577,6 @@ static int string_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
                 re = FORMATS[i].re;
         if (!re && in_list(STANDARD_FORMATS, json_string_value(fmt)))
             return serr(c, p, "unsupported format \"%s\"", json_string_value(fmt));
-        if (json_object_get(s, "pattern") || json_object_get(s, "minLength") || json_object_get(s, "maxLength"))
-            return serr(c, p, "%s", "format together with pattern/minLength/maxLength is not supported");
         asn_sbuf x = {0};
         asn_err e2;
         if (asn_regex_expr(re, 1, &x, NULL, &e2)) {
@@ -534,8 +604,6 @@ static int string_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
         ptr_child(p, sizeof p, ptr, "pattern");
         if (!json_is_string(pat))
             return serr(c, p, "%s", "pattern must be a string");
-        if (mn || mx)
-            return serr(c, p, "%s", "pattern together with minLength/maxLength is not supported");
         asn_sbuf x = {0};
         int anch = 0;
         asn_err e2;
