@@ -1,0 +1,82 @@
+# schema_automata.sh — strings under several of pattern, format, minLength
+# and maxLength at once (one automaton: the pattern's, times a counter of
+# code points): for every schema below and every text of a list (none
+# ending in a newline: Python's $ matches before one, ECMAScript's not),
+# constrain's verdict equals Python's jsonschema (draft 2020-12, formats
+# checked); every text that constrain draws from such a schema validates.
+. "$ASN_ROOT/tests/lib/cli.sh"
+PY=/usr/bin/python3
+V="$ROOT/tests/data/vocab/ggml-vocab-llama-bpe.gguf"
+
+$PY - "$TMP/in.jsonl" <<'PYEOF'
+import json, sys
+schemas = [
+    {"type": "string", "pattern": "^[a-z]+$", "maxLength": 3},
+    {"type": "string", "pattern": "^[a-z]+$", "minLength": 2, "maxLength": 4},
+    {"type": "string", "pattern": "b", "minLength": 2, "maxLength": 4},
+    {"type": "string", "pattern": "^[A-Z][a-z0-9_-]*", "minLength": 3},
+    {"type": "string", "pattern": "x$", "maxLength": 2},
+    {"type": "string", "pattern": "^\\d{5}(-\\d{4})?$", "maxLength": 5},
+    {"type": "string", "pattern": "^(ab|a)*$", "minLength": 3, "maxLength": 3},
+    {"type": "string", "pattern": "^.+@.+$", "maxLength": 6},
+    {"type": "string", "pattern": "[é\"\\\\\\n]", "maxLength": 2},
+    {"type": "string", "format": "date", "maxLength": 10},
+    {"type": "string", "format": "ipv4", "minLength": 9, "maxLength": 11},
+    {"type": "string", "format": "date", "pattern": "-0[1-6]-"},
+    {"type": "string", "pattern": "^a", "minLength": 5, "maxLength": 2},
+]
+texts = ["", "a", "ab", "abc", "abcd", "abcde", "b", "bb", "Ab", "Abc", "Ab_9z", "abC", "x", "ax", "axx", "12345",
+         "1234", "12345-6789", "aab", "aba", "abab", "aaa", "a@b", "a@b.cd", "a@bcdef", "é", "aé", "\"", "\\", "\n",
+         "\na", "\"\"\"", "2024-02-29", "2023-02-29", "2024-07-01", "2024-05-10", "2024-12-31x", "10.0.0.1",
+         "192.168.1.1", "1.2.3.4", "256.1.1.1", "10.0.0.01", "aaaaa"]
+with open(sys.argv[1], "w") as f:
+    for s in schemas:
+        for t in texts:
+            f.write(json.dumps({"json_schema": s, "text": json.dumps(t, ensure_ascii=False)}, ensure_ascii=False) + "\n")
+        f.write(json.dumps({"json_schema": s, "text": ""}) + "\n")
+PYEOF
+expect_status "constrain checks the texts" 0 "$BIN/constrain" -m "$V" "$TMP/in.jsonl"
+cp "$TMP/out" "$TMP/verdicts.jsonl"
+check "every schema compiles; valid exactly where Python's jsonschema says so" $PY - "$TMP/verdicts.jsonl" <<'PYEOF'
+import json, sys
+import jsonschema
+fc = jsonschema.FormatChecker()
+n = valid = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    assert r["compiled"], r
+    if not r["text"]:
+        continue
+    ok = jsonschema.Draft202012Validator(r["json_schema"], format_checker=fc).is_valid(json.loads(r["text"]))
+    assert r["valid"] == ok, (ok, r)
+    n += 1; valid += ok
+assert n == 13 * 43 and 40 < valid < 150, (n, valid)
+PYEOF
+
+$PY - "$TMP/in.jsonl" "$TMP/sample.jsonl" <<'PYEOF'
+import json, sys
+seen = set()
+with open(sys.argv[2], "w") as f:
+    for line in open(sys.argv[1]):
+        r = json.loads(line)
+        k = json.dumps(r["json_schema"], sort_keys=True)
+        if k not in seen:
+            seen.add(k)
+            f.write(json.dumps({"json_schema": r["json_schema"]}) + "\n")
+PYEOF
+expect_status "constrain draws texts from each schema" 0 "$BIN/constrain" -m "$V" --sample 25 --max-tokens 40 "$TMP/sample.jsonl"
+check "every text drawn to its end validates under Python's jsonschema" $PY - "$TMP/out" <<'PYEOF'
+import json, sys
+import jsonschema
+fc = jsonschema.FormatChecker()
+n = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    for smp in r["samples"]:
+        if smp["finish"] != "eos":
+            continue
+        v = json.loads(smp["text"])
+        assert jsonschema.Draft202012Validator(r["json_schema"], format_checker=fc).is_valid(v), (r["json_schema"], v)
+        n += 1
+assert n > 150, n
+PYEOF
