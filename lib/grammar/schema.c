@@ -882,6 +882,100 @@ static int presence_accepts(const presence *pc, unsigned S, int e)
     return count >= pc->min_p && (pc->max_p < 0 || count <= pc->max_p);
 }
 
+/* The members not declared when patternProperties' patterns overlap the
+ * declared names, each other or additionalProperties: the names are
+ * shared out by automata (dfa.c), a name matching exactly the patterns of
+ * set T (and not declared) taking the schemas of T together, one
+ * matching none additionalProperties. Writes the rule of one such member
+ * (empty when there is none). */
+enum { MAX_PATTERNS = 4 };
+
+static int pattern_members(conv *c, const json_t *pats, const prop *pr, int n, const json_t *add, const char *ptr,
+                           char *extra)
+{
+    char pq[1024];
+    ptr_child(pq, sizeof pq, ptr, "patternProperties");
+    int m = (int)json_object_size(pats);
+    if (m > MAX_PATTERNS)
+        return serr(c, pq, "%s", "more than 4 patterns in patternProperties beside other names is not supported");
+    gdfa *d[MAX_PATTERNS], *decl, *any = gdfa_any();
+    const json_t *sch[MAX_PATTERNS];
+    const char **names = asn_xcalloc((size_t)n + 1, sizeof *names);
+    for (int j = 0; j < n; j++)
+        names[j] = pr[j].name;
+    decl = gdfa_names(names, n);
+    free(names);
+    int k = 0, bad = 0;
+    const char *pat;
+    const json_t *ps;
+    asn_err e2;
+    json_object_foreach((json_t *)pats, pat, ps)
+    {
+        sch[k] = ps;
+        if (!(d[k] = gdfa_regex(pat, &e2))) {
+            char pi[1024];
+            ptr_child(pi, sizeof pi, pq, pat);
+            serr(c, pi, "%s", e2.msg);
+            bad = 1;
+            break;
+        }
+        k++;
+    }
+    asn_sbuf alts = {0};
+    /* T = 0: additionalProperties */
+    for (unsigned T = 0; !bad && T < 1u << k; T++) {
+        json_t *v;
+        if (!T) {
+            if (json_is_false(add))
+                continue;
+            v = add ? json_incref((json_t *)add) : json_true();
+        } else {
+            v = json_pack("{s:[]}", "allOf");
+            int no = 0;
+            for (int i = 0; i < k; i++)
+                if (T >> i & 1) {
+                    no |= json_is_false(sch[i]);
+                    json_array_append(json_object_get(v, "allOf"), (json_t *)sch[i]);
+                }
+            if (no) {
+                json_decref(v);
+                continue;
+            }
+        }
+        gdfa *L = any, *x;
+        for (int i = 0; L && i <= k; i++) {
+            x = gdfa_product(L, i < k ? d[i] : decl, i < k && T >> i & 1 ? GDFA_AND : GDFA_ANDNOT, &e2);
+            if (L != any)
+                gdfa_free(L);
+            L = x;
+        }
+        if (!L) {
+            serr(c, pq, "%s", e2.msg);
+            json_decref(v);
+            bad = 1;
+            break;
+        }
+        if (!gdfa_empty(L)) {
+            char key[24], vr[24], pv[1024];
+            snprintf(key, sizeof key, "r%d", c->n_rules++);
+            ptr_child(pv, sizeof pv, ptr, T ? "patternProperties" : "additionalProperties");
+            if (gdfa_gbnf(L, 0, -1, key, &c->rules, &e2) ? serr(c, pq, "%s", e2.msg) : conv_schema(c, v, pv, vr))
+                bad = 1;
+            else
+                asn_sbuf_addf(&alts, "%s\"\\\"\" %s%s\":\"%s%s", alts.len ? " | " : "", key, W(c), W(c), vr);
+        }
+        gdfa_free(L);
+        json_decref(v);
+    }
+    for (int i = 0; i < k; i++)
+        gdfa_free(d[i]);
+    gdfa_free(decl), gdfa_free(any);
+    if (!bad && alts.len)
+        add_rule(c, asn_sbuf_str(&alts), extra);
+    asn_sbuf_release(&alts);
+    return bad ? -1 : 0;
+}
+
 static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
 {
     const json_t *props = json_object_get(s, "properties"), *req = json_object_get(s, "required");
@@ -907,7 +1001,7 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
      * given to several patterns is one pattern, their alternatives) */
     const json_t *pats = json_object_get(s, "patternProperties"), *pat_schema = NULL;
     asn_sbuf patkey = {0};
-    int universal = 0;
+    int universal = 0, general = 0; /* general: names shared out by automata (pattern_members) */
     if (pats) {
         char pq[1024];
         ptr_child(pq, sizeof pq, ptr, "patternProperties");
@@ -921,10 +1015,8 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
         {
             char pi[1024];
             ptr_child(pi, sizeof pi, pq, pat);
-            if (pat_schema && !json_equal(pat_schema, ps)) {
-                serr(c, pi, "%s", "patternProperties whose patterns have different schemas is not supported");
-                goto fail;
-            }
+            if (pat_schema && !json_equal(pat_schema, ps))
+                general = 1;
             pat_schema = ps;
             asn_sbuf x = {0};
             int anch = 0;
@@ -946,30 +1038,28 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
         {
             /* a name declared with any value (a required name, see normalize) may come as a pattern's */
             int any = json_is_true(sub) || (json_is_object(sub) && !json_object_size(sub));
-            json_object_foreach((json_t *)pats, pat, ps) if (gv_search(pat, key) == 1 && !universal && !any)
-            {
-                ptr_child(pk, sizeof pk, pq, pat);
-                serr(c, pk, "%s", "a property of properties that a pattern of patternProperties matches is not "
-                                  "supported (unless the pattern matches every name)");
-                goto fail;
-            }
+            json_object_foreach((json_t *)pats, pat, ps) general |= gv_search(pat, key) == 1 && !universal && !any;
         }
-        if (!universal && !json_is_false(add)) {
-            serr(c, pq, "%s", "patternProperties is supported beside additionalProperties: false, or with a "
-                              "pattern that matches every name");
-            goto fail;
-        }
+        general |= !universal && !json_is_false(add);
     }
     json_object_foreach((json_t *)props, key, sub)
     {
         pr[n].name = key;
         char vr[24];
         ptr_child(pk, sizeof pk, pp, key);
-        int matched = universal;
+        /* the schemas of the patterns that match the name apply too */
+        json_t *both = json_pack("{s:[O]}", "allOf", sub), *all = json_object_get(both, "allOf");
         const char *pat;
         const json_t *ps;
-        json_object_foreach((json_t *)pats, pat, ps) matched |= gv_search(pat, key) == 1;
-        json_t *both = pat_schema && matched ? json_pack("{s:[O,O]}", "allOf", sub, pat_schema) : NULL;
+        json_object_foreach((json_t *)pats, pat, ps) if (!general ? universal || gv_search(pat, key) == 1
+                                                                    : gv_search(pat, key) == 1)
+        {
+            json_array_append((json_t *)all, (json_t *)(general ? ps : pat_schema));
+            if (!general)
+                break;
+        }
+        if (json_array_size(all) == 1)
+            json_decref(both), both = NULL;
         int bad = conv_schema(c, both ? both : sub, pk, vr);
         json_decref(both);
         if (bad)
@@ -1007,7 +1097,10 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
     }
     /* extra members */
     char extra[24] = "";
-    if (pat_schema && !universal) { /* additionalProperties is false */
+    if (general) {
+        if (pattern_members(c, pats, pr, n, add, ptr, extra))
+            goto fail;
+    } else if (pat_schema && !universal) { /* additionalProperties is false */
         char vr[24];
         ptr_child(pk, sizeof pk, ptr, "patternProperties");
         if (conv_schema(c, pat_schema, pk, vr))

@@ -1,9 +1,12 @@
-# schema_automata.sh — strings under several of pattern, format, minLength
+# schema_automata.sh — what the automata of patterns (lib/grammar/dfa.c)
+# let the grammar say: strings under several of pattern, format, minLength
 # and maxLength at once (one automaton: the pattern's, times a counter of
 # code points): for every schema below and every text of a list (none
 # ending in a newline: Python's $ matches before one, ECMAScript's not),
 # constrain's verdict equals Python's jsonschema (draft 2020-12, formats
-# checked); every text that constrain draws from such a schema validates.
+# checked); the same for patternProperties whose patterns overlap the
+# declared names, each other or additionalProperties; every text that
+# constrain draws from such a schema validates.
 . "$ASN_ROOT/tests/lib/cli.sh"
 PY=/usr/bin/python3
 V="$ROOT/tests/data/vocab/ggml-vocab-llama-bpe.gguf"
@@ -35,6 +38,30 @@ with open(sys.argv[1], "w") as f:
             f.write(json.dumps({"json_schema": s, "text": json.dumps(t, ensure_ascii=False)}, ensure_ascii=False) + "\n")
         f.write(json.dumps({"json_schema": s, "text": ""}) + "\n")
 PYEOF
+# patternProperties beside additionalProperties, declared names or each
+# other: names shared out by automata (a name takes the schemas of every
+# pattern it matches, and of properties when declared)
+$PY - "$TMP/in.jsonl" <<'PYEOF'
+import json, sys
+schemas = [
+    {"type": "object", "patternProperties": {"^x": {"type": "integer"}}},
+    {"type": "object", "patternProperties": {"^x": {"type": "integer"}, "a$": {"type": "number", "minimum": 5}},
+     "additionalProperties": {"type": "string"}},
+    {"type": "object", "properties": {"xa": {"type": "integer", "maximum": 3}},
+     "patternProperties": {"^x": {"type": "integer", "minimum": 1}}, "additionalProperties": False},
+    {"type": "object", "properties": {"b": {"type": "boolean"}}, "required": ["b"],
+     "patternProperties": {"^[0-9]+$": {"type": "null"}, "é": False}},
+]
+texts = ['{}', '{"xa":1}', '{"xa":"s"}', '{"xa":7}', '{"xa":0}', '{"xb":9}', '{"xa":2,"xb":9}', '{"ya":5.5}',
+         '{"ya":4}', '{"q":"s"}', '{"q":1}', '{"xa":7,"ya":5.5,"q":"s"}', '{"b":true}', '{"b":1}',
+         '{"b":false,"12":null}', '{"b":false,"12":1}', '{"b":true,"é":1}', '{"b":true,"aé":null}', '{"x":null}',
+         '{"\\n":"s"}', '{"b":true,"x1":2}']
+with open(sys.argv[1], "a") as f:
+    for s in schemas:
+        for t in texts:
+            f.write(json.dumps({"json_schema": s, "text": t}, ensure_ascii=False) + "\n")
+        f.write(json.dumps({"json_schema": s, "text": ""}) + "\n")
+PYEOF
 expect_status "constrain checks the texts" 0 "$BIN/constrain" -m "$V" "$TMP/in.jsonl"
 cp "$TMP/out" "$TMP/verdicts.jsonl"
 check "every schema compiles; valid exactly where Python's jsonschema says so" $PY - "$TMP/verdicts.jsonl" <<'PYEOF'
@@ -50,7 +77,7 @@ for line in open(sys.argv[1]):
     ok = jsonschema.Draft202012Validator(r["json_schema"], format_checker=fc).is_valid(json.loads(r["text"]))
     assert r["valid"] == ok, (ok, r)
     n += 1; valid += ok
-assert n == 13 * 43 and 40 < valid < 150, (n, valid)
+assert n == 13 * 43 + 4 * 21 and 60 < valid < 200, (n, valid)
 PYEOF
 
 $PY - "$TMP/in.jsonl" "$TMP/sample.jsonl" <<'PYEOF'
@@ -78,5 +105,5 @@ for line in open(sys.argv[1]):
         v = json.loads(smp["text"])
         assert jsonschema.Draft202012Validator(r["json_schema"], format_checker=fc).is_valid(v), (r["json_schema"], v)
         n += 1
-assert n > 150, n
+assert n > 200, n
 PYEOF
