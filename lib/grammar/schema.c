@@ -1536,12 +1536,29 @@ static int requires_excluded(const json_t *a, const json_t *b)
     return 0;
 }
 
+/* 1 when a and b (strings) have patterns that no string matches both
+ * (their automata's product is empty). */
+static int patterns_disjoint(const json_t *a, const json_t *b)
+{
+    const char *pa = json_string_value(json_object_get(a, "pattern")), *pb = json_string_value(json_object_get(b, "pattern"));
+    if (!pa || !pb)
+        return 0;
+    asn_err e2;
+    gdfa *x = gdfa_regex(pa, &e2), *y = x ? gdfa_regex(pb, &e2) : NULL, *z = y ? gdfa_product(x, y, GDFA_AND, &e2) : NULL;
+    int empty = z && gdfa_empty(z);
+    gdfa_free(x), gdfa_free(y), gdfa_free(z);
+    return empty;
+}
+
 /* 1 when no value satisfies both a and b (normalized branches): their
- * types differ, both require a property whose const/enum values differ, or
- * one requires a property the other does not allow. */
+ * types differ, both require a property whose const/enum values differ,
+ * one requires a property the other does not allow, or both are strings
+ * whose patterns cannot match one string. */
 static int pair_disjoint(const json_t *a, const json_t *b)
 {
     if (!(schema_types(a) & schema_types(b)) || requires_excluded(a, b) || requires_excluded(b, a))
+        return 1;
+    if (schema_types(a) == 4 && schema_types(b) == 4 && patterns_disjoint(a, b))
         return 1;
     if (schema_types(a) != 1 && schema_types(b) != 1) /* a non-object may satisfy both */
         return 0;

@@ -4,7 +4,8 @@
 # code points): for every schema below and every text of a list (none
 # ending in a newline: Python's $ matches before one, ECMAScript's not),
 # constrain's verdict equals Python's jsonschema (draft 2020-12, formats
-# checked); the same for patternProperties whose patterns overlap the
+# checked), and oneOf of strings whose patterns no string matches both;
+# the same for patternProperties whose patterns overlap the
 # declared names, each other or additionalProperties; every text that
 # constrain draws from such a schema validates.
 . "$ASN_ROOT/tests/lib/cli.sh"
@@ -27,11 +28,12 @@ schemas = [
     {"type": "string", "format": "ipv4", "minLength": 9, "maxLength": 11},
     {"type": "string", "format": "date", "pattern": "-0[1-6]-"},
     {"type": "string", "pattern": "^a", "minLength": 5, "maxLength": 2},
+    {"oneOf": [{"type": "string", "pattern": "^[^:]+$"}, {"type": "string", "pattern": "^[^:]+:[^:]+:[0-9]+$"}]},
 ]
 texts = ["", "a", "ab", "abc", "abcd", "abcde", "b", "bb", "Ab", "Abc", "Ab_9z", "abC", "x", "ax", "axx", "12345",
          "1234", "12345-6789", "aab", "aba", "abab", "aaa", "a@b", "a@b.cd", "a@bcdef", "é", "aé", "\"", "\\", "\n",
          "\na", "\"\"\"", "2024-02-29", "2023-02-29", "2024-07-01", "2024-05-10", "2024-12-31x", "10.0.0.1",
-         "192.168.1.1", "1.2.3.4", "256.1.1.1", "10.0.0.01", "aaaaa"]
+         "192.168.1.1", "1.2.3.4", "256.1.1.1", "10.0.0.01", "aaaaa", "a:b:1", "a:b"]
 with open(sys.argv[1], "w") as f:
     for s in schemas:
         for t in texts:
@@ -77,7 +79,7 @@ for line in open(sys.argv[1]):
     ok = jsonschema.Draft202012Validator(r["json_schema"], format_checker=fc).is_valid(json.loads(r["text"]))
     assert r["valid"] == ok, (ok, r)
     n += 1; valid += ok
-assert n == 13 * 43 + 4 * 21 and 60 < valid < 200, (n, valid)
+assert n == 14 * 45 + 4 * 21 and 60 < valid < 200, (n, valid)
 PYEOF
 
 $PY - "$TMP/in.jsonl" "$TMP/sample.jsonl" <<'PYEOF'
