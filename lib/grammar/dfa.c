@@ -366,9 +366,47 @@ static void length_range(const gdfa *d, const unsigned char *live, long long *mi
     free(lg), free(dist), free(queue);
 }
 
+/* cls repeated m to M times (M < 0: no bound) then the closing quote,
+ * into b; past GBNF's limit of 2000 in blocks of 1000 (rule bname, added
+ * to rules). */
+static int tail_text(asn_sbuf *rules, asn_sbuf *b, const char *cls, const char *bname, long long m, long long M)
+{
+    enum { B = 1000 };
+    if (m / B > 2000 || (M >= 0 && (M - m) / B > 2000))
+        return -1;
+    if (m > 2000 || M > 2000)
+        asn_sbuf_addf(rules, "%s ::= %s{%d}\n", bname, cls, B);
+    if (m > 2000) {
+        long long mb = m / B;
+        asn_sbuf_addf(b, "%s{%lld} ", bname, mb);
+        m -= mb * B, M = M >= 0 ? M - mb * B : M;
+    }
+    if (M < 0)
+        asn_sbuf_addf(b, "%s{%lld,} \"\\\"\"", cls, m);
+    else if (M <= 2000)
+        asn_sbuf_addf(b, "%s{%lld,%lld} \"\\\"\"", cls, m, M);
+    else {
+        long long n = M - m, q = n / B, r = n % B;
+        asn_sbuf_addf(b, "%s{%lld} (%s{0,%lld} %s{0,%d} | %s{%lld} %s{0,%lld}) \"\\\"\"", cls, m, bname, q - 1, cls,
+                      B - 1, bname, q, cls, r);
+    }
+    return 0;
+}
+
 int gdfa_gbnf(const gdfa *d, long long lo, long long hi, const char *name, asn_sbuf *rules, asn_err *e)
 {
     unsigned char *live = live_states(d);
+    /* tail[q]: q accepts and loops on itself only (its live transitions
+     * all lead back to it): what is left is a count of one class, written
+     * as a repetition instead of one state per count */
+    unsigned char *tail = asn_xcalloc((size_t)d->n + 1, 1);
+    for (int q = 0; q < d->n; q++) {
+        int self = 0, other = 0;
+        for (int j = 0; j < d->ntr[q]; j++)
+            if (live[d->tr[q][j].to])
+                self |= d->tr[q][j].to == q, other |= d->tr[q][j].to != q;
+        tail[q] = live[q] && d->acc[q] && self && !other;
+    }
     if (live[0]) {
         long long mn, mx;
         length_range(d, live, &mn, &mx);
@@ -390,7 +428,7 @@ int gdfa_gbnf(const gdfa *d, long long lo, long long hi, const char *name, asn_s
     for (int s = 0; s < n && !bad; s++) {
         int q = sq[s];
         long long k = sk[s], k2 = hi >= 0 ? k + 1 : (k + 1 < lo ? k + 1 : lo);
-        if (hi >= 0 && k2 > hi)
+        if ((hi >= 0 && k2 > hi) || tail[q])
             continue;
         for (int j = 0; j < d->ntr[q]; j++) {
             int to = d->tr[q][j].to;
@@ -418,15 +456,16 @@ int gdfa_gbnf(const gdfa *d, long long lo, long long hi, const char *name, asn_s
     }
     wmap_clear(&seen);
     if (bad) {
-        free(sq), free(sk), free(edges), free(live);
+        free(sq), free(sk), free(edges), free(live), free(tail);
         return -1;
     }
     /* productive: an accepting state of length lo..hi is reachable */
     unsigned char *prod = asn_xcalloc((size_t)n + 1, 1);
+    asn_sbuf blocks = {0}; /* rules of tail_text */
     char **cls = NULL; /* the distinct classes, each a rule nameC<i> */
     int ncls = 0;
     for (int s = 0; s < n; s++)
-        prod[s] = d->acc[sq[s]] && sk[s] >= lo;
+        prod[s] = (d->acc[sq[s]] && sk[s] >= lo) || (tail[sq[s]] && (hi < 0 || lo <= hi));
     for (int changed = 1; changed;) {
         changed = 0;
         for (int x = 0; x < ne; x += 3)
@@ -449,6 +488,34 @@ int gdfa_gbnf(const gdfa *d, long long lo, long long hi, const char *name, asn_s
             else
                 asn_sbuf_addf(rules, "%s ::= ", name);
             int alt = 0;
+            if (tail[sq[s]]) {
+                uint32_t *rg = NULL;
+                int nr = 0, q = sq[s];
+                for (int j = 0; j < d->ntr[q]; j++)
+                    if (d->tr[q][j].to == q) {
+                        rg = asn_xrealloc(rg, (size_t)(nr + 1) * 2 * sizeof *rg);
+                        rg[2 * nr] = d->tr[q][j].lo, rg[2 * nr + 1] = d->tr[q][j].hi, nr++;
+                    }
+                asn_sbuf cb = {0}, tb = {0};
+                asn_sbuf_adds(&cb, "(");
+                sb_json_class(&cb, rg, nr);
+                asn_sbuf_adds(&cb, ")");
+                char bname[64];
+                snprintf(bname, sizeof bname, "%sb%d", name, s);
+                long long m = lo - sk[s] > 0 ? lo - sk[s] : 0, M = hi < 0 ? -1 : hi - sk[s];
+                int too = tail_text(&blocks, &tb, cb.buf, bname, m, M);
+                if (!too)
+                    asn_sbuf_addf(rules, "%s\n", tb.buf);
+                free(rg), free(cb.buf), free(tb.buf);
+                if (too) {
+                    bad = 1;
+                    asn_err_set(e, "pattern with a length bound: a count above 2000000 is not supported");
+                    break;
+                }
+                while (x < ne && edges[x] == s)
+                    x += 3;
+                continue;
+            }
             if (d->acc[sq[s]] && sk[s] >= lo)
                 asn_sbuf_adds(rules, "\"\\\"\""), alt = 1;
             /* the classes to each target together */
@@ -492,10 +559,13 @@ int gdfa_gbnf(const gdfa *d, long long lo, long long hi, const char *name, asn_s
         }
         for (int i = 0; i < ncls; i++)
             asn_sbuf_addf(rules, "%sc%d ::= %s\n", name, i, cls[i]);
+        if (blocks.len)
+            asn_sbuf_add(rules, blocks.buf, blocks.len);
     }
     for (int i = 0; i < ncls; i++)
         free(cls[i]);
     free(cls);
+    free(tail), free(blocks.buf);
     free(prod), free(sq), free(sk), free(edges), free(live);
-    return 0;
+    return bad ? -1 : 0;
 }
