@@ -179,6 +179,55 @@ static gdfa *determinize(const gnfa *a, asn_err *e)
     return d;
 }
 
+/* The target of q on code point c, or -1 (dead). */
+static int step_from(const gdfa *d, int q, uint32_t c)
+{
+    if (q < 0)
+        return -1;
+    for (int j = 0; j < d->ntr[q]; j++)
+        if (d->tr[q][j].lo <= c && c <= d->tr[q][j].hi)
+            return d->tr[q][j].to;
+    return -1;
+}
+
+/* The automaton of the text alone: d's after GNFA_BOT, accepting where
+ * GNFA_EOT leads to acceptance, on code points only. */
+static gdfa *strip_ends(const gdfa *d)
+{
+    int n = d->n, *map = asn_xmalloc((size_t)n * sizeof *map), *order = asn_xmalloc((size_t)n * sizeof *order);
+    for (int q = 0; q < n; q++)
+        map[q] = -1;
+    gdfa *o = dfa_new();
+    int s0 = step_from(d, 0, GNFA_BOT), m = 0;
+    if (s0 < 0) {
+        dfa_add(o, 0);
+        free(map), free(order);
+        return o;
+    }
+    map[s0] = 0, order[m++] = s0;
+    for (int i = 0; i < m; i++) {
+        int q = order[i], x = step_from(d, q, GNFA_EOT);
+        dfa_add(o, x >= 0 && d->acc[x]);
+        for (int j = 0; j < d->ntr[q]; j++) {
+            const gdfa_tr *t = &d->tr[q][j];
+            if (t->lo > 0x10FFFF)
+                continue;
+            if (map[t->to] < 0)
+                map[t->to] = m, order[m++] = t->to;
+        }
+    }
+    for (int i = 0; i < m; i++) {
+        int q = order[i];
+        for (int j = 0; j < d->ntr[q]; j++) {
+            const gdfa_tr *t = &d->tr[q][j];
+            if (t->lo <= 0x10FFFF)
+                tr_add(o, i, t->lo, t->hi > 0x10FFFF ? 0x10FFFF : t->hi, map[t->to]);
+        }
+    }
+    free(map), free(order);
+    return o;
+}
+
 gdfa *gdfa_regex(const char *pattern, asn_err *e)
 {
     gnfa a;
@@ -186,7 +235,11 @@ gdfa *gdfa_regex(const char *pattern, asn_err *e)
         return NULL;
     gdfa *d = determinize(&a, e);
     gnfa_free(&a);
-    return d;
+    if (!d)
+        return NULL;
+    gdfa *o = strip_ends(d);
+    gdfa_free(d);
+    return o;
 }
 
 gdfa *gdfa_any(void)
@@ -233,17 +286,6 @@ gdfa *gdfa_names(const char *const *names, int n)
         d->acc[q] = 1;
     }
     return d;
-}
-
-/* The target of q on code point c, or -1 (dead). */
-static int step_from(const gdfa *d, int q, uint32_t c)
-{
-    if (q < 0)
-        return -1;
-    for (int j = 0; j < d->ntr[q]; j++)
-        if (d->tr[q][j].lo <= c && c <= d->tr[q][j].hi)
-            return d->tr[q][j].to;
-    return -1;
 }
 
 static int pair_acc(const gdfa *a, const gdfa *b, int i, int j, int op)

@@ -106,8 +106,10 @@ typedef struct gnfa {
 } gnfa;
 
 /* The texts that contain a match of the regex (regex.c's dialect, searched
- * for as JSON Schema's pattern is: ^ and $ anchor). regex.c. Returns 0, or
- * -1 with e set. */
+ * for as JSON Schema's pattern is), read as GNFA_BOT, the text, GNFA_EOT:
+ * ^ and $ (anywhere in the pattern) match those two symbols, beyond the
+ * code points. regex.c. Returns 0, or -1 with e set. */
+enum { GNFA_BOT = 0x110000, GNFA_EOT = 0x110001 };
 int gnfa_regex(const char *pattern, gnfa *a, struct asn_err *e);
 void gnfa_free(gnfa *a);
 

@@ -477,6 +477,12 @@ static int parse_atom(rx *r, asn_sbuf *b, int depth, int *got, frag *f)
         free(s.r);
         return 0;
     }
+    if ((c == '^' || c == '$') && r->nfa) { /* the start and end of the text, as symbols (gnfa_regex) */
+        uint32_t one[2] = {c == '^' ? GNFA_BOT : GNFA_EOT, c == '^' ? GNFA_BOT : GNFA_EOT};
+        r->i++;
+        *f = fr_set(r, one, 1);
+        return 0;
+    }
     if (c == '^' || c == '$')
         return rx_err(r, at, "anchors are only supported at the start (^) and end ($) of the pattern");
     if (c == '*' || c == '+' || c == '?' || c == '{')
@@ -713,6 +719,28 @@ static int pcre_check(const char *pattern, asn_err *e)
     return 0;
 }
 
+/* 1 when s has a | outside groups and classes (then a leading ^ or
+ * trailing $ anchors one branch only). */
+static int top_level_alt(const char *s)
+{
+    int depth = 0, cls = 0;
+    for (; *s; s++) {
+        if (*s == '\\' && s[1])
+            s++;
+        else if (cls)
+            cls = *s != ']';
+        else if (*s == '[')
+            cls = 1, s += s[1] == '^', s += s[1] == ']'; /* a ] first in a class is a member */
+        else if (*s == '(')
+            depth++;
+        else if (*s == ')')
+            depth--;
+        else if (*s == '|' && !depth)
+            return 1;
+    }
+    return 0;
+}
+
 int asn_regex_expr(const char *pattern, int json, asn_sbuf *b, int *anchors, struct asn_err *e)
 {
     if (pcre_check(pattern, e))
@@ -720,6 +748,9 @@ int asn_regex_expr(const char *pattern, int json, asn_sbuf *b, int *anchors, str
     size_t n = strlen(pattern);
     rx r = {pattern, 0, n, json, e, NULL};
     int anch = 0;
+    /* a search (json): ^a|b$ is not ^(a|b)$ (a whole match: anchors change nothing) */
+    if (json && (pattern[0] == '^' || (n && pattern[n - 1] == '$')) && top_level_alt(pattern))
+        return rx_err(&r, 0, "anchors are only supported at the start (^) and end ($) of the pattern, outside an alternation");
     if (n && pattern[0] == '^')
         r.i = 1, anch |= 1;
     /* a trailing unescaped $ */
@@ -747,16 +778,6 @@ int gnfa_regex(const char *pattern, gnfa *a, asn_err *e)
         return -1;
     size_t n = strlen(pattern);
     rx r = {pattern, 0, n, 1, e, a};
-    int anch = 0;
-    if (n && pattern[0] == '^')
-        r.i = 1, anch |= 1;
-    if (n > r.i && pattern[n - 1] == '$') {
-        size_t bs = 0;
-        for (size_t k = n - 1; k > 0 && pattern[k - 1] == '\\'; k--)
-            bs++;
-        if (!(bs & 1))
-            r.n = n - 1, anch |= 2;
-    }
     asn_sbuf junk = {0};
     frag f;
     int bad = parse_alt(&r, &junk, 0, &f);
@@ -767,12 +788,11 @@ int gnfa_regex(const char *pattern, gnfa *a, asn_err *e)
         gnfa_free(a);
         return -1;
     }
-    /* a search: any text before the match unless ^, after it unless $ */
-    uint32_t all[2] = {0, 0x10FFFF};
-    if (!(anch & 1))
-        f = fr_cat(&r, fr_opt(&r, fr_set(&r, all, 1), 1), f);
-    if (!(anch & 2))
-        f = fr_cat(&r, f, fr_opt(&r, fr_set(&r, all, 1), 1));
+    /* a search: anything before the match and after it (the text is read
+     * between GNFA_BOT and GNFA_EOT, which ^ and $ match) */
+    uint32_t all[2] = {0, GNFA_EOT};
+    f = fr_cat(&r, fr_opt(&r, fr_set(&r, all, 1), 1), f);
+    f = fr_cat(&r, f, fr_opt(&r, fr_set(&r, all, 1), 1));
     a->start = f.s, a->accept = f.e;
     return 0;
 }

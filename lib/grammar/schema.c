@@ -608,8 +608,21 @@ static int string_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
         int anch = 0;
         asn_err e2;
         if (asn_regex_expr(json_string_value(pat), 1, &x, &anch, &e2)) {
+            /* anchors inside the pattern (^a|b$): its automaton can say it */
             free(x.buf);
-            return serr(c, p, "%s", e2.msg);
+            const char *one = json_string_value(pat);
+            asn_err e3, *keep = c->e;
+            c->e = &e3;
+            size_t mark = c->rules.len;
+            int bad = automaton_string(c, &one, 1, 0, -1, p, b);
+            c->e = keep;
+            if (bad) {
+                c->rules.len = mark; /* the rules it wrote before it gave up */
+                if (c->rules.buf)
+                    c->rules.buf[mark] = 0;
+                return serr(c, p, "%s", e2.msg);
+            }
+            return 0;
         }
         c->used |= U_CHAR;
         asn_sbuf_addf(b, "\"\\\"\" %s", anch & 1 ? "" : "char* ");
@@ -1023,8 +1036,14 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
             asn_err e2;
             if (asn_regex_expr(pat, 1, &x, &anch, &e2)) {
                 asn_sbuf_release(&x);
-                serr(c, pi, "%s", e2.msg);
-                goto fail;
+                gdfa *d = gdfa_regex(pat, &e2); /* anchors inside the pattern: automata can say it */
+                if (!d) {
+                    serr(c, pi, "%s", e2.msg);
+                    goto fail;
+                }
+                gdfa_free(d);
+                general = 1;
+                continue;
             }
             c->used |= U_CHAR;
             asn_sbuf_addf(&patkey, "%s(%s", patkey.len ? " | " : "", anch & 1 ? "" : "char* ");

@@ -4,7 +4,8 @@
 # code points): for every schema below and every text of a list (none
 # ending in a newline: Python's $ matches before one, ECMAScript's not),
 # constrain's verdict equals Python's jsonschema (draft 2020-12, formats
-# checked), and oneOf of strings whose patterns no string matches both;
+# checked), patterns with anchors inside (^a|b$), and oneOf of strings
+# whose patterns no string matches both;
 # the same for patternProperties whose patterns overlap the
 # declared names, each other or additionalProperties; every text that
 # constrain draws from such a schema validates.
@@ -29,9 +30,11 @@ schemas = [
     {"type": "string", "format": "date", "pattern": "-0[1-6]-"},
     {"type": "string", "pattern": "^a", "minLength": 5, "maxLength": 2},
     {"oneOf": [{"type": "string", "pattern": "^[^:]+$"}, {"type": "string", "pattern": "^[^:]+:[^:]+:[0-9]+$"}]},
+    {"type": "string", "pattern": "^$|^[a-z][a-z0-9A-Z]*$", "minLength": 1},
+    {"type": "string", "pattern": "a$|^b"},
 ]
 texts = ["", "a", "ab", "abc", "abcd", "abcde", "b", "bb", "Ab", "Abc", "Ab_9z", "abC", "x", "ax", "axx", "12345",
-         "1234", "12345-6789", "aab", "aba", "abab", "aaa", "a@b", "a@b.cd", "a@bcdef", "é", "aé", "\"", "\\", "\n",
+         "1234", "12345-6789", "aab", "aba", "abab", "aaa", "a@b", "a@b.cd", "a@bcdef", "é", "aé", "\"", "\\", "\t",
          "\na", "\"\"\"", "2024-02-29", "2023-02-29", "2024-07-01", "2024-05-10", "2024-12-31x", "10.0.0.1",
          "192.168.1.1", "1.2.3.4", "256.1.1.1", "10.0.0.01", "aaaaa", "a:b:1", "a:b"]
 # counts past GBNF's repetition limit: a pattern ending in a loop on one
@@ -66,6 +69,7 @@ schemas = [
      "patternProperties": {"^x": {"type": "integer", "minimum": 1}}, "additionalProperties": False},
     {"type": "object", "properties": {"b": {"type": "boolean"}}, "required": ["b"],
      "patternProperties": {"^[0-9]+$": {"type": "null"}, "é": False}},
+    {"type": "object", "patternProperties": {"^x|a$": {"type": "integer"}}, "additionalProperties": False},
 ]
 texts = ['{}', '{"xa":1}', '{"xa":"s"}', '{"xa":7}', '{"xa":0}', '{"xb":9}', '{"xa":2,"xb":9}', '{"ya":5.5}',
          '{"ya":4}', '{"q":"s"}', '{"q":1}', '{"xa":7,"ya":5.5,"q":"s"}', '{"b":true}', '{"b":1}',
@@ -92,7 +96,7 @@ for line in open(sys.argv[1]):
     ok = jsonschema.Draft202012Validator(r["json_schema"], format_checker=fc).is_valid(json.loads(r["text"]))
     assert r["valid"] == ok, (ok, r)
     n += 1; valid += ok
-assert n == 14 * 45 + 14 + 4 * 21 and 60 < valid < 200, (n, valid)
+assert n == 16 * 45 + 14 + 5 * 21 and 60 < valid < 200, (n, valid)
 PYEOF
 
 $PY - "$TMP/in.jsonl" "$TMP/sample.jsonl" <<'PYEOF'
