@@ -15,11 +15,14 @@ compiled ("timeout").
 
     python3 bench/maskbench.py --constrain bin/constrain -m VOCAB.gguf DIR
         [--limit N] [--every K] [--chunk N] [--timeout S] [--check] [--out FILE]
+        [--compile-only]
 
 Files are taken in the order of the SHA-1 of their names (a fixed
 shuffle, so that any prefix mixes the sources); --every K takes every K-th
 of them, --limit N the first N of those, --budget S starts no chunk after
-S seconds (the figures are then those of the schemas done). --check exits 1 unless every compiled schema's valid instances are
+S seconds (the figures are then those of the schemas done),
+--compile-only compiles each schema and checks none of its instances (the
+share compiled, quickly). --check exits 1 unless every compiled schema's valid instances are
 accepted and no invalid instance is (the goals of the CI sample).
 Standard library only."""
 import argparse
@@ -46,7 +49,7 @@ def run_chunk(args, files, tmp, timeout):
     for f in files:
         with open(os.path.join(args.dir, f), encoding="utf-8") as fh:
             d = json.load(fh)
-        tests = d.get("tests") or []
+        tests = [] if args.compile_only else d.get("tests") or []
         base = {"json_schema": d["schema"], "file": f}
         if not tests:  # compiled or not, no instance
             recs.append(dict(base, text="", expect=None))
@@ -78,7 +81,10 @@ def main():
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--budget", type=float, default=0)
     ap.add_argument("--check", action="store_true")
-    ap.add_argument("--out", help="write every record constrain wrote (without per-token times) here")
+    ap.add_argument("--reasons", type=int, default=12, help="how many reasons for not compiling to list (default 12)")
+    ap.add_argument("--compile-only", action="store_true", help="compile each schema, check no instance")
+    ap.add_argument("--out", help="write every record constrain wrote of a compiled schema's instances "
+                    "(without per-token times; with --compile-only, every schema's) here")
     args = ap.parse_args()
     files = sorted((f for f in os.listdir(args.dir) if f.endswith(".json")),
                    key=lambda f: hashlib.sha1(f.encode()).hexdigest())[:: args.every]
@@ -114,6 +120,8 @@ def main():
                         msg = r["error"]
                         key = msg.rsplit(": ", 1)[-1] if "unsupported" in msg else msg.split(": ", 3)[-1][:60]
                         errors[key] += 1
+                if out and args.compile_only:
+                    out.write(json.dumps(r, ensure_ascii=False) + "\n")
                 if not r["compiled"] or r["expect"] is None:
                     continue
                 mask_us.extend(r.get("mask_us") or [])
@@ -142,7 +150,7 @@ def main():
     print("compile ms p50 / p99:        %.2f / %.2f" % (pct(compile_ms, 0.5), pct(compile_ms, 0.99)))
     print("mask us p50 / p99 (%d masks): %.1f / %.1f" % (len(mask_us), pct(mask_us, 0.5), pct(mask_us, 0.99)))
     print("most common reasons a schema did not compile:")
-    for k, v in errors.most_common(12):
+    for k, v in errors.most_common(args.reasons):
         print("  %5d  %s" % (v, k))
     for w in wrong[:20]:
         print("  %s: %s test %s (refused at token %s): %s" % w)

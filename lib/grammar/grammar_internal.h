@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "asn/grammar.h"
+#include "asn/sbuf.h"
 
 /* Element kinds of the flattened grammar. */
 enum { E_END = 0, E_BYTES = 1, E_REF = 2 };
@@ -85,6 +86,66 @@ int gv_equal(const json_t *a, const json_t *b);
  * escapes); NULL when it names none, *syntax set when ref is not of that
  * form (syntax may be NULL). */
 const json_t *gv_pointer(const json_t *root, const char *ref, int *syntax);
+
+/* ----------------------------------------------------------- automata */
+
+/* A nondeterministic automaton over code points (Thompson's construction):
+ * a state has at most one character edge (a class: sorted disjoint ranges
+ * as pairs, to `to`) and any number of empty edges. */
+typedef struct gnfa_state {
+    uint32_t *r;
+    int nr, to;
+    int *eps;
+    int neps;
+} gnfa_state;
+
+typedef struct gnfa {
+    gnfa_state *s;
+    int n, cap;
+    int start, accept;
+} gnfa;
+
+/* The texts that contain a match of the regex (regex.c's dialect, searched
+ * for as JSON Schema's pattern is), read as GNFA_BOT, the text, GNFA_EOT:
+ * ^ and $ (anywhere in the pattern) match those two symbols, beyond the
+ * code points. regex.c. Returns 0, or -1 with e set. */
+enum { GNFA_BOT = 0x110000, GNFA_EOT = 0x110001 };
+int gnfa_regex(const char *pattern, gnfa *a, struct asn_err *e);
+void gnfa_free(gnfa *a);
+
+/* A deterministic automaton over code points: state 0 is the start; each
+ * state's transitions are sorted disjoint ranges (a missing code point
+ * leads to the dead state). dfa.c. */
+typedef struct gdfa_tr {
+    uint32_t lo, hi;
+    int to;
+} gdfa_tr;
+
+typedef struct gdfa {
+    int n;
+    unsigned char *acc;
+    gdfa_tr **tr;
+    int *ntr;
+} gdfa;
+
+enum { GDFA_AND, GDFA_OR, GDFA_ANDNOT };
+
+/* The regex's automaton (as gnfa_regex reads it); NULL with e set. */
+gdfa *gdfa_regex(const char *pattern, struct asn_err *e);
+/* Exactly the listed strings (UTF-8). */
+gdfa *gdfa_names(const char *const *names, int n);
+/* Every string. */
+gdfa *gdfa_any(void);
+/* a and b, a or b, a and not b; NULL (e set) when too large. */
+gdfa *gdfa_product(const gdfa *a, const gdfa *b, int op, struct asn_err *e);
+int gdfa_empty(const gdfa *d);
+void gdfa_free(gdfa *d);
+/* The contents of a JSON string in d's language, of lo to hi code points
+ * (hi < 0: no bound), then the closing quote, as GBNF rules appended to
+ * rules; the first is named `name`, the others name followed by "q..."
+ * (states) or "c..." (classes).
+ * Returns 0, or -1 with e set when the rules would be too many. */
+int gdfa_gbnf(const gdfa *d, long long lo, long long hi, const char *name, asn_sbuf *rules, struct asn_err *e);
 
 /* ------------------------------------------------------------- word map */
 

@@ -198,7 +198,68 @@ typedef struct rx {
     size_t i, n;
     int json;
     asn_err *e;
+    gnfa *nfa; /* set: the parse builds this automaton instead of GBNF text */
 } rx;
+
+/* A piece of the automaton under construction: its entry and exit states. */
+typedef struct frag {
+    int s, e;
+} frag;
+
+enum { MAX_NFA = 60000 };
+
+static int st_new(rx *r)
+{
+    gnfa *a = r->nfa;
+    if (a->n == a->cap) {
+        a->cap = a->cap ? 2 * a->cap : 64;
+        a->s = asn_xrealloc(a->s, (size_t)a->cap * sizeof *a->s);
+    }
+    memset(&a->s[a->n], 0, sizeof a->s[a->n]);
+    a->s[a->n].to = -1;
+    return a->n++;
+}
+
+static void st_eps(rx *r, int from, int to)
+{
+    gnfa_state *x = &r->nfa->s[from];
+    x->eps = asn_xrealloc(x->eps, (size_t)(x->neps + 1) * sizeof *x->eps);
+    x->eps[x->neps++] = to;
+}
+
+/* The empty piece. */
+static frag fr_empty(rx *r)
+{
+    int x = st_new(r);
+    return (frag){x, x};
+}
+
+/* One character of the (normalized) set. */
+static frag fr_set(rx *r, const uint32_t *rg, int n)
+{
+    int a = st_new(r), z = st_new(r);
+    gnfa_state *x = &r->nfa->s[a];
+    x->r = asn_xmalloc((size_t)(n ? 2 * n : 1) * sizeof *x->r);
+    memcpy(x->r, rg, (size_t)n * 2 * sizeof *x->r);
+    x->nr = n, x->to = z;
+    return (frag){a, z};
+}
+
+static frag fr_cat(rx *r, frag a, frag b)
+{
+    st_eps(r, a.e, b.s);
+    return (frag){a.s, b.e};
+}
+
+/* a? (star = 0) or a* (star = 1). */
+static frag fr_opt(rx *r, frag a, int star)
+{
+    int s = st_new(r), e = st_new(r);
+    st_eps(r, s, a.s), st_eps(r, s, e), st_eps(r, a.e, e);
+    if (star)
+        st_eps(r, a.e, a.s);
+    return (frag){s, e};
+}
 
 static int rx_err(rx *r, size_t at, const char *msg)
 {
@@ -233,9 +294,13 @@ static void json_char(asn_sbuf *b, uint32_t c)
 
 /* A set as GBNF: a class, plus (json) the escaped forms of its members
  * that a JSON string cannot hold raw. */
-static void emit_set(rx *r, cset *c, asn_sbuf *b)
+static void emit_set(rx *r, cset *c, asn_sbuf *b, frag *f)
 {
     cs_norm(c);
+    if (r->nfa) {
+        *f = fr_set(r, c->r, c->n);
+        return;
+    }
     if (!r->json) {
         sb_gclass(b, c->r, c->n);
         return;
@@ -303,7 +368,7 @@ static int parse_escape(rx *r, cset *c, uint32_t *ch, int in_class)
     return 0;
 }
 
-static int parse_class(rx *r, asn_sbuf *b)
+static int parse_class(rx *r, asn_sbuf *b, frag *f)
 {
     size_t at = r->i;
     r->i++; /* '[' */
@@ -358,7 +423,7 @@ static int parse_class(rx *r, asn_sbuf *b)
     r->i++;
     if (neg)
         cs_negate(&c);
-    emit_set(r, &c, b);
+    emit_set(r, &c, b, f);
     free(c.r);
     return 0;
 fail:
@@ -366,10 +431,10 @@ fail:
     return -1;
 }
 
-static int parse_alt(rx *r, asn_sbuf *b, int depth);
+static int parse_alt(rx *r, asn_sbuf *b, int depth, frag *f);
 
 /* One atom; 0 when there is none at r->i. */
-static int parse_atom(rx *r, asn_sbuf *b, int depth, int *got)
+static int parse_atom(rx *r, asn_sbuf *b, int depth, int *got, frag *f)
 {
     *got = 0;
     if (r->i >= r->n)
@@ -394,7 +459,7 @@ static int parse_atom(rx *r, asn_sbuf *b, int depth, int *got)
                 return rx_err(r, at, "unsupported group (lookaround, flags, ...)");
             }
         }
-        if (parse_alt(r, b, depth + 1))
+        if (parse_alt(r, b, depth + 1, f))
             return -1;
         if (r->i >= r->n || r->s[r->i] != ')')
             return rx_err(r, at, "missing )");
@@ -402,14 +467,20 @@ static int parse_atom(rx *r, asn_sbuf *b, int depth, int *got)
         return 0;
     }
     if (c == '[')
-        return parse_class(r, b);
+        return parse_class(r, b, f);
     if (c == '.') {
         r->i++;
         cset s = {0};
         cs_add(&s, '\n', '\n');
         cs_negate(&s);
-        emit_set(r, &s, b);
+        emit_set(r, &s, b, f);
         free(s.r);
+        return 0;
+    }
+    if ((c == '^' || c == '$') && r->nfa) { /* the start and end of the text, as symbols (gnfa_regex) */
+        uint32_t one[2] = {c == '^' ? GNFA_BOT : GNFA_EOT, c == '^' ? GNFA_BOT : GNFA_EOT};
+        r->i++;
+        *f = fr_set(r, one, 1);
         return 0;
     }
     if (c == '^' || c == '$')
@@ -426,7 +497,7 @@ static int parse_atom(rx *r, asn_sbuf *b, int depth, int *got)
             return -1;
         }
         if (k == 1) {
-            emit_set(r, &s, b);
+            emit_set(r, &s, b, f);
             free(s.r);
             return 0;
         }
@@ -434,7 +505,10 @@ static int parse_atom(rx *r, asn_sbuf *b, int depth, int *got)
     } else {
         r->i += (size_t)utf8_next(r->s + r->i, r->n - r->i, &ch);
     }
-    if (r->json) {
+    if (r->nfa) {
+        uint32_t one[2] = {ch, ch};
+        *f = fr_set(r, one, 1);
+    } else if (r->json) {
         json_char(b, ch);
     } else {
         asn_sbuf_adds(b, "\"");
@@ -456,13 +530,47 @@ static long parse_num(rx *r)
     return v;
 }
 
-static int parse_seq(rx *r, asn_sbuf *b, int depth)
+/* The atom af (parsed from atom_at) repeated lo to hi times (hi < 0: no
+ * upper bound); the copies are parsed again from atom_at. */
+static int nfa_repeat(rx *r, size_t atom_at, frag *af, long lo, long hi)
+{
+    size_t after = r->i;
+    int got;
+    asn_sbuf junk = {0};
+    frag acc = fr_empty(r), copy = *af;
+    long n = hi >= 0 ? hi : lo + 1;
+    for (long k = 0; k < n; k++) {
+        if (k) {
+            r->i = atom_at;
+            if (parse_atom(r, &junk, 0, &got, &copy))
+                goto fail;
+        }
+        acc = fr_cat(r, acc, k < lo ? copy : fr_opt(r, copy, hi < 0));
+        if (r->nfa->n > MAX_NFA) {
+            rx_err(r, atom_at, "pattern too large for an automaton");
+            goto fail;
+        }
+    }
+    free(junk.buf);
+    r->i = after;
+    *af = acc;
+    return 0;
+fail:
+    free(junk.buf);
+    return -1;
+}
+
+static int parse_seq(rx *r, asn_sbuf *b, int depth, frag *f)
 {
     int any = 0;
+    if (r->nfa)
+        *f = fr_empty(r);
     for (;;) {
         asn_sbuf atom = {0};
         int got;
-        if (parse_atom(r, &atom, depth, &got)) {
+        size_t atom_at = r->i;
+        frag af = {0, 0};
+        if (parse_atom(r, &atom, depth, &got, &af)) {
             free(atom.buf);
             return -1;
         }
@@ -493,13 +601,30 @@ static int parse_seq(rx *r, asn_sbuf *b, int depth)
                     free(atom.buf);
                     return rx_err(r, at, "repetition count above 2000");
                 }
-                if (hi >= 0)
+                if (r->nfa) {
+                    if (nfa_repeat(r, atom_at, &af, lo, hi)) {
+                        free(atom.buf);
+                        return -1;
+                    }
+                } else if (hi >= 0)
                     snprintf(spec, sizeof spec, "{%ld,%ld}", lo, hi);
                 else
                     snprintf(spec, sizeof spec, "{%ld,}", lo);
             } else {
                 r->i++;
                 spec[0] = q, spec[1] = 0;
+                if (r->nfa && q == '+') {
+                    size_t after = r->i;
+                    frag copy;
+                    r->i = atom_at;
+                    if (parse_atom(r, &atom, depth, &got, &copy)) {
+                        free(atom.buf);
+                        return -1;
+                    }
+                    r->i = after;
+                    af = fr_cat(r, af, fr_opt(r, copy, 1));
+                } else if (r->nfa)
+                    af = fr_opt(r, af, q == '*');
             }
             if (r->i < r->n && r->s[r->i] == '?')
                 r->i++; /* lazy: same language */
@@ -511,6 +636,13 @@ static int parse_seq(rx *r, asn_sbuf *b, int depth)
                 free(atom.buf);
                 return rx_err(r, r->i, "nothing to repeat");
             }
+            if (r->nfa) {
+                *f = fr_cat(r, *f, af);
+                if (r->nfa->n > MAX_NFA) {
+                    free(atom.buf);
+                    return rx_err(r, at, "pattern too large for an automaton");
+                }
+            }
             asn_sbuf_adds(b, any ? " (" : "(");
             asn_sbuf_add(b, atom.buf, atom.len);
             asn_sbuf_adds(b, ")");
@@ -520,6 +652,8 @@ static int parse_seq(rx *r, asn_sbuf *b, int depth)
             continue;
         }
     no_quant:
+        if (r->nfa)
+            *f = fr_cat(r, *f, af);
         if (any)
             asn_sbuf_adds(b, " ");
         asn_sbuf_add(b, atom.buf, atom.len);
@@ -528,6 +662,10 @@ static int parse_seq(rx *r, asn_sbuf *b, int depth)
         if (r->i < r->n && r->s[r->i] == '{') { /* a literal '{' */
             r->i++;
             asn_sbuf_adds(b, " ");
+            if (r->nfa) {
+                uint32_t one[2] = {'{', '{'};
+                *f = fr_cat(r, *f, fr_set(r, one, 1));
+            }
             if (r->json)
                 json_char(b, '{');
             else
@@ -539,20 +677,31 @@ static int parse_seq(rx *r, asn_sbuf *b, int depth)
     return 0;
 }
 
-static int parse_alt(rx *r, asn_sbuf *b, int depth)
+static int parse_alt(rx *r, asn_sbuf *b, int depth, frag *f)
 {
     if (depth > 200)
         return rx_err(r, r->i, "groups nested too deeply");
+    frag one;
     asn_sbuf_adds(b, "(");
-    if (parse_seq(r, b, depth))
+    if (parse_seq(r, b, depth, &one))
         return -1;
+    if (r->nfa && r->i < r->n && r->s[r->i] == '|') {
+        int s = st_new(r), e = st_new(r);
+        st_eps(r, s, one.s), st_eps(r, one.e, e);
+        one = (frag){s, e};
+    }
     while (r->i < r->n && r->s[r->i] == '|') {
         r->i++;
         asn_sbuf_adds(b, " | ");
-        if (parse_seq(r, b, depth))
+        frag next;
+        if (parse_seq(r, b, depth, &next))
             return -1;
+        if (r->nfa)
+            st_eps(r, one.s, next.s), st_eps(r, next.e, one.e);
     }
     asn_sbuf_adds(b, ")");
+    if (r->nfa)
+        *f = one;
     return 0;
 }
 
@@ -570,13 +719,38 @@ static int pcre_check(const char *pattern, asn_err *e)
     return 0;
 }
 
+/* 1 when s has a | outside groups and classes (then a leading ^ or
+ * trailing $ anchors one branch only). */
+static int top_level_alt(const char *s)
+{
+    int depth = 0, cls = 0;
+    for (; *s; s++) {
+        if (*s == '\\' && s[1])
+            s++;
+        else if (cls)
+            cls = *s != ']';
+        else if (*s == '[')
+            cls = 1, s += s[1] == '^', s += s[1] == ']'; /* a ] first in a class is a member */
+        else if (*s == '(')
+            depth++;
+        else if (*s == ')')
+            depth--;
+        else if (*s == '|' && !depth)
+            return 1;
+    }
+    return 0;
+}
+
 int asn_regex_expr(const char *pattern, int json, asn_sbuf *b, int *anchors, struct asn_err *e)
 {
     if (pcre_check(pattern, e))
         return -1;
     size_t n = strlen(pattern);
-    rx r = {pattern, 0, n, json, e};
+    rx r = {pattern, 0, n, json, e, NULL};
     int anch = 0;
+    /* a search (json): ^a|b$ is not ^(a|b)$ (a whole match: anchors change nothing) */
+    if (json && (pattern[0] == '^' || (n && pattern[n - 1] == '$')) && top_level_alt(pattern))
+        return rx_err(&r, 0, "anchors are only supported at the start (^) and end ($) of the pattern, outside an alternation");
     if (n && pattern[0] == '^')
         r.i = 1, anch |= 1;
     /* a trailing unescaped $ */
@@ -589,11 +763,56 @@ int asn_regex_expr(const char *pattern, int json, asn_sbuf *b, int *anchors, str
     }
     if (anchors)
         *anchors = anch;
-    if (parse_alt(&r, b, 0))
+    frag f;
+    if (parse_alt(&r, b, 0, &f))
         return -1;
     if (r.i < r.n)
         return rx_err(&r, r.i, "unmatched )");
     return 0;
+}
+
+int gnfa_regex(const char *pattern, gnfa *a, asn_err *e)
+{
+    memset(a, 0, sizeof *a);
+    if (pcre_check(pattern, e))
+        return -1;
+    size_t n = strlen(pattern);
+    rx r = {pattern, 0, n, 1, e, a};
+    asn_sbuf junk = {0};
+    frag f;
+    int bad = parse_alt(&r, &junk, 0, &f);
+    free(junk.buf);
+    if (!bad && r.i < r.n)
+        bad = rx_err(&r, r.i, "unmatched )");
+    if (bad) {
+        gnfa_free(a);
+        return -1;
+    }
+    /* a search: anything before the match and after it (the text is read
+     * between GNFA_BOT and GNFA_EOT, which ^ and $ match) */
+    uint32_t all[2] = {0, GNFA_EOT};
+    f = fr_cat(&r, fr_opt(&r, fr_set(&r, all, 1), 1), f);
+    f = fr_cat(&r, f, fr_opt(&r, fr_set(&r, all, 1), 1));
+    a->start = f.s, a->accept = f.e;
+    return 0;
+}
+
+void gnfa_free(gnfa *a)
+{
+    for (int i = 0; i < a->n; i++)
+        free(a->s[i].r), free(a->s[i].eps);
+    free(a->s);
+    memset(a, 0, sizeof *a);
+}
+
+void sb_json_class(asn_sbuf *b, const uint32_t *rg, int n)
+{
+    cset c = {0};
+    for (int i = 0; i < n; i++)
+        cs_add(&c, rg[2 * i], rg[2 * i + 1]);
+    rx r = {"", 0, 0, 1, NULL, NULL};
+    emit_set(&r, &c, b, NULL);
+    free(c.r);
 }
 
 char *asn_regex_to_gbnf(const char *pattern, asn_err *e)

@@ -489,11 +489,83 @@ static void counted_chars(conv *c, asn_sbuf *b, long long lo, long long hi)
     asn_sbuf_adds(b, ")");
 }
 
+/* A string in every one of the regexes' languages (searched for, as
+ * pattern is) of lo to hi code points (hi < 0: no bound): the product of
+ * their automata and a counter (dfa.c). ptr names the keyword refused
+ * when the automaton is too large. */
+static int automaton_string(conv *c, const char *const *res, int n, long long lo, long long hi, const char *ptr,
+                            asn_sbuf *b)
+{
+    gdfa *d = NULL;
+    asn_err e2;
+    for (int i = 0; i < n; i++) {
+        gdfa *x = gdfa_regex(res[i], &e2), *y = x;
+        if (x && d) {
+            y = gdfa_product(d, x, GDFA_AND, &e2);
+            gdfa_free(x), gdfa_free(d);
+        }
+        d = y;
+        if (!d)
+            return serr(c, ptr, "%s", e2.msg);
+    }
+    char name[24];
+    snprintf(name, sizeof name, "r%d", c->n_rules++);
+    int bad = gdfa_gbnf(d, lo, hi, name, &c->rules, &e2);
+    gdfa_free(d);
+    if (bad)
+        return serr(c, ptr, "%s", e2.msg);
+    asn_sbuf_addf(b, "\"\\\"\" %s", name);
+    return 0;
+}
+
 static int string_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
 {
     const json_t *fmt = json_object_get(s, "format");
     if (json_is_string(fmt) && !in_list(STANDARD_FORMATS, json_string_value(fmt)))
         fmt = NULL; /* not a format of JSON Schema: an annotation */
+    const json_t *pat0 = json_object_get(s, "pattern"), *mn0 = json_object_get(s, "minLength"),
+                 *mx0 = json_object_get(s, "maxLength");
+    if ((fmt && (pat0 || mn0 || mx0)) || (pat0 && (mn0 || mx0))) {
+        /* several of format, pattern, lengths: one automaton */
+        char p[1024];
+        const char *res[2];
+        int n = 0;
+        char *fre = NULL;
+        if (fmt) {
+            ptr_child(p, sizeof p, ptr, "format");
+            const char *re = NULL;
+            for (size_t i = 0; json_is_string(fmt) && i < sizeof FORMATS / sizeof FORMATS[0]; i++)
+                if (!strcmp(FORMATS[i].name, json_string_value(fmt)))
+                    re = FORMATS[i].re;
+            if (!re)
+                return serr(c, p, "unsupported format \"%s\"", json_is_string(fmt) ? json_string_value(fmt) : "");
+            fre = asn_xmalloc(strlen(re) + 8);
+            sprintf(fre, "^(?:%s)$", re);
+            res[n++] = fre;
+        }
+        if (pat0) {
+            ptr_child(p, sizeof p, ptr, "pattern");
+            if (!json_is_string(pat0)) {
+                free(fre);
+                return serr(c, p, "%s", "pattern must be a string");
+            }
+            res[n++] = json_string_value(pat0);
+        }
+        const char *which = mx0 ? "maxLength" : mn0 ? "minLength" : "pattern";
+        if (mn0 && (!json_is_integer(mn0) || json_integer_value(mn0) < 0 || json_integer_value(mn0) >= MAX_COUNT))
+            which = NULL, ptr_child(p, sizeof p, ptr, "minLength");
+        if (mx0 && (!json_is_integer(mx0) || json_integer_value(mx0) < 0 || json_integer_value(mx0) >= MAX_COUNT))
+            which = NULL, ptr_child(p, sizeof p, ptr, "maxLength");
+        if (!which) {
+            free(fre);
+            return serr(c, p, "%s", "minLength and maxLength must be integers in [0, 10^12)");
+        }
+        ptr_child(p, sizeof p, ptr, which);
+        long long lo = mn0 ? (long long)json_integer_value(mn0) : 0, hi = mx0 ? (long long)json_integer_value(mx0) : -1;
+        int bad = automaton_string(c, res, n, lo, hi, p, b);
+        free(fre);
+        return bad;
+    }
     if (fmt) {
         char p[1024];
         ptr_child(p, sizeof p, ptr, "format");
@@ -505,8 +577,6 @@ static int string_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
                 re = FORMATS[i].re;
         if (!re && in_list(STANDARD_FORMATS, json_string_value(fmt)))
             return serr(c, p, "unsupported format \"%s\"", json_string_value(fmt));
-        if (json_object_get(s, "pattern") || json_object_get(s, "minLength") || json_object_get(s, "maxLength"))
-            return serr(c, p, "%s", "format together with pattern/minLength/maxLength is not supported");
         asn_sbuf x = {0};
         asn_err e2;
         if (asn_regex_expr(re, 1, &x, NULL, &e2)) {
@@ -534,14 +604,25 @@ static int string_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
         ptr_child(p, sizeof p, ptr, "pattern");
         if (!json_is_string(pat))
             return serr(c, p, "%s", "pattern must be a string");
-        if (mn || mx)
-            return serr(c, p, "%s", "pattern together with minLength/maxLength is not supported");
         asn_sbuf x = {0};
         int anch = 0;
         asn_err e2;
         if (asn_regex_expr(json_string_value(pat), 1, &x, &anch, &e2)) {
+            /* anchors inside the pattern (^a|b$): its automaton can say it */
             free(x.buf);
-            return serr(c, p, "%s", e2.msg);
+            const char *one = json_string_value(pat);
+            asn_err e3, *keep = c->e;
+            c->e = &e3;
+            size_t mark = c->rules.len;
+            int bad = automaton_string(c, &one, 1, 0, -1, p, b);
+            c->e = keep;
+            if (bad) {
+                c->rules.len = mark; /* the rules it wrote before it gave up */
+                if (c->rules.buf)
+                    c->rules.buf[mark] = 0;
+                return serr(c, p, "%s", e2.msg);
+            }
+            return 0;
         }
         c->used |= U_CHAR;
         asn_sbuf_addf(b, "\"\\\"\" %s", anch & 1 ? "" : "char* ");
@@ -814,6 +895,100 @@ static int presence_accepts(const presence *pc, unsigned S, int e)
     return count >= pc->min_p && (pc->max_p < 0 || count <= pc->max_p);
 }
 
+/* The members not declared when patternProperties' patterns overlap the
+ * declared names, each other or additionalProperties: the names are
+ * shared out by automata (dfa.c), a name matching exactly the patterns of
+ * set T (and not declared) taking the schemas of T together, one
+ * matching none additionalProperties. Writes the rule of one such member
+ * (empty when there is none). */
+enum { MAX_PATTERNS = 4 };
+
+static int pattern_members(conv *c, const json_t *pats, const prop *pr, int n, const json_t *add, const char *ptr,
+                           char *extra)
+{
+    char pq[1024];
+    ptr_child(pq, sizeof pq, ptr, "patternProperties");
+    int m = (int)json_object_size(pats);
+    if (m > MAX_PATTERNS)
+        return serr(c, pq, "%s", "more than 4 patterns in patternProperties beside other names is not supported");
+    gdfa *d[MAX_PATTERNS], *decl, *any = gdfa_any();
+    const json_t *sch[MAX_PATTERNS];
+    const char **names = asn_xcalloc((size_t)n + 1, sizeof *names);
+    for (int j = 0; j < n; j++)
+        names[j] = pr[j].name;
+    decl = gdfa_names(names, n);
+    free(names);
+    int k = 0, bad = 0;
+    const char *pat;
+    const json_t *ps;
+    asn_err e2;
+    json_object_foreach((json_t *)pats, pat, ps)
+    {
+        sch[k] = ps;
+        if (!(d[k] = gdfa_regex(pat, &e2))) {
+            char pi[1024];
+            ptr_child(pi, sizeof pi, pq, pat);
+            serr(c, pi, "%s", e2.msg);
+            bad = 1;
+            break;
+        }
+        k++;
+    }
+    asn_sbuf alts = {0};
+    /* T = 0: additionalProperties */
+    for (unsigned T = 0; !bad && T < 1u << k; T++) {
+        json_t *v;
+        if (!T) {
+            if (json_is_false(add))
+                continue;
+            v = add ? json_incref((json_t *)add) : json_true();
+        } else {
+            v = json_pack("{s:[]}", "allOf");
+            int no = 0;
+            for (int i = 0; i < k; i++)
+                if (T >> i & 1) {
+                    no |= json_is_false(sch[i]);
+                    json_array_append(json_object_get(v, "allOf"), (json_t *)sch[i]);
+                }
+            if (no) {
+                json_decref(v);
+                continue;
+            }
+        }
+        gdfa *L = any, *x;
+        for (int i = 0; L && i <= k; i++) {
+            x = gdfa_product(L, i < k ? d[i] : decl, i < k && T >> i & 1 ? GDFA_AND : GDFA_ANDNOT, &e2);
+            if (L != any)
+                gdfa_free(L);
+            L = x;
+        }
+        if (!L) {
+            serr(c, pq, "%s", e2.msg);
+            json_decref(v);
+            bad = 1;
+            break;
+        }
+        if (!gdfa_empty(L)) {
+            char key[24], vr[24], pv[1024];
+            snprintf(key, sizeof key, "r%d", c->n_rules++);
+            ptr_child(pv, sizeof pv, ptr, T ? "patternProperties" : "additionalProperties");
+            if (gdfa_gbnf(L, 0, -1, key, &c->rules, &e2) ? serr(c, pq, "%s", e2.msg) : conv_schema(c, v, pv, vr))
+                bad = 1;
+            else
+                asn_sbuf_addf(&alts, "%s\"\\\"\" %s%s\":\"%s%s", alts.len ? " | " : "", key, W(c), W(c), vr);
+        }
+        gdfa_free(L);
+        json_decref(v);
+    }
+    for (int i = 0; i < k; i++)
+        gdfa_free(d[i]);
+    gdfa_free(decl), gdfa_free(any);
+    if (!bad && alts.len)
+        add_rule(c, asn_sbuf_str(&alts), extra);
+    asn_sbuf_release(&alts);
+    return bad ? -1 : 0;
+}
+
 static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
 {
     const json_t *props = json_object_get(s, "properties"), *req = json_object_get(s, "required");
@@ -839,7 +1014,7 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
      * given to several patterns is one pattern, their alternatives) */
     const json_t *pats = json_object_get(s, "patternProperties"), *pat_schema = NULL;
     asn_sbuf patkey = {0};
-    int universal = 0;
+    int universal = 0, general = 0; /* general: names shared out by automata (pattern_members) */
     if (pats) {
         char pq[1024];
         ptr_child(pq, sizeof pq, ptr, "patternProperties");
@@ -853,18 +1028,22 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
         {
             char pi[1024];
             ptr_child(pi, sizeof pi, pq, pat);
-            if (pat_schema && !json_equal(pat_schema, ps)) {
-                serr(c, pi, "%s", "patternProperties whose patterns have different schemas is not supported");
-                goto fail;
-            }
+            if (pat_schema && !json_equal(pat_schema, ps))
+                general = 1;
             pat_schema = ps;
             asn_sbuf x = {0};
             int anch = 0;
             asn_err e2;
             if (asn_regex_expr(pat, 1, &x, &anch, &e2)) {
                 asn_sbuf_release(&x);
-                serr(c, pi, "%s", e2.msg);
-                goto fail;
+                gdfa *d = gdfa_regex(pat, &e2); /* anchors inside the pattern: automata can say it */
+                if (!d) {
+                    serr(c, pi, "%s", e2.msg);
+                    goto fail;
+                }
+                gdfa_free(d);
+                general = 1;
+                continue;
             }
             c->used |= U_CHAR;
             asn_sbuf_addf(&patkey, "%s(%s", patkey.len ? " | " : "", anch & 1 ? "" : "char* ");
@@ -878,30 +1057,28 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
         {
             /* a name declared with any value (a required name, see normalize) may come as a pattern's */
             int any = json_is_true(sub) || (json_is_object(sub) && !json_object_size(sub));
-            json_object_foreach((json_t *)pats, pat, ps) if (gv_search(pat, key) == 1 && !universal && !any)
-            {
-                ptr_child(pk, sizeof pk, pq, pat);
-                serr(c, pk, "%s", "a property of properties that a pattern of patternProperties matches is not "
-                                  "supported (unless the pattern matches every name)");
-                goto fail;
-            }
+            json_object_foreach((json_t *)pats, pat, ps) general |= gv_search(pat, key) == 1 && !universal && !any;
         }
-        if (!universal && !json_is_false(add)) {
-            serr(c, pq, "%s", "patternProperties is supported beside additionalProperties: false, or with a "
-                              "pattern that matches every name");
-            goto fail;
-        }
+        general |= !universal && !json_is_false(add);
     }
     json_object_foreach((json_t *)props, key, sub)
     {
         pr[n].name = key;
         char vr[24];
         ptr_child(pk, sizeof pk, pp, key);
-        int matched = universal;
+        /* the schemas of the patterns that match the name apply too */
+        json_t *both = json_pack("{s:[O]}", "allOf", sub), *all = json_object_get(both, "allOf");
         const char *pat;
         const json_t *ps;
-        json_object_foreach((json_t *)pats, pat, ps) matched |= gv_search(pat, key) == 1;
-        json_t *both = pat_schema && matched ? json_pack("{s:[O,O]}", "allOf", sub, pat_schema) : NULL;
+        json_object_foreach((json_t *)pats, pat, ps) if (!general ? universal || gv_search(pat, key) == 1
+                                                                    : gv_search(pat, key) == 1)
+        {
+            json_array_append((json_t *)all, (json_t *)(general ? ps : pat_schema));
+            if (!general)
+                break;
+        }
+        if (json_array_size(all) == 1)
+            json_decref(both), both = NULL;
         int bad = conv_schema(c, both ? both : sub, pk, vr);
         json_decref(both);
         if (bad)
@@ -939,7 +1116,10 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
     }
     /* extra members */
     char extra[24] = "";
-    if (pat_schema && !universal) { /* additionalProperties is false */
+    if (general) {
+        if (pattern_members(c, pats, pr, n, add, ptr, extra))
+            goto fail;
+    } else if (pat_schema && !universal) { /* additionalProperties is false */
         char vr[24];
         ptr_child(pk, sizeof pk, ptr, "patternProperties");
         if (conv_schema(c, pat_schema, pk, vr))
@@ -1375,12 +1555,29 @@ static int requires_excluded(const json_t *a, const json_t *b)
     return 0;
 }
 
+/* 1 when a and b (strings) have patterns that no string matches both
+ * (their automata's product is empty). */
+static int patterns_disjoint(const json_t *a, const json_t *b)
+{
+    const char *pa = json_string_value(json_object_get(a, "pattern")), *pb = json_string_value(json_object_get(b, "pattern"));
+    if (!pa || !pb)
+        return 0;
+    asn_err e2;
+    gdfa *x = gdfa_regex(pa, &e2), *y = x ? gdfa_regex(pb, &e2) : NULL, *z = y ? gdfa_product(x, y, GDFA_AND, &e2) : NULL;
+    int empty = z && gdfa_empty(z);
+    gdfa_free(x), gdfa_free(y), gdfa_free(z);
+    return empty;
+}
+
 /* 1 when no value satisfies both a and b (normalized branches): their
- * types differ, both require a property whose const/enum values differ, or
- * one requires a property the other does not allow. */
+ * types differ, both require a property whose const/enum values differ,
+ * one requires a property the other does not allow, or both are strings
+ * whose patterns cannot match one string. */
 static int pair_disjoint(const json_t *a, const json_t *b)
 {
     if (!(schema_types(a) & schema_types(b)) || requires_excluded(a, b) || requires_excluded(b, a))
+        return 1;
+    if (schema_types(a) == 4 && schema_types(b) == 4 && patterns_disjoint(a, b))
         return 1;
     if (schema_types(a) != 1 && schema_types(b) != 1) /* a non-object may satisfy both */
         return 0;

@@ -114,8 +114,8 @@ bad() {
     check "$2: nothing written, one line" sh -c "[ ! -s '$TMP/out' ] && [ \$(wc -l < '$TMP/err') -eq 1 ]"
 }
 bad '{"prompt": "x", "json_schema": {"type": "strin"}}' "unknown type" 'field "json_schema": parameter "schema": /type: type must be one of'
-bad '{"prompt": "x", "json_schema": {"type": "object", "patternProperties": {"^a": {}}}}' "a keyword not supported in this form" \
-    'field "json_schema": parameter "schema": /patternProperties: patternProperties is supported beside additionalProperties: false'
+bad '{"prompt": "x", "json_schema": {"type": "object", "patternProperties": {"^a": {}, "^b": {}, "^c": {}, "^d": {}, "^e": {}}}}' "a keyword not supported in this form" \
+    'field "json_schema": parameter "schema": /patternProperties: more than 4 patterns in patternProperties beside other names'
 bad '{"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"name": "n"}}}' "response_format without a schema" \
     'field "response_format.json_schema.schema" must be a JSON Schema'
 bad '{"prompt": "x", "grammar": "root ::= [a-"}' "GBNF syntax error" 'field "grammar": parameter "gbnf": 1:10: '

@@ -77,7 +77,8 @@ for body, word in (({"response_format": {"type": "xml"}}, "response_format.type"
                    ({"response_format": {"type": "json_schema", "json_schema": {}}}, "response_format.json_schema.schema"),
                    ({"grammar": 'root ::= "a'}, "structured output"),
                    ({"grammar": "root ::= \"a\"", "json_schema": {}}, "one of"),
-                   ({"json_schema": {"type": "object", "patternProperties": {"a": {}}}}, "patternProperties")):
+                   ({"json_schema": {"type": "object", "patternProperties": {"a": {}, "b": {}, "c": {}, "d": {}, "e": {}}}},
+                    "patternProperties")):
     body.update(prompt="x", max_tokens=4)
     try:
         urllib.request.urlopen(urllib.request.Request(os.environ["URL"] + "/v1/completions", json.dumps(body).encode()), timeout=30)
