@@ -81,6 +81,18 @@ static const asn_tool tool = {
     options,
 };
 
+/* The fields both formats share: prompt and generation strings and a seed
+ * (the research pipeline's may be a string); else -1 with e naming the
+ * field. */
+static int text_and_seed(const json_t *rec, long long *seed, asn_err *e)
+{
+    static const char *need[] = {"prompt", "generation"};
+    for (size_t i = 0; i < 2; i++)
+        if (!json_is_string(json_object_get(rec, need[i])))
+            return asn_err_set(e, "field \"%s\" %s", need[i], json_object_get(rec, need[i]) ? "must be a string" : "is missing");
+    return asn_rec_seed(rec, seed, e);
+}
+
 /* A record of the research pipeline's rewritten in place as asn's (the
  * inverse of --to reference):
  *   system_prompt             -> system (null when absent)
@@ -105,12 +117,8 @@ static int rec_to_asn(json_t *rec, asn_err *e)
         return 0; /* asn's already */
     if (!json_object_get(rec, "sampler_info"))
         return asn_err_set(e, "field \"sampler_info\" is missing (neither asn's record nor the research pipeline's)");
-    static const char *need[] = {"prompt", "generation"};
-    for (size_t i = 0; i < 2; i++)
-        if (!json_is_string(json_object_get(rec, need[i])))
-            return asn_err_set(e, "field \"%s\" %s", need[i], json_object_get(rec, need[i]) ? "must be a string" : "is missing");
     long long seed;
-    if (asn_rec_seed(rec, &seed, e))
+    if (text_and_seed(rec, &seed, e))
         return -1;
     const json_t *si = json_object_get(rec, "sampler_info");
     const json_t *name = json_is_object(si) ? json_object_get(si, "name") : NULL;
@@ -170,12 +178,8 @@ static int convert(json_t *rec, void *ctx, const char *path, long line, asn_err 
     (void)ctx, (void)path, (void)line;
     if (asn_rec_format(rec) == ASN_REC_REFERENCE && !json_object_get(rec, "heuristic"))
         return 0; /* already the research pipeline's */
-    static const char *need[] = {"prompt", "generation"};
-    for (size_t i = 0; i < 2; i++)
-        if (!json_is_string(json_object_get(rec, need[i])))
-            return asn_err_set(e, "field \"%s\" %s", need[i], json_object_get(rec, need[i]) ? "must be a string" : "is missing");
     long long seed;
-    if (asn_rec_seed(rec, &seed, e))
+    if (text_and_seed(rec, &seed, e))
         return -1;
     const json_t *h = json_object_get(rec, "heuristic");
     if (!json_is_object(h) || !json_is_string(json_object_get(h, "name")) ||

@@ -5,6 +5,7 @@
  * embeddings themselves come from encode.c. */
 #include "asn/diversity.h"
 
+#include <cblas.h>
 #include <lapack.h>
 #include <math.h>
 #include <stdlib.h>
@@ -50,6 +51,9 @@ int asn_embedding_entropy(const float *emb, int n, int dim, asn_entropy *out, as
     double *work = asn_xmalloc((size_t)lwork * sizeof *work);
     lapack_int iwork[1];
     char jobz = 'N', uplo = 'L';
+    /* OpenBLAS's threads would change the eigenvalues' last bits with the
+     * machine's core count */
+    openblas_set_num_threads(1);
     LAPACK_dsyevd(&jobz, &uplo, &N, a, &N, w, work, &lwork, iwork, &liwork, &info);
     free(work);
     free(a);

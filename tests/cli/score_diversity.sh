@@ -52,6 +52,11 @@ PYEOF
 "$SD" -m "$M" -t 2 --batch-tokens 1 "$D/candidates.jsonl" > "$TMP/t2.jsonl" 2>/dev/null
 check "deterministic: same bytes with 1 or 2 threads, one text or all per batch" cmp "$TMP/t1.jsonl" "$TMP/t2.jsonl"
 check "deterministic: same bytes as the first run" cmp "$TMP/t1.jsonl" "$TMP/c.jsonl"
+# the eigenvalues come from OpenBLAS's LAPACK, which would split them across
+# its own threads (as many as cores, or OPENBLAS_NUM_THREADS) and round differently
+OPENBLAS_NUM_THREADS=8 "$SD" -m "$M" "$D/candidates.jsonl" > "$TMP/ob8.jsonl" 2>/dev/null
+OPENBLAS_NUM_THREADS=1 "$SD" -m "$M" "$D/candidates.jsonl" > "$TMP/ob1.jsonl" 2>/dev/null
+check "deterministic: same bytes whatever OpenBLAS's own thread count" cmp "$TMP/ob8.jsonl" "$TMP/ob1.jsonl"
 "$SD" -m "$M" < "$D/candidates.jsonl" > "$TMP/stdin.jsonl" 2>/dev/null
 check "reads stdin" cmp "$TMP/stdin.jsonl" "$TMP/c.jsonl"
 head -n 6 "$D/candidates.jsonl" > "$TMP/part1.jsonl"

@@ -13,14 +13,20 @@
  * undone when libc initializes), so the threads are set to one and the
  * pool shut down once the libraries are initialized. blas_thread_shutdown_
  * is exported by OpenBLAS's threaded builds only, hence the weak reference;
- * a single-threaded build has nothing to stop. */
+ * a single-threaded build has nothing to stop.
+ *
+ * Not under an address-space limit (ulimit -v): there each of OpenBLAS's
+ * threads may be stuck retrying its 128 MB buffer, and waiting for it to
+ * stop would never return; the threads are left as they are. */
 #include <cblas.h>
+#include <sys/resource.h>
 
 extern int blas_thread_shutdown_(void) __attribute__((weak));
 
 __attribute__((constructor)) static void blas_single_thread(void)
 {
     openblas_set_num_threads(1);
-    if (blas_thread_shutdown_)
+    struct rlimit as;
+    if (blas_thread_shutdown_ && !getrlimit(RLIMIT_AS, &as) && as.rlim_cur == RLIM_INFINITY)
         blas_thread_shutdown_();
 }
