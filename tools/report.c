@@ -35,7 +35,7 @@ static const asn_option options[] = {
 
 static const asn_tool tool = {
     "report", "--db FILE -o DIR [--analysis FILE [--plots DIR]] | --history LOG -o FILE.svg",
-    "Write an HTML report and a text summary of an asn index: leaderboard, charts, statistics, provenance.",
+    "Write an HTML report and a text summary of an asn index (leaderboard, charts, statistics, provenance), or the SVG chart of a training log.",
     "Writes DIR/report.html (one file: inline CSS and SVG, no script, nothing\n"
     "fetched) and DIR/summary.txt, then prints their paths and a few lines.\n"
     "Per heuristic (its candidates' annotations averaged): mean final score\n"
