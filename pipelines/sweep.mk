@@ -20,6 +20,8 @@
 #     log.jsonl train.log  its log (one JSON line per log step) and stderr
 #     history.tsv     the log as a table: step epoch rows loss kl penalty lr
 #                     grad_norm (gnuplot, a spreadsheet, ... can plot it)
+#     history.svg     the log as a chart (report --history): loss and KL
+#                     against the step
 #     heldout.json    analyze-sampler's summary over heldout.jsonl:
 #                     kl_learned, the mean over held-out steps of
 #                     KL(target || sampler) on the tokens the target keeps
@@ -119,8 +121,12 @@ $(SR)/%/history.tsv: $(SR)/%/sampler.gguf
 	       v = substr($$0, RSTART + length(f[i]) + 3, RLENGTH - length(f[i]) - 3); \
 	       printf "%s%s", v, i < n ? "\t" : "\n" } }' $(@D)/log.jsonl > $@.tmp && mv $@.tmp $@
 
+# the log as a chart (history.svg of every run, built with the table)
+$(SR)/%/history.svg: $(SR)/%/sampler.gguf
+	$(BIN)/report --history $(@D)/log.jsonl -o $@ > /dev/null
+
 # ---- the table and the choice ---------------------------------------------------
-$(SWEEP_OUT)/sweep.tsv: $(foreach r,$(SWEEP_RUNS),$(SR)/$(r)/row.tsv $(SR)/$(r)/history.tsv)
+$(SWEEP_OUT)/sweep.tsv: $(foreach r,$(SWEEP_RUNS),$(SR)/$(r)/row.tsv $(SR)/$(r)/history.tsv $(SR)/$(r)/history.svg)
 	{ printf 'config\tarch\thidden\tlr\tseed\theldout_kl\theldout_mass\tchosen\n'; \
 	  cat $(foreach r,$(SWEEP_RUNS),$(SR)/$(r)/row.tsv) | awk -F '\t' -v OFS='\t' \
 	    '{ row[NR] = $$0; if ($$6 != "null" && (best == 0 || $$6 + 0 < min)) { min = $$6 + 0; best = NR } } \

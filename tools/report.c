@@ -1,5 +1,6 @@
 /* report — the run report from an asn index: a self-contained HTML page
- * (leaderboard, charts, dataset statistics, provenance) and a text summary. */
+ * (leaderboard, charts, dataset statistics, provenance) and a text summary;
+ * or (--history) the SVG chart of a learned sampler's training log. */
 #include "asn/report.h"
 #include "asn/tool.h"
 
@@ -16,6 +17,7 @@ typedef struct report_options {
     const char *title;
     const char *analysis;
     const char *plots;
+    const char *history;
 } report_options;
 
 /* The options, with their defaults (the table below points into it). */
@@ -23,16 +25,17 @@ static report_options opts;
 
 static const asn_option options[] = {
     {"db", 'd', ASN_OPT_STRING, &opts.db, "FILE", "SQLite index written by index (required)"},
-    {"output", 'o', ASN_OPT_STRING, &opts.out, "DIR", "folder for report.html and summary.txt (created; required)"},
+    {"output", 'o', ASN_OPT_STRING, &opts.out, "DIR", "folder for report.html and summary.txt (created; required); with --history, the SVG file"},
     {"analysis", 0, ASN_OPT_STRING, &opts.analysis, "FILE", "add the learned sampler's analysis: the output of analyze-sampler --json"},
     {"plots", 0, ASN_OPT_STRING, &opts.plots, "DIR", "with --analysis: include the SVG plots of analyze-sampler --plot-dir DIR"},
+    {"history", 0, ASN_OPT_STRING, &opts.history, "LOG", "instead of the report: the training history chart of train-sampler's log LOG (--log) into the SVG file -o"},
     {"title", 0, ASN_OPT_STRING, &opts.title, "TEXT", "name of the run in the page (default: the model and the counts, \"demo-base: 25 heuristics on 14 prompts\")"},
     {0},
 };
 
 static const asn_tool tool = {
-    "report", "--db FILE -o DIR [--analysis FILE [--plots DIR]]",
-    "Write an HTML report and a text summary of an asn index: leaderboard, charts, statistics, provenance.",
+    "report", "--db FILE -o DIR [--analysis FILE [--plots DIR]] | --history LOG -o FILE.svg",
+    "Write an HTML report and a text summary of an asn index (leaderboard, charts, statistics, provenance), or the SVG chart of a training log.",
     "Writes DIR/report.html (one file: inline CSS and SVG, no script, nothing\n"
     "fetched) and DIR/summary.txt, then prints their paths and a few lines.\n"
     "Per heuristic (its candidates' annotations averaged): mean final score\n"
@@ -53,7 +56,17 @@ static const asn_tool tool = {
     "With --analysis: a section on the learned sampler against its targets\n"
     "(mean KL from each step's target to the raw and the learned distribution,\n"
     "truncated mass, the KL ratio, a chart of mean KL by step, and with --plots\n"
-    "the first 8 step plots). The same inputs give the same bytes.\n",
+    "the first 8 step plots). The same inputs give the same bytes.\n"
+    "\n"
+    "With --history LOG (no --db): the training history of a learned sampler,\n"
+    "one SVG chart written to -o FILE: loss and KL(target || sampler) of each\n"
+    "line of train-sampler's log (fields step, loss, kl) against the optimizer\n"
+    "step, one polyline each, on a log scale (decades) when the values are\n"
+    "positive and span a factor of 10 or more. A line whose step is not after\n"
+    "the previous one's (a run resumed from an earlier checkpoint appends to\n"
+    "its log) replaces the rows from that step on. A line that is not JSON or\n"
+    "lacks a field, and an empty log, are errors (FILE:LINE). The same log\n"
+    "gives the same bytes.\n",
     options,
 };
 
@@ -61,6 +74,13 @@ static void check_options(int nops, char **argv)
 {
     if (nops)
         asn_usage_error("unexpected operand %s", argv[1]);
+    if (opts.history) {
+        if (opts.db || opts.analysis || opts.plots || opts.title)
+            asn_usage_error("--history takes no --db, --analysis, --plots or --title");
+        if (!opts.out)
+            asn_usage_error("-o FILE.svg is required");
+        return;
+    }
     if (!opts.db)
         asn_usage_error("--db is required");
     if (!opts.out)
@@ -122,10 +142,29 @@ static void write_page(const char *path, const asn_report *r, const char *title,
     asn_close_out(f, path);
 }
 
+/* --history: the chart of a training log, into -o. */
+static int write_history(void)
+{
+    asn_err e;
+    asn_history *h = asn_history_load(opts.history, &e);
+    if (!h)
+        asn_fatal("%s", e.msg);
+    FILE *f = asn_open_out(opts.out);
+    if (asn_history_svg(h, f, &e))
+        asn_write_failed(f, opts.out, errno);
+    asn_close_out(f, opts.out);
+    printf("history: %s (%d log step%s)\n", opts.out, h->n, ASN_PLURAL(h->n));
+    asn_close_out(stdout, "-");
+    asn_history_free(h);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int nops = asn_tool_parse(&tool, argc, argv);
     check_options(nops, argv);
+    if (opts.history)
+        return write_history();
     asn_report *r = load();
     const char *title;
     char *made = make_title(r, &title);

@@ -181,7 +181,8 @@ static const asn_tool tool = {
     "stderr: step, loss, KL, penalty, learning rate, tokens/s (a redrawn line\n"
     "on a terminal, a line per log step otherwise). The log file gets one JSON\n"
     "line per log step: step, epoch, rows, loss, kl, penalty (means since the\n"
-    "last line), lr, grad_norm, rows_per_s, time.\n",
+    "last line), lr, grad_norm, rows_per_s, time; report --history LOG -o\n"
+    "FILE.svg draws its loss and KL against the step.\n",
     options,
 };
 

@@ -111,6 +111,36 @@ int asn_report_write_text(const asn_report *r, const char *title, FILE *f, asn_e
  * sampler landed. */
 int asn_report_write_brief(const asn_report *r, FILE *f, asn_err *e);
 
+/* ================================================= a training history */
+
+/* A learned sampler's training history: train-sampler's log (--log), one
+ * JSON line per log step with at least "step" (an integer >= 0), "loss"
+ * and "kl" (numbers; the other fields are not read). A row whose step is
+ * not after the previous one's starts again from that step: the rows it
+ * replaces were written before a --resume from an earlier checkpoint, and
+ * the resumed run's rows are the ones that count. */
+typedef struct asn_history_row {
+    long step;
+    double loss, kl;
+} asn_history_row;
+
+typedef struct asn_history {
+    asn_history_row *rows; /* in step order, steps strictly increasing */
+    int n;
+} asn_history;
+
+/* Reads a log. NULL with e set ("FILE:LINE: ...") when a line is not JSON,
+ * lacks a field or has one of the wrong type, or ("FILE: ...") when the log
+ * has no line. */
+asn_history *asn_history_load(const char *jsonl, asn_err *e);
+void asn_history_free(asn_history *h);
+/* The chart: loss and KL against the optimizer step, one polyline each
+ * (class "series loss" and "series kl", a point per row), on a log10 axis
+ * (decades) when every value is positive and they span a factor of 10 or
+ * more, else on a linear one; axis labels and a legend. The same rows give
+ * the same bytes. Returns 0, or -1 with e set when writing failed. */
+int asn_history_svg(const asn_history *h, FILE *f, asn_err *e);
+
 /* ==================================================== the plotting helper */
 
 /* Nice tick values for an axis (after Heckbert, "Nice numbers for graph
@@ -160,6 +190,11 @@ typedef struct asn_plot {
  * the svg's id; desc is its accessible description. */
 void asn_plot_begin(asn_plot *p, FILE *f, const char *id, const char *desc, int width, int height,
                     double xlo, double xhi, const char *xlabel, double ylo, double yhi, const char *ylabel);
+/* The same with a log10 value axis: data y is log10 of the value, and the
+ * axis spans the decades dec_lo .. dec_hi (a grid line and a tick 10^k at
+ * each, labelled with superscripts). */
+void asn_plot_begin_logy(asn_plot *p, FILE *f, const char *id, const char *desc, int width, int height,
+                         double xlo, double xhi, const char *xlabel, int dec_lo, int dec_hi, const char *ylabel);
 /* Pixel coordinates of a data point. */
 double asn_plot_px(const asn_plot *p, double x);
 double asn_plot_py(const asn_plot *p, double y);

@@ -173,15 +173,24 @@ static void svg_open(asn_plot *p, FILE *f, const char *id, const char *desc, int
     fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", width, height);
 }
 
-void asn_plot_begin(asn_plot *p, FILE *f, const char *id, const char *desc, int width, int height,
-                    double xlo, double xhi, const char *xlabel, double ylo, double yhi, const char *ylabel)
+/* A decade's tick label on a log10 axis: "1", else 10 with k superscript. */
+static void decade_label(FILE *f, const char *x, const char *y, int k)
 {
-    memset(p, 0, sizeof *p);
+    if (k == 0)
+        fprintf(f, "<text x=\"%s\" y=\"%s\" dy=\"4\" text-anchor=\"end\">1</text>\n", x, y);
+    else
+        fprintf(f, "<text x=\"%s\" y=\"%s\" dy=\"4\" text-anchor=\"end\">10<tspan dy=\"-5\" "
+                   "font-size=\"9\">%d</tspan></text>\n", x, y, k);
+}
+
+/* The axes of asn_plot_begin and asn_plot_begin_logy, p->x and p->y set:
+ * on a log axis (logy) y's ticks are the decades p->y.lo .. p->y.hi. */
+static void begin_axes(asn_plot *p, FILE *f, const char *id, const char *desc, int width, int height,
+                       const char *xlabel, const char *ylabel, int logy)
+{
     p->f = f;
     p->width = width, p->height = height;
     p->left = 70, p->right = 230, p->top = 20, p->bottom = 56;
-    p->x = padded_ticks(xlo, xhi);
-    p->y = padded_ticks(ylo, yhi);
     p->legend_y = p->top + 4;
     svg_open(p, f, id, desc, width, height);
 
@@ -210,9 +219,13 @@ void asn_plot_begin(asn_plot *p, FILE *f, const char *id, const char *desc, int 
     for (int i = 0; i < ny; i++) {
         double v = p->y.lo + i * p->y.step;
         coord(a, asn_plot_py(p, v)), coord(b, x0), coord(c, x0 - TICK_LEN), coord(d, x0 - TICK_LEN - 3);
-        tick_label(lab, v, &p->y);
-        fprintf(f, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"#555555\"/>"
-                   "<text x=\"%s\" y=\"%s\" dy=\"4\" text-anchor=\"end\">%s</text>\n", b, a, c, a, d, a, lab);
+        fprintf(f, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"#555555\"/>", b, a, c, a);
+        if (logy) {
+            decade_label(f, d, a, (int)lround(v));
+        } else {
+            tick_label(lab, v, &p->y);
+            fprintf(f, "<text x=\"%s\" y=\"%s\" dy=\"4\" text-anchor=\"end\">%s</text>\n", d, a, lab);
+        }
     }
     fprintf(f, "</g>\n");
     coord(a, (x0 + x1) / 2), coord(b, height - 14);
@@ -224,6 +237,26 @@ void asn_plot_begin(asn_plot *p, FILE *f, const char *id, const char *desc, int 
                "font-size=\"13\" fill=\"#222222\">", a);
     asn_xml_escape(f, ylabel);
     fprintf(f, "</text>\n");
+}
+
+void asn_plot_begin(asn_plot *p, FILE *f, const char *id, const char *desc, int width, int height,
+                    double xlo, double xhi, const char *xlabel, double ylo, double yhi, const char *ylabel)
+{
+    memset(p, 0, sizeof *p);
+    p->x = padded_ticks(xlo, xhi);
+    p->y = padded_ticks(ylo, yhi);
+    begin_axes(p, f, id, desc, width, height, xlabel, ylabel, 0);
+}
+
+void asn_plot_begin_logy(asn_plot *p, FILE *f, const char *id, const char *desc, int width, int height,
+                         double xlo, double xhi, const char *xlabel, int dec_lo, int dec_hi, const char *ylabel)
+{
+    memset(p, 0, sizeof *p);
+    if (dec_hi <= dec_lo)
+        dec_hi = dec_lo + 1;
+    p->x = padded_ticks(xlo, xhi);
+    p->y = (asn_ticks){dec_lo, dec_hi, 1, 0};
+    begin_axes(p, f, id, desc, width, height, xlabel, ylabel, 1);
 }
 
 /* The outline of a marker as an SVG element (without closing attributes). */
@@ -493,11 +526,7 @@ void asn_plot_begin_logbars(asn_plot *p, FILE *f, const char *id, const char *de
     for (int k = dec_lo; k <= dec_hi; k++) {
         coord(a, asn_plot_py(p, k)), coord(b, x0), coord(c, x0 - TICK_LEN), coord(d, x0 - TICK_LEN - 3);
         fprintf(f, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"#555555\"/>", b, a, c, a);
-        if (k == 0)
-            fprintf(f, "<text x=\"%s\" y=\"%s\" dy=\"4\" text-anchor=\"end\">1</text>\n", d, a);
-        else
-            fprintf(f, "<text x=\"%s\" y=\"%s\" dy=\"4\" text-anchor=\"end\">10<tspan dy=\"-5\" "
-                       "font-size=\"9\">%d</tspan></text>\n", d, a, k);
+        decade_label(f, d, a, k);
     }
     fprintf(f, "</g>\n");
     /* category labels, rotated, ending under their category */

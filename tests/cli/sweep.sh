@@ -2,7 +2,8 @@
 # pipelines/sweep.mk on demo-model candidates: 2 architectures x 2 hidden
 # sizes x 2 learning rates; the split by prompt, the table's form, the chosen
 # row (the smallest held-out KL of the runs' own analyze-sampler summaries,
-# found in Python), best.gguf, every run's history.tsv against its log;
+# found in Python), best.gguf, every run's history.tsv and history.svg
+# against its log;
 # full.mk's SWEEP=1 hook; bad settings.
 . "$(dirname "$0")/../lib/cli.sh"
 
@@ -88,9 +89,29 @@ for r in runs:
         assert [float(x) for x in line.split("\t")] == [float(rec[c]) for c in cols], (r, line, rec)
 PYEOF
 
+check "history.svg of every run: a polyline per series, a point per log line, x increasing" $PY - "$SW" <<'PYEOF'
+import glob, json, sys
+import xml.etree.ElementTree as ET
+NS = "{http://www.w3.org/2000/svg}"
+runs = sorted(glob.glob(sys.argv[1] + "/runs/*/"))
+assert len(runs) == 8, runs
+for r in runs:
+    steps = [json.loads(l)["step"] for l in open(r + "log.jsonl")]
+    assert steps == sorted(set(steps)) and len(steps) > 1, (r, steps)
+    root = ET.parse(r + "history.svg").getroot()
+    assert root.tag == NS + "svg", root.tag
+    lines = root.findall(".//" + NS + "polyline")
+    assert [p.get("class") for p in lines] == ["series loss", "series kl"], r
+    for p in lines:
+        xs = [float(q.split(",")[0]) for q in p.get("points").split()]
+        assert len(xs) == len(steps) and all(a < b for a, b in zip(xs, xs[1:])), (r, xs)
+PYEOF
+
 # the same sweep again in another folder: the same table, byte for byte
 sweep SWEEP_OUT="$TMP/sw2" sweep > /dev/null 2>&1
 check "the same settings give the same sweep.tsv" cmp "$SW/sweep.tsv" "$TMP/sw2/sweep.tsv"
+check "  ... and the same history.svg" cmp "$SW/runs/LocalProbabilityTransform-h4-lr0.02-s1/history.svg" \
+    "$TMP/sw2/runs/LocalProbabilityTransform-h4-lr0.02-s1/history.svg"
 
 # full.mk's hook: SWEEP=1 adds the sweep's outputs to the sampler targets
 printf '{"id": "p", "prompt": "x"}\n' > "$TMP/p.jsonl"
