@@ -15,7 +15,6 @@
 #include "asn/tool.h"
 #include "asn/vocab.h"
 
-#include <cblas.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -793,7 +792,6 @@ static char *load_inputs(analyzer *an, int nops, char **argv)
 static void make_buffers(analyzer *an)
 {
     asn_err e;
-    openblas_set_num_threads(1); /* the pool's threads call it (see asn_sampler_forward) */
     an->pool = asn_pool_new((int)opts.threads);
     an->V = asn_model_cfg(an->m)->n_vocab;
     if (!(an->rp = asn_replayer_new(an->m, an->pool, (int)opts.ctx, &e)))

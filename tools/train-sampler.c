@@ -14,7 +14,6 @@
 #include "asn/sampler_net.h"
 #include "asn/tool.h"
 
-#include <cblas.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -814,7 +813,6 @@ static void open_buffers(ts_ctx *g)
 {
     asn_err e;
     trainer *tr = &g->tr;
-    openblas_set_num_threads(1);
     tr->pool = asn_pool_new((int)opts.threads);
     tr->ws = asn_sampler_ws_new(tr->s, 1);
     tr->pred = asn_xmalloc((size_t)tr->V * sizeof(float));
