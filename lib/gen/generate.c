@@ -98,7 +98,7 @@ typedef struct root {
     int32_t *toks;    /* a copy of the prompt */
     int n;
     int seq;          /* -1 until prefilled */
-    int remaining;    /* jobs of this prompt not forked yet; 0: idle (kept, see IDLE_ROOTS) */
+    int remaining;    /* jobs of this prompt not forked yet; 0: idle (kept, asn_gen_stream_keep) */
     float *logits;    /* last position's logits */
     unsigned long last_use; /* when it last became idle */
     struct root *next;
