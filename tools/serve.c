@@ -124,6 +124,10 @@ typedef struct cls_job {
     float *out;   /* n x n_cls */
     char *error;
     int done;
+    int act;      /* use_activation */
+    long total;   /* tokens */
+    asn_http_conn *conn; /* the request, until it is answered (S.mu) */
+    int gone;     /* the request ended while the engine ran the job: the engine frees it */
 } cls_job;
 
 typedef struct server {
@@ -142,7 +146,7 @@ typedef struct server {
     cls_job **cls_inbox;
     size_t n_cls_inbox, cls_cap;
     pthread_mutex_t mu, tok_mu;
-    pthread_cond_t work, news;
+    pthread_cond_t work;
     req **inbox;
     size_t n_inbox, inbox_cap;
     req **active;           /* requests the engine holds */
@@ -151,11 +155,14 @@ typedef struct server {
     int quit;
     long served;
     long prefilled, reused; /* the stream's counts after the last step (S.mu) */
+    req **wake;             /* requests with news since the last step: woken together */
+    size_t n_wake, wake_cap;
 } server;
 
 struct req {
     server *s;
-    pthread_cond_t cv;      /* its news (tokens, choices done) for the thread answering it */
+    asn_http_conn *conn;    /* woken with news (tokens, choices done) until it is answered */
+    int wake_queued;        /* in S.wake */
     asn_oai_request rq;
     asn_heuristic own;
     const asn_heuristic *h;
@@ -194,7 +201,6 @@ static void req_free(req *r)
     }
     if (r->own_h)
         asn_heuristic_clear(&r->own);
-    pthread_cond_destroy(&r->cv);
     free(r->jobs);
     free(r->toks);
     free(r->ctoks);
@@ -221,6 +227,32 @@ static void req_unref(req *r)
 
 /* ------------------------------------------------------------- engine */
 
+/* News of r (with S.mu held): its request is woken after the engine's
+ * step, with every other one that had news in it, so that the server's
+ * thread wakes about once a step, not once a token. */
+static void news(req *r)
+{
+    if (!r->conn || r->wake_queued)
+        return;
+    r->wake_queued = 1;
+    r->refs++; /* held in S.wake */
+    asn_grow((void **)&S.wake, &S.wake_cap, S.n_wake + 1, sizeof *S.wake);
+    S.wake[S.n_wake++] = r;
+}
+
+/* Wakes the requests that had news (with S.mu held). */
+static void wake_all(void)
+{
+    for (size_t i = 0; i < S.n_wake; i++) {
+        req *r = S.wake[i];
+        r->wake_queued = 0;
+        if (r->conn)
+            asn_http_wake(r->conn);
+        req_unref(r);
+    }
+    S.n_wake = 0;
+}
+
 static void ev_token(void *ctx, asn_gen_job *job, int32_t tok)
 {
     req *r = job->user;
@@ -229,7 +261,7 @@ static void ev_token(void *ctx, asn_gen_job *job, int32_t tok)
     int i = (int)(job - r->jobs);
     pthread_mutex_lock(&S.mu);
     r->ctoks[i][r->n_ctoks[i]++] = tok;
-    pthread_cond_broadcast(&r->cv);
+    news(r);
     pthread_mutex_unlock(&S.mu);
 }
 
@@ -252,7 +284,7 @@ static void ev_done(void *ctx, asn_gen_job *job)
     pthread_mutex_lock(&S.mu);
     if (r->finished)
         r->finished[job - r->jobs] = 1;
-    pthread_cond_broadcast(&r->cv); /* before the engine lets go of r */
+    news(r); /* before the engine lets go of r */
     if (++r->n_done == r->n)
         engine_release(r);
     pthread_mutex_unlock(&S.mu);
@@ -290,6 +322,14 @@ static void echo_prompt(req *r)
     }
 }
 
+static void cls_free(cls_job *j)
+{
+    for (int i = 0; i < j->n && j->ids; i++)
+        free(j->ids[i]);
+    free(j->ids), free(j->lens), free(j->out), free(j->error);
+    free(j);
+}
+
 static void classify_jobs(cls_job **cj, size_t nc)
 {
     asn_err e;
@@ -304,7 +344,10 @@ static void classify_jobs(cls_job **cj, size_t nc)
             cj[i]->error = asn_xstrdup(e.msg);
         cj[i]->done = 1;
         S.accepted--;
-        pthread_cond_broadcast(&S.news);
+        if (cj[i]->gone)
+            cls_free(cj[i]);
+        else if (cj[i]->conn)
+            asn_http_wake(cj[i]->conn);
         pthread_mutex_unlock(&S.mu);
     }
 }
@@ -317,8 +360,8 @@ static void engine_loop(void)
         pthread_mutex_lock(&S.mu);
         if (asn_stop_requested())
             S.quit = 1;
-        if (S.quit) {
-            pthread_cond_broadcast(&S.news);
+        if (S.quit) { /* asn_http_stop wakes every waiting request */
+            wake_all();
             pthread_mutex_unlock(&S.mu);
             break;
         }
@@ -405,12 +448,14 @@ static void engine_loop(void)
                         r->jobs[k].error = asn_xstrdup(e.msg);
                         r->n_done++;
                     }
-                pthread_cond_broadcast(&r->cv);
+                news(r);
                 engine_release(r);
             }
-            pthread_cond_broadcast(&S.news);
             pthread_mutex_unlock(&S.mu);
         }
+        pthread_mutex_lock(&S.mu);
+        wake_all();
+        pthread_mutex_unlock(&S.mu);
     }
     free(batch);
 }
@@ -453,7 +498,6 @@ static req *build(const asn_http_request *hr, int chat, asn_http_response *out)
 {
     req *r = asn_xcalloc(1, sizeof *r);
     r->s = &S;
-    pthread_cond_init(&r->cv, NULL);
     asn_err e;
     asn_oai_limits lim = {opts.max_tokens, (int)opts.max_n, S.n_ctx, S.V};
     if (asn_oai_parse(hr->body, hr->len, chat, &lim, &r->rq, &e)) {
@@ -580,7 +624,7 @@ fail:
 }
 
 /* Hands a request to the engine; 0, or -1 when the queue is full. */
-static int submit(req *r)
+static int submit(req *r, asn_http_conn *conn)
 {
     pthread_mutex_lock(&S.mu);
     if (S.accepted >= opts.queue || S.quit) {
@@ -589,6 +633,7 @@ static int submit(req *r)
     }
     S.accepted++;
     r->refs = 2; /* the connection and the engine */
+    r->conn = conn;
     asn_grow((void **)&S.inbox, &S.inbox_cap, S.n_inbox + 1, sizeof *S.inbox);
     S.inbox[S.n_inbox++] = r;
     pthread_cond_signal(&S.work);
@@ -604,20 +649,6 @@ static const char *first_error(const req *r)
     return NULL;
 }
 
-/* Waits (S.mu held) for news of r: the engine wakes r's thread alone,
- * not every connection's (a broadcast per finished choice to 64 waiting
- * threads cost serve a fifth of its time); a shutdown is seen within
- * 200 ms. */
-static void wait_news(req *r)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 200000000;
-    if (ts.tv_nsec >= 1000000000)
-        ts.tv_sec++, ts.tv_nsec -= 1000000000;
-    pthread_cond_timedwait(&r->cv, &S.mu, &ts);
-}
-
 static asn_oai_choice choice_of(const req *r, const asn_gen_job *j)
 {
     asn_oai_choice c = {j->tokens, j->n_tokens, j->generation, j->generation_len, j->finish,
@@ -626,12 +657,29 @@ static asn_oai_choice choice_of(const req *r, const asn_gen_job *j)
     return c;
 }
 
-static void answer_whole(req *r, asn_http_response *out)
+/* The connection lets go of r (with S.mu held): the engine drops what is
+ * left of it. */
+static void conn_release(req *r)
 {
+    r->conn = NULL;
+    if (!r->engine_gone) {
+        r->cancel = 1;
+        pthread_cond_signal(&S.work);
+    }
+    req_unref(r);
+}
+
+/* A whole answer (the request's later): 0 until every choice is done. */
+static int answer_whole(void *ctx, asn_http_response *out)
+{
+    req *r = ctx;
     pthread_mutex_lock(&S.mu);
-    while (r->n_done < r->n && !S.quit)
-        wait_news(r);
+    if (r->n_done < r->n && !S.quit) {
+        pthread_mutex_unlock(&S.mu);
+        return 0;
+    }
     int finished = r->n_done == r->n;
+    r->conn = NULL;
     if (!finished)
         r->cancel = 1;
     pthread_mutex_unlock(&S.mu);
@@ -651,6 +699,15 @@ static void answer_whole(req *r, asn_http_response *out)
     }
     pthread_mutex_lock(&S.mu);
     req_unref(r);
+    pthread_mutex_unlock(&S.mu);
+    return 1;
+}
+
+/* The request ended before its answer (the server stops). */
+static void whole_gone(void *ctx)
+{
+    pthread_mutex_lock(&S.mu);
+    conn_release(ctx);
     pthread_mutex_unlock(&S.mu);
 }
 
@@ -777,23 +834,17 @@ static ssize_t stream_read(void *ctx, char *buf, size_t max)
             r->done_sent = 1;
             continue;
         }
-        if (S.quit) {
-            pthread_mutex_unlock(&S.mu);
-            return -1;
-        }
-        wait_news(r);
+        int quit = S.quit;
+        pthread_mutex_unlock(&S.mu);
+        return quit ? -1 : ASN_HTTP_LATER; /* asked again at the next news */
     }
 }
 
+/* The stream ended, or the client went away. */
 static void stream_done(void *ctx)
 {
-    req *r = ctx;
     pthread_mutex_lock(&S.mu);
-    if (!r->engine_gone) {
-        r->cancel = 1; /* the client went away */
-        pthread_cond_signal(&S.work);
-    }
-    req_unref(r);
+    conn_release(ctx);
     pthread_mutex_unlock(&S.mu);
 }
 
@@ -807,16 +858,19 @@ static void stream_done(void *ctx)
  * one output) as vLLM gives them, or as they are with use_activation
  * false: the numbers score-reward -m writes. A text is tokenized with
  * special tokens added and parsed, and cut to the last --ctx tokens. */
+static int cls_answer(void *ctx, asn_http_response *out);
+static void cls_gone(void *ctx);
+
 static void classify(const asn_http_request *hr, asn_http_response *out)
 {
     if (!S.n_cls)
         return error_json(out, 400, "this server's model has no classification head (cls.output.weight)");
     json_error_t je;
     json_t *body = json_loadb(hr->body, hr->len, JSON_REJECT_DUPLICATES, &je);
-    cls_job job = {0};
+    cls_job *job = asn_xcalloc(1, sizeof *job);
     const json_t *model = json_object_get(body, "model"), *in = json_object_get(body, "input");
-    int act = 1;
     asn_err e;
+    job->act = 1;
     if (!body)
         { error_json(out, 400, "the body is not JSON: line %d, column %d: %s", je.line, je.column, je.text); goto done; }
     if (!json_is_object(body))
@@ -828,7 +882,7 @@ static void classify(const asn_http_request *hr, asn_http_response *out)
         if (a && !json_is_null(a) && !json_is_boolean(a))
             { error_json(out, 400, "field \"%s\" must be true or false", k ? "activation" : "use_activation"); goto done; }
         if (json_is_false(a))
-            act = 0;
+            job->act = 0;
     }
     /* input: one item, or a list of them; an item is a text or a list of ids */
     json_t *items = json_array();
@@ -836,47 +890,46 @@ static void classify(const asn_http_request *hr, asn_http_response *out)
         json_array_append(items, (json_t *)in);
     else if (json_is_array(in))
         json_array_extend(items, (json_t *)in);
-    job.n = (int)json_array_size(items);
-    if (!job.n || job.n > 256) {
+    job->n = (int)json_array_size(items);
+    if (!job->n || job->n > 256) {
         json_decref(items);
         error_json(out, 400, "field \"input\" must be a text, a list of token ids, or a list of 1 to 256 of them");
         goto done;
     }
-    job.ids = asn_xcalloc((size_t)job.n, sizeof *job.ids);
-    job.lens = asn_xcalloc((size_t)job.n, sizeof *job.lens);
-    long total = 0;
-    for (int i = 0; i < job.n; i++) {
+    job->ids = asn_xcalloc((size_t)job->n, sizeof *job->ids);
+    job->lens = asn_xcalloc((size_t)job->n, sizeof *job->lens);
+    for (int i = 0; i < job->n; i++) {
         const json_t *it = json_array_get(items, (size_t)i);
         if (json_is_string(it)) {
             pthread_mutex_lock(&S.tok_mu);
-            int rc = asn_classify_tokenize(S.v, json_string_value(it), json_string_length(it), S.n_ctx, &job.ids[i],
-                                           &job.lens[i], &e);
+            int rc = asn_classify_tokenize(S.v, json_string_value(it), json_string_length(it), S.n_ctx, &job->ids[i],
+                                           &job->lens[i], &e);
             pthread_mutex_unlock(&S.tok_mu);
             if (rc)
                 { json_decref(items); error_json(out, 400, "field \"input\": item %d: %s", i, e.msg); goto done; }
         } else if (json_is_array(it) && json_array_size(it) && json_array_size(it) <= (size_t)S.n_ctx) {
-            job.lens[i] = (int)json_array_size(it);
-            job.ids[i] = asn_xmalloc((size_t)job.lens[i] * sizeof **job.ids);
-            for (int k = 0; k < job.lens[i]; k++) {
+            job->lens[i] = (int)json_array_size(it);
+            job->ids[i] = asn_xmalloc((size_t)job->lens[i] * sizeof **job->ids);
+            for (int k = 0; k < job->lens[i]; k++) {
                 const json_t *t = json_array_get(it, (size_t)k);
                 if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) >= S.V) {
                     json_decref(items);
                     error_json(out, 400, "field \"input\": item %d, token %d must be a token id from 0 to %d", i, k, S.V - 1);
                     goto done;
                 }
-                job.ids[i][k] = (int32_t)json_integer_value(t);
+                job->ids[i][k] = (int32_t)json_integer_value(t);
             }
         } else {
             json_decref(items);
             error_json(out, 400, "field \"input\": item %d must be a text or a list of 1 to %d token ids", i, S.n_ctx);
             goto done;
         }
-        if (job.lens[i] < 1)
+        if (job->lens[i] < 1)
             { json_decref(items); error_json(out, 400, "field \"input\": item %d has no tokens", i); goto done; }
-        total += job.lens[i];
+        job->total += job->lens[i];
     }
     json_decref(items);
-    job.out = asn_xmalloc((size_t)job.n * (size_t)S.n_cls * sizeof *job.out);
+    job->out = asn_xmalloc((size_t)job->n * (size_t)S.n_cls * sizeof *job->out);
     pthread_mutex_lock(&S.mu);
     if (S.accepted >= opts.queue || S.quit) {
         pthread_mutex_unlock(&S.mu);
@@ -884,22 +937,68 @@ static void classify(const asn_http_request *hr, asn_http_response *out)
         goto done;
     }
     S.accepted++;
-    cls_job *jp = &job;
+    job->conn = hr->conn;
     asn_grow((void **)&S.cls_inbox, &S.cls_cap, S.n_cls_inbox + 1, sizeof *S.cls_inbox);
-    S.cls_inbox[S.n_cls_inbox++] = jp;
+    S.cls_inbox[S.n_cls_inbox++] = job;
     pthread_cond_signal(&S.work);
-    while (!job.done && !S.quit)
-        pthread_cond_wait(&S.news, &S.mu);
-    if (!job.done) { /* shutting down: the engine will not run it */
-        for (size_t i = 0; i < S.n_cls_inbox; i++)
-            if (S.cls_inbox[i] == jp)
-                S.cls_inbox[i] = S.cls_inbox[--S.n_cls_inbox];
+    pthread_mutex_unlock(&S.mu);
+    json_decref(body);
+    out->later = cls_answer;
+    out->done = cls_gone;
+    out->ctx = job;
+    return;
+done:
+    cls_free(job);
+    json_decref(body);
+}
+
+/* The job leaves the engine's inbox, if it is there (with S.mu held); 1 if
+ * it was. */
+static int cls_unqueue(cls_job *job)
+{
+    for (size_t i = 0; i < S.n_cls_inbox; i++)
+        if (S.cls_inbox[i] == job) {
+            memmove(S.cls_inbox + i, S.cls_inbox + i + 1, (S.n_cls_inbox - i - 1) * sizeof *S.cls_inbox);
+            S.n_cls_inbox--;
+            return 1;
+        }
+    return 0;
+}
+
+/* The request ended before its answer (the server stops). */
+static void cls_gone(void *ctx)
+{
+    cls_job *job = ctx;
+    pthread_mutex_lock(&S.mu);
+    job->conn = NULL;
+    if (job->done || cls_unqueue(job))
+        cls_free(job);
+    else
+        job->gone = 1; /* the engine runs it: it frees it */
+    pthread_mutex_unlock(&S.mu);
+}
+
+/* A /classify answer (the request's later): 0 until the engine ran it. */
+static int cls_answer(void *ctx, asn_http_response *out)
+{
+    cls_job *job = ctx;
+    pthread_mutex_lock(&S.mu);
+    if (!job->done && !S.quit) {
+        pthread_mutex_unlock(&S.mu);
+        return 0;
+    }
+    job->conn = NULL;
+    if (!job->done && !cls_unqueue(job)) { /* (the engine stops only between jobs) */
+        job->gone = 1;
+        pthread_mutex_unlock(&S.mu);
+        error_json(out, 503, "the server is shutting down");
+        return 1;
     }
     pthread_mutex_unlock(&S.mu);
-    if (!job.done) {
+    if (!job->done) {
         error_json(out, 503, "the server is shutting down");
-    } else if (job.error) {
-        error_json(out, 400, "%s", job.error);
+    } else if (job->error) {
+        error_json(out, 400, "%s", job->error);
     } else {
         static long counter;
         long created = (long)time(NULL);
@@ -908,8 +1007,8 @@ static void classify(const asn_http_request *hr, asn_http_response *out)
         snprintf(id, sizeof id, "classify-%ld-%ld", created, ++counter);
         pthread_mutex_unlock(&S.mu);
         json_t *data = json_array();
-        for (int i = 0; i < job.n; i++) {
-            const float *o = job.out + (size_t)i * S.n_cls;
+        for (int i = 0; i < job->n; i++) {
+            const float *o = job->out + (size_t)i * S.n_cls;
             int best = 0;
             double mx = o[0], z = 0;
             for (int k = 1; k < S.n_cls; k++)
@@ -919,7 +1018,7 @@ static void classify(const asn_http_request *hr, asn_http_response *out)
                 z += exp((double)o[k] - mx);
             json_t *probs = json_array();
             for (int k = 0; k < S.n_cls; k++) {
-                double v = !act ? (double)o[k] : S.n_cls == 1 ? 1.0 / (1.0 + exp(-(double)o[k])) : exp((double)o[k] - mx) / z;
+                double v = !job->act ? (double)o[k] : S.n_cls == 1 ? 1.0 / (1.0 + exp(-(double)o[k])) : exp((double)o[k] - mx) / z;
                 json_array_append_new(probs, isfinite(v) ? json_real(v) : json_null());
             }
             char label[32];
@@ -929,15 +1028,12 @@ static void classify(const asn_http_request *hr, asn_http_response *out)
         }
         json_t *j = json_pack("{s:s,s:s,s:I,s:s,s:o,s:{s:I,s:I,s:i}}", "id", id, "object", "list", "created",
                               (json_int_t)created, "model", S.name, "data", data, "usage", "prompt_tokens",
-                              (json_int_t)total, "total_tokens", (json_int_t)total, "completion_tokens", 0);
+                              (json_int_t)job->total, "total_tokens", (json_int_t)job->total, "completion_tokens", 0);
         asn_http_json(out, 200, asn_json_dumps(j, 0));
         json_decref(j);
     }
-done:
-    for (int i = 0; i < job.n && job.ids; i++)
-        free(job.ids[i]);
-    free(job.ids), free(job.lens), free(job.out), free(job.error);
-    json_decref(body);
+    cls_free(job);
+    return 1;
 }
 
 /* -------------------------------------------------------------- routes */
@@ -998,12 +1094,16 @@ static void handle(void *ctx, const asn_http_request *hr, asn_http_response *out
     if (opts.verbose)
         asn_warn("%s %s: %d prompt tokens, n=%d, max_tokens=%ld, heuristic \"%s\"", r->id, p, r->n_toks, r->n,
                  r->rq.max_tokens, r->h->name);
-    if (submit(r)) {
+    if (submit(r, hr->conn)) {
         req_free(r);
         { error_json(out, 503, "the server is busy: %ld requests are waiting or running", opts.queue); return; }
     }
-    if (!r->rq.stream)
-        return answer_whole(r, out);
+    if (!r->rq.stream) {
+        out->later = answer_whole;
+        out->done = whole_gone;
+        out->ctx = r;
+        return;
+    }
     out->status = 200;
     out->content_type = "text/event-stream";
     out->read = stream_read;
@@ -1065,7 +1165,6 @@ static void start_engine(void)
     pthread_mutex_init(&S.mu, NULL);
     pthread_mutex_init(&S.tok_mu, NULL);
     pthread_cond_init(&S.work, NULL);
-    pthread_cond_init(&S.news, NULL);
 }
 
 /* The HTTP server, and its port in --port-file. */
@@ -1098,6 +1197,7 @@ static void server_free(void)
     asn_model_free(S.m);
     free(S.active);
     free(S.inbox);
+    free(S.wake);
     free(S.name);
 }
 
