@@ -850,6 +850,9 @@ static void stream_done(void *ctx)
 
 /* ------------------------------------------------------------ classify */
 
+static int cls_answer(void *ctx, asn_http_response *out);
+static void cls_gone(void *ctx);
+
 /* POST /classify, vLLM's classification API: {"model", "input": text |
  * [texts] | [ids] | [[ids]], "use_activation" (or "activation"): true}
  * -> {"id", "object": "list", "created", "model", "data": [{"index",
@@ -857,10 +860,8 @@ static void stream_done(void *ctx)
  * "usage"}. probs are the head's outputs through a softmax (a sigmoid for
  * one output) as vLLM gives them, or as they are with use_activation
  * false: the numbers score-reward -m writes. A text is tokenized with
- * special tokens added and parsed, and cut to the last --ctx tokens. */
-static int cls_answer(void *ctx, asn_http_response *out);
-static void cls_gone(void *ctx);
-
+ * special tokens added and parsed, and cut to the last --ctx tokens. The
+ * engine's thread runs the job; the answer is the request's later. */
 static void classify(const asn_http_request *hr, asn_http_response *out)
 {
     if (!S.n_cls)
