@@ -231,3 +231,43 @@ s.recv(100); s.close()
 import urllib.request
 assert json.loads(urllib.request.urlopen(os.environ["URL"] + "/health", timeout=10).read())["status"] == "ok"
 PYEOF
+
+# stopped while requests wait (whole and streamed), serve ends them (503 or
+# a closed stream) and exits 0 at once: one HTTP thread polls every
+# connection, and a waiting one is suspended until resumed at the stop
+start_serve c --queue 8 --ctx 4096
+SPID=$(pgrep -P "$(echo $PIDS | awk '{print $NF}')")
+check "stopped with requests waiting and streaming, serve answers them and exits 0 at once" $PY - "$TMP/c.port" "$SPID" <<'PYEOF'
+import http.client, json, os, signal, sys, threading, time, urllib.request, urllib.error
+url = "http://127.0.0.1:%d" % int(open(sys.argv[1]).read()); pid = int(sys.argv[2])
+res = []
+def one(stream):
+    body = json.dumps({"prompt": "on and on", "max_tokens": 4000, "min_tokens": 4000, "stream": stream}).encode()
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url + "/v1/completions", data=body), timeout=30) as r:
+            d = r.read()
+            res.append("stream" if stream and r.status == 200 else r.status)
+    except urllib.error.HTTPError as e:
+        res.append(e.code)
+    except (ConnectionError, urllib.error.URLError, http.client.HTTPException):
+        res.append("closed")
+ts = [threading.Thread(target=one, args=(i < 2,)) for i in range(5)]
+for t in ts: t.start()
+for _ in range(400):
+    if json.loads(urllib.request.urlopen(url + "/health", timeout=10).read())["accepted"] >= 5: break
+    time.sleep(0.01)
+else:
+    sys.exit("the requests did not all start")
+t0 = time.time(); os.kill(pid, signal.SIGTERM)
+for t in ts: t.join(20)
+assert all(not t.is_alive() for t in ts) and len(res) == 5 and set(res) <= {503, "stream", "closed"}, res
+for _ in range(500):
+    try: os.kill(pid, 0)
+    except ProcessLookupError: break
+    time.sleep(0.01)
+else:
+    sys.exit("serve still runs 5 s after SIGTERM")
+PYEOF
+pkill -TERM -P "$(echo $PIDS | awk '{print $NF}')" 2>/dev/null # (when the check failed before its stop)
+wait $(echo $PIDS | awk '{print $NF}'); st=$?
+expect_status "serve exits 0 after a stop with requests in flight" 0 sh -c "exit $st"
