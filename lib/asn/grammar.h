@@ -71,8 +71,8 @@ char *asn_schema_to_gbnf_final(const json_t *schema, asn_ws_rule ws, int *final,
 
 /* The final check: 1 when text (len bytes) is one JSON value (whitespace
  * around it allowed) valid under the schema, else 0 (why, when not NULL,
- * gets the reason). A keyword that cannot be judged for this value (a
- * recursion past 64 levels) counts as invalid. */
+ * gets the reason). What cannot be judged for this value (an integer
+ * beyond 64 bits, a recursion past 64 levels) counts as invalid. */
 int asn_schema_check_text(const json_t *schema, const char *text, size_t len, char *why, size_t cap);
 
 /* A regular expression (the subset in docs/sampling.md; the whole text

@@ -569,9 +569,7 @@ int asn_schema_check_text(const json_t *schema, const char *text, size_t len, ch
 {
     json_error_t je;
     json_t *v = json_loadb(text, len, JSON_DECODE_ANY, &je);
-    if (!v) /* an integer beyond 64 bits: read as a double */
-        v = json_loadb(text, len, JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL, &je);
-    if (!v) {
+    if (!v) { /* an integer beyond 64 bits among them: not judged */
         if (why && cap)
             snprintf(why, cap, "not one JSON value: %s", je.text);
         return 0;
