@@ -294,6 +294,30 @@ static void relax(json_t *s, unsigned kinds, const char *mk, const json_t *root,
     }
 }
 
+/* 1 when s is of the format (the grammar of a string of that format
+ * decides), 0 when not, -1 when the grammar does not know the format. */
+static int format_ok(const char *fmt, const json_t *v)
+{
+    json_t *sch = json_pack("{s:s,s:s}", "type", "string", "format", fmt);
+    asn_err e;
+    char *gbnf = asn_schema_to_gbnf(sch, ASN_WS_COMPACT, &e);
+    json_decref(sch);
+    if (!gbnf)
+        return -1;
+    asn_grammar *g = asn_gbnf_parse(gbnf, strlen(gbnf), &e);
+    free(gbnf);
+    if (!g)
+        return -1;
+    char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    asn_gstate st = {0};
+    asn_gstate_start(g, &st);
+    int ok = text && !asn_gstate_advance(g, &st, text, strlen(text)) && asn_gstate_complete(&st);
+    asn_gstate_clear(&st);
+    asn_grammar_free(g);
+    free(text);
+    return ok;
+}
+
 static int merge_listed(const char *mk, const char *m)
 {
     for (; *mk; mk += strlen(mk) + 1)
@@ -326,7 +350,7 @@ char *asn_schema_to_gbnf_final(const json_t *schema, asn_ws_rule ws, int *final,
         }
         if (!checked) { /* the value must be judged in full */
             char why[600];
-            if (gv_check(schema, why, sizeof why)) {
+            if (gv_check(schema, format_ok, why, sizeof why)) {
                 asn_err_set(e, "%s (the final check cannot judge it)", why);
                 return NULL;
             }
@@ -344,4 +368,21 @@ char *asn_schema_to_gbnf_final(const json_t *schema, asn_ws_rule ws, int *final,
     }
     json_decref(r);
     return g;
+}
+
+int asn_schema_check_text(const json_t *schema, const char *text, size_t len, char *why, size_t cap)
+{
+    json_error_t je;
+    json_t *v = json_loadb(text, len, JSON_DECODE_ANY, &je);
+    if (!v) { /* an integer beyond 64 bits among them: not judged */
+        if (why && cap)
+            snprintf(why, cap, "not one JSON value: %s", je.text);
+        return 0;
+    }
+    char w[256];
+    int r = gv_valid(schema, schema, v, format_ok, w, sizeof w);
+    json_decref(v);
+    if (r <= 0 && why && cap)
+        snprintf(why, cap, r < 0 ? "keyword \"%s\" could not be judged" : "the value fails the schema", w);
+    return r > 0;
 }

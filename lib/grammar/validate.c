@@ -13,8 +13,8 @@
  * Numbers compare by value (1 and 1.0 are one value); multipleOf is
  * decided on the shortest decimals of the two numbers (0.3 is a multiple
  * of 0.1); lengths count code points; patterns are searched for with
- * PCRE2, as JSON Schema's ECMAScript regexes; formats are checked by the
- * grammar of a string of that format (schema.c). */
+ * PCRE2, as JSON Schema's ECMAScript regexes; formats by the caller's
+ * function (relax.c: the grammar of a string of that format). */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "grammar_internal.h"
 
@@ -28,6 +28,7 @@ enum { V_DEPTH = 64 };
 
 typedef struct vctx {
     const json_t *root;
+    gv_format_fn fmt; /* NULL: formats not judged */
     int old_ref; /* $schema names draft 3 to 7: keywords beside $ref are ignored */
     char *why;
     size_t cap;
@@ -231,30 +232,6 @@ static int multiple_of(double v, double d)
     return mv % md == 0;
 }
 
-/* 1 when s is of the format (the grammar of a string of that format
- * decides), 0 when not, -1 when the grammar does not know the format. */
-static int format_ok(const char *fmt, const json_t *v)
-{
-    json_t *sch = json_pack("{s:s,s:s}", "type", "string", "format", fmt);
-    asn_err e;
-    char *gbnf = asn_schema_to_gbnf(sch, ASN_WS_COMPACT, &e);
-    json_decref(sch);
-    if (!gbnf)
-        return -1;
-    asn_grammar *g = asn_gbnf_parse(gbnf, strlen(gbnf), &e);
-    free(gbnf);
-    if (!g)
-        return -1;
-    char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-    asn_gstate st = {0};
-    asn_gstate_start(g, &st);
-    int ok = text && !asn_gstate_advance(g, &st, text, strlen(text)) && asn_gstate_complete(&st);
-    asn_gstate_clear(&st);
-    asn_grammar_free(g);
-    free(text);
-    return ok;
-}
-
 static const char *const IGNORED[] = {"title", "description", "$schema", "$id", "id", "$comment", "default",
                                       "examples", "example", "readOnly", "writeOnly", "deprecated", "$defs",
                                       "definitions", "$anchor", "nullable", "contentEncoding", "contentMediaType",
@@ -320,7 +297,7 @@ static int valid(vctx *x, const json_t *s, const json_t *v, int depth)
                 return unjudged(x, k);
             r = valid(x, t, v, depth + 1);
         } else if (!strcmp(k, "format")) {
-            if (json_is_string(v) && json_is_string(a) && (r = format_ok(json_string_value(a), v)) < 0)
+            if (json_is_string(v) && json_is_string(a) && (r = x->fmt ? x->fmt(json_string_value(a), v) : -1) < 0)
                 return unjudged(x, k);
         } else if (json_is_object(v)) {
             const char *pk;
@@ -458,9 +435,9 @@ static void child(char *out, size_t cap, const char *ptr, const char *key)
     out[n < cap ? n : cap - 1] = 0;
 }
 
-static int check_schema(const json_t *root, const json_t *s, const char *ptr, char *why, size_t cap, int depth);
+static int check_schema(const json_t *root, const json_t *s, const char *ptr, char *why, size_t cap, int depth, gv_format_fn fmt);
 
-static int check_list(const json_t *root, const json_t *l, const char *ptr, char *why, size_t cap, int depth)
+static int check_list(const json_t *root, const json_t *l, const char *ptr, char *why, size_t cap, int depth, gv_format_fn fmt)
 {
     size_t i;
     const json_t *x;
@@ -470,13 +447,13 @@ static int check_list(const json_t *root, const json_t *l, const char *ptr, char
         char key[32];
         snprintf(key, sizeof key, "%zu", i);
         child(p, sizeof p, ptr, key);
-        if (check_schema(root, x, p, why, cap, depth + 1))
+        if (check_schema(root, x, p, why, cap, depth + 1, fmt))
             return -1;
     }
     return 0;
 }
 
-static int check_map(const json_t *root, const json_t *m, const char *ptr, char *why, size_t cap, int depth)
+static int check_map(const json_t *root, const json_t *m, const char *ptr, char *why, size_t cap, int depth, gv_format_fn fmt)
 {
     const char *k;
     const json_t *x;
@@ -484,7 +461,7 @@ static int check_map(const json_t *root, const json_t *m, const char *ptr, char 
     json_object_foreach((json_t *)m, k, x)
     {
         child(p, sizeof p, ptr, k);
-        if (!json_is_array(x) && check_schema(root, x, p, why, cap, depth + 1))
+        if (!json_is_array(x) && check_schema(root, x, p, why, cap, depth + 1, fmt))
             return -1;
     }
     return 0;
@@ -496,7 +473,7 @@ static const char *const SCHEMA_LISTS[] = {"allOf", "anyOf", "oneOf", "prefixIte
 static const char *const SCHEMA_MAPS[] = {"properties", "patternProperties", "$defs", "definitions",
                                           "dependentSchemas", "dependencies", NULL};
 
-static int check_schema(const json_t *root, const json_t *s, const char *ptr, char *why, size_t cap, int depth)
+static int check_schema(const json_t *root, const json_t *s, const char *ptr, char *why, size_t cap, int depth, gv_format_fn fmt)
 {
     if (depth > 200)
         return check_fail(why, cap, ptr, "subschemas nest too deep:", "");
@@ -519,7 +496,7 @@ static int check_schema(const json_t *root, const json_t *s, const char *ptr, ch
             return check_fail(why, cap, p, "pattern does not compile:", json_string_value(a));
         } else if (!strcmp(k, "format") && json_is_string(a)) {
             json_t *empty = json_string("");
-            int f = format_ok(json_string_value(a), empty);
+            int f = fmt(json_string_value(a), empty);
             json_decref(empty);
             if (f < 0)
                 return check_fail(why, cap, p, "unsupported format", json_string_value(a));
@@ -530,20 +507,20 @@ static int check_schema(const json_t *root, const json_t *s, const char *ptr, ch
                 why, cap, p, "pattern does not compile:", pat);
         }
         if (listed(ONE_SCHEMA, k) && (json_is_object(a) || json_is_boolean(a)) &&
-            check_schema(root, a, p, why, cap, depth + 1))
+            check_schema(root, a, p, why, cap, depth + 1, fmt))
             return -1;
-        if (listed(SCHEMA_LISTS, k) && json_is_array(a) && check_list(root, a, p, why, cap, depth))
+        if (listed(SCHEMA_LISTS, k) && json_is_array(a) && check_list(root, a, p, why, cap, depth, fmt))
             return -1;
-        if (listed(SCHEMA_MAPS, k) && json_is_object(a) && check_map(root, a, p, why, cap, depth))
+        if (listed(SCHEMA_MAPS, k) && json_is_object(a) && check_map(root, a, p, why, cap, depth, fmt))
             return -1;
     }
     return 0;
 }
 
-int gv_check(const json_t *root, char *why, size_t cap)
+int gv_check(const json_t *root, gv_format_fn fmt, char *why, size_t cap)
 {
     why[0] = 0;
-    return check_schema(root, root, "", why, cap, 0);
+    return check_schema(root, root, "", why, cap, 0, fmt);
 }
 
 static int old_dialect(const json_t *root)
@@ -557,27 +534,11 @@ int gv_search(const char *pattern, const char *s)
     return search(pattern, s, strlen(s));
 }
 
-int gv_valid(const json_t *root, const json_t *schema, const json_t *v, char *why, size_t cap)
+int gv_valid(const json_t *root, const json_t *schema, const json_t *v, gv_format_fn fmt, char *why, size_t cap)
 {
-    vctx x = {root, old_dialect(root), why, cap};
+    vctx x = {root, fmt, old_dialect(root), why, cap};
     if (why && cap)
         why[0] = 0;
     return valid(&x, schema, v, 0);
 }
 
-int asn_schema_check_text(const json_t *schema, const char *text, size_t len, char *why, size_t cap)
-{
-    json_error_t je;
-    json_t *v = json_loadb(text, len, JSON_DECODE_ANY, &je);
-    if (!v) { /* an integer beyond 64 bits among them: not judged */
-        if (why && cap)
-            snprintf(why, cap, "not one JSON value: %s", je.text);
-        return 0;
-    }
-    char w[256];
-    int r = gv_valid(schema, schema, v, w, sizeof w);
-    json_decref(v);
-    if (r <= 0 && why && cap)
-        snprintf(why, cap, r < 0 ? "keyword \"%s\" could not be judged" : "the value fails the schema", w);
-    return r > 0;
-}
