@@ -57,12 +57,17 @@ static const asn_tool tool = {
     "before it. Written back with: compiled (false: \"error\" says why),\n"
     "tokens, allowed (every token was in its mask), refused_at (index of the\n"
     "first token that was not, or null), complete (the constraint is complete\n"
-    "after the last token) and valid (allowed and complete).\n"
+    "after the last token) and valid (allowed and complete). A schema whose\n"
+    "grammar is made from a relaxed form (docs/sampling.md, \"Checked when the\n"
+    "value completes\") adds final_check: true; complete then also requires the\n"
+    "full validator to accept the text, as the end of generation does.\n"
     "With --sample N, \"samples\" holds N texts drawn token by token: a first byte\n"
     "uniformly among those of the allowed tokens, then a token uniformly among\n"
     "the allowed ones starting with it; the end once allowed, with probability\n"
-    "1/2. Each is {\"text\", \"finish\": \"eos\" | \"length\"}; the text of an \"eos\"\n"
-    "sample is complete. \"text\" is optional then.\n"
+    "1/2 (with a final check: once the value also passes it). Each is {\"text\",\n"
+    "\"finish\": \"eos\" | \"length\"}; the text of an \"eos\" sample is complete and\n"
+    "valid; a dead end (a complete value the final check refuses that no\n"
+    "token can continue) is \"length\". \"text\" is optional then.\n"
     "The summary on stderr gives the shares and the mask time per token\n"
     "(mean, p50, p99). A constraint that is one of the 8 most recent records'\n"
     "(the same GBNF) is not compiled again: it keeps its mask caches, as a\n"
@@ -83,6 +88,13 @@ typedef struct recent {
     char *gbnf;
     asn_constraint *k;
 } recent;
+
+/* The final check of a schema compiled from a relaxed form (NULL: none):
+ * 1 when the bytes are a value the full validator accepts. */
+static int final_ok(const json_t *check, const char *text, size_t len)
+{
+    return !check || asn_schema_check_text(check, text, len, NULL, 0);
+}
 
 typedef struct ctx {
     const asn_vocab *v;
@@ -136,7 +148,7 @@ static int pick(const asn_vocab *v, const uint64_t *bits, int V, double u1, doub
 }
 
 /* N random texts of constraint k: deterministic in (seed, record, sample). */
-static json_t *samples(ctx *c, asn_constraint *k, long rec_no)
+static json_t *samples(ctx *c, asn_constraint *k, const json_t *check, long rec_no)
 {
     json_t *out = json_array();
     int V = asn_vocab_n_tokens(c->v);
@@ -149,11 +161,13 @@ static json_t *samples(ctx *c, asn_constraint *k, long rec_no)
         asn_gstate_start(asn_constraint_grammar(k), &s);
         int32_t *ids = asn_xmalloc((size_t)opts.max_tokens * sizeof *ids);
         int n = 0;
+        size_t cap = 16, m = 0;
+        char *text = asn_xmalloc(cap);
         const char *finish = "length";
         while (n < opts.max_tokens) {
             asn_constraint_mask(k, &s, bits);
-            if (asn_gstate_complete(&s) && (!asn_gstate_can_continue(&s) ||
-                                             asn_rng_uniform(key, (uint64_t)n, 7) < 0.5)) {
+            if (asn_gstate_complete(&s) && final_ok(check, text, m) &&
+                (!asn_gstate_can_continue(&s) || asn_rng_uniform(key, (uint64_t)n, 7) < 0.5)) {
                 finish = "eos";
                 break;
             }
@@ -163,21 +177,11 @@ static json_t *samples(ctx *c, asn_constraint *k, long rec_no)
                 bits[eog[j] >> 6] &= ~(1ull << (eog[j] & 63));
             int t = pick(c->v, bits, V, asn_rng_uniform(key, (uint64_t)n, 0), asn_rng_uniform(key, (uint64_t)n, 1));
             if (t < 0 || asn_constraint_accept(k, &s, t))
-                break; /* a state no token can continue: left as "length" */
+                break; /* a state no token can continue (a dead end of the final check too): left as "length" */
             ids[n++] = t;
-        }
-        char *text;
-        size_t len;
-        asn_err e;
-        if (asn_detokenize(c->v, ids, (size_t)n, 0, 0, &text, &len, &e))
-            asn_fatal("%s", e.msg);
-        /* the bytes as generated (no detokenizer cleanup) */
-        free(text);
-        size_t cap = 16, m = 0;
-        text = asn_xmalloc(cap);
-        for (int j = 0; j < n; j++) {
+            /* the bytes as generated (no detokenizer cleanup) */
             size_t pl;
-            const char *p = asn_vocab_piece(c->v, ids[j], 0, &pl);
+            const char *p = asn_vocab_piece(c->v, t, 0, &pl);
             while (m + pl + 1 > cap)
                 cap *= 2, text = asn_xrealloc(text, cap);
             memcpy(text + m, p, pl);
@@ -215,9 +219,10 @@ static int check(json_t *rec, void *vctx, const char *path, long line, asn_err *
         json_object_set(params, "whitespace", json_object_get(rec, "whitespace"));
     double t0 = asn_now();
     char *gbnf = NULL;
+    json_t *fc = NULL; /* the schema of the final check */
     asn_err ce;
     asn_grammar *g = NULL;
-    int ok = !asn_constraint_proc_gbnf(KINDS[which], params, &gbnf, &ce);
+    int ok = !asn_constraint_proc_gbnf(KINDS[which], params, &gbnf, &fc, &ce);
     json_decref(params);
     int hit = -1;
     for (int i = 0; ok && i < N_RECENT && hit < 0; i++)
@@ -226,6 +231,7 @@ static int check(json_t *rec, void *vctx, const char *path, long line, asn_err *
     if (ok && hit < 0)
         g = asn_gbnf_parse(gbnf, strlen(gbnf), &ce);
     if (hit < 0 && !g) {
+        json_decref(fc);
         json_object_set_new(rec, "compiled", json_false());
         json_object_set_new(rec, "error", json_sprintf("field \"%s\": %s", KEYS[which], ce.msg));
         free(gbnf);
@@ -244,18 +250,22 @@ static int check(json_t *rec, void *vctx, const char *path, long line, asn_err *
     c->compiled++;
     c->compile_sum += compile_ms;
     json_object_set_new(rec, "compiled", json_true());
+    if (fc)
+        json_object_set_new(rec, "final_check", json_true());
     if (opts.gbnf)
         json_object_set_new(rec, "gbnf", json_string(gbnf));
     if (opts.sample)
-        json_object_set_new(rec, "samples", samples(c, k, c->records));
+        json_object_set_new(rec, "samples", samples(c, k, fc, c->records));
     if (!jt) {
         free(gbnf);
+        json_decref(fc);
         return 0;
     }
     int32_t *ids;
     size_t n;
     if (asn_tokenize(c->v, json_string_value(jt), json_string_length(jt), 0, 0, &ids, &n, e)) {
         free(gbnf);
+        json_decref(fc);
         return -1;
     }
     int W = (asn_vocab_n_tokens(c->v) + 63) / 64;
@@ -279,7 +289,8 @@ static int check(json_t *rec, void *vctx, const char *path, long line, asn_err *
             break;
         }
     }
-    int complete = refused < 0 && asn_gstate_complete(&s);
+    int complete = refused < 0 && asn_gstate_complete(&s) &&
+                   final_ok(fc, json_string_value(jt), json_string_length(jt));
     c->allowed += refused < 0;
     c->complete += complete;
     c->valid += refused < 0 && complete;
@@ -299,6 +310,7 @@ static int check(json_t *rec, void *vctx, const char *path, long line, asn_err *
     free(bits);
     free(ids);
     free(gbnf);
+    json_decref(fc);
     (void)path, (void)line;
     return 0;
 }

@@ -57,6 +57,24 @@ enum { ASN_WS_MAX = 20 };
  * \"format\"". The keywords understood are listed in docs/sampling.md. */
 char *asn_schema_to_gbnf(const json_t *schema, asn_ws_rule ws, asn_err *e);
 
+/* The same, for schemas with keywords the grammar cannot express but the
+ * validator can judge (oneOf whose branches may overlap, not, if/then/else,
+ * uniqueItems, dependentSchemas, multipleOf, fractional bounds, enum of
+ * objects, ...): when the schema itself does not compile, the grammar is
+ * made from a relaxed schema that accepts a superset (those keywords
+ * dropped or widened, one kind at a time, as the errors name them) and
+ * *final is set to 1: the text is then valid only when it also passes
+ * asn_schema_check_text. *final is 0 when the grammar is exact. Refused
+ * (the error names keyword and pointer) when the relaxed schema does not
+ * compile either, or when the validator cannot judge some keyword. */
+char *asn_schema_to_gbnf_final(const json_t *schema, asn_ws_rule ws, int *final, asn_err *e);
+
+/* The final check: 1 when text (len bytes) is one JSON value (whitespace
+ * around it allowed) valid under the schema, else 0 (why, when not NULL,
+ * gets the reason). What cannot be judged for this value (an integer
+ * beyond 64 bits, a recursion past 64 levels) counts as invalid. */
+int asn_schema_check_text(const json_t *schema, const char *text, size_t len, char *why, size_t cap);
+
 /* A regular expression (the subset in docs/sampling.md; the whole text
  * must match it) as GBNF. Errors read "offset N: message". */
 char *asn_regex_to_gbnf(const char *pattern, asn_err *e);

@@ -148,8 +148,9 @@ int asn_heuristic_may_end(const asn_heuristic *h, const asn_seq_ctx *ctx);
 /* 1 if h holds a constraint (json, json_schema, grammar, regex, choice). */
 int asn_heuristic_constrained(const asn_heuristic *h);
 /* 1 when the text (len bytes) is a complete sentence of constraint
- * processor p (json_schema, grammar, regex, choice): what verify and the
- * candidate records call valid. */
+ * processor p (json_schema, grammar, regex, choice) and, for a schema
+ * compiled with a final check, a value the full validator accepts: what
+ * verify and the candidate records call valid. */
 int asn_constraint_proc_valid(const asn_proc *p, const char *text, size_t len);
 /* The sampler network a learned (or adaptive_sampler) processor holds,
  * shared by every processor naming the same file; NULL for other kinds. */
@@ -158,8 +159,12 @@ const struct asn_sampler *asn_learned_sampler(const asn_proc *p);
 int asn_proc_is_constraint(asn_proc_kind k);
 /* The GBNF text a constraint processor's params stand for (new string),
  * compiled once to check it. Errors name the parameter: "parameter
- * \"schema\": /properties/age: unsupported keyword \"format\"". */
-int asn_constraint_proc_gbnf(asn_proc_kind kind, const json_t *params, char **gbnf, asn_err *e);
+ * \"schema\": /properties/age: unsupported keyword \"format\"". A schema
+ * the grammar only relaxes (asn_schema_to_gbnf_final) sets *check (a new
+ * reference; NULL otherwise; check itself may be NULL only for kinds other
+ * than json_schema): the finished text must then also pass
+ * asn_schema_check_text against it. */
+int asn_constraint_proc_gbnf(asn_proc_kind kind, const json_t *params, char **gbnf, json_t **check, asn_err *e);
 
 /* Per-sequence state of stateful processors (mirostat_v2's mu). Start a
  * sequence with asn_seq_state_init; asn_pipeline_accept updates it. */

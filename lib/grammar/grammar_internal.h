@@ -74,9 +74,15 @@ void gw_store(gwalker *w, int start, int n, asn_gstate *s);
 
 /* ------------------------------------------------------------ validator */
 
+/* 1 when string v is of format fmt, 0 when not, -1 when not judged. */
+typedef int (*gv_format_fn)(const char *fmt, const json_t *v);
 /* v against schema (whose $refs resolve in root): 1 valid, 0 invalid, -1
- * not judged (why gets the keyword it cannot evaluate). validate.c. */
-int gv_valid(const json_t *root, const json_t *schema, const json_t *v, char *why, size_t cap);
+ * not judged (why gets the keyword it cannot evaluate; formats are not
+ * judged when fmt is NULL). validate.c. */
+int gv_valid(const json_t *root, const json_t *schema, const json_t *v, gv_format_fn fmt, char *why, size_t cap);
+/* 0 when the validator judges every keyword of the schema root (and
+ * every reference resolves), else -1 with why = "POINTER: reason". */
+int gv_check(const json_t *root, gv_format_fn fmt, char *why, size_t cap);
 /* 1 when the regex (PCRE2) matches somewhere in s, 0 when not, -1 when it
  * does not compile. */
 int gv_search(const char *pattern, const char *s);

@@ -1615,7 +1615,7 @@ static int values_disjoint(conv *c, const json_t *a, const json_t *b)
     size_t n = json_is_array(en) ? json_array_size(en) : 1;
     for (size_t i = 0; i < n; i++) {
         const json_t *v = json_is_array(en) ? json_array_get(en, i) : cn;
-        int x = gv_valid(c->root, a, v, NULL, 0), y = x > 0 ? gv_valid(c->root, b, v, NULL, 0) : 0;
+        int x = gv_valid(c->root, a, v, NULL, NULL, 0), y = x > 0 ? gv_valid(c->root, b, v, NULL, NULL, 0) : 0;
         if (x < 0 || y != 0)
             return 0;
     }
@@ -1747,7 +1747,7 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
         for (size_t i = 0; i < ne; i++) {
             const json_t *x = en ? json_array_get(en, i) : cn;
             char why[128];
-            int ok = gv_valid(c->root, rest, x, why, sizeof why);
+            int ok = gv_valid(c->root, rest, x, NULL, why, sizeof why);
             if (ok < 0) {
                 json_decref(rest);
                 ptr_child(p, sizeof p, ptr, why);

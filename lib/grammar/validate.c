@@ -1,11 +1,20 @@
-/* validate.c — a JSON value against a JSON Schema, for the converter's
- * finite cases: the values of an enum or const are filtered by the other
- * keywords beside them (`not` included), and a oneOf branch that is a list
- * of values is checked against the other branches. Three answers: valid,
- * invalid, or not judged (a keyword this validator does not evaluate:
- * the caller refuses the schema, naming it). Numbers compare by value
- * (1 and 1.0 are one value); lengths count code points; patterns are
- * searched for with PCRE2, as JSON Schema's ECMAScript regexes. */
+/* validate.c — a JSON value against a JSON Schema (draft 2020-12, and
+ * drafts 4 to 2019-09 where they differ: boolean exclusive bounds, item
+ * lists with additionalItems, dependencies, keywords beside $ref ignored
+ * up to draft 7). It serves the converter's finite cases (the values of an
+ * enum or const filtered by the keywords beside them, a oneOf branch that
+ * is a list of values checked against the others) and the final check of
+ * a schema compiled from a relaxed form (asn_schema_to_gbnf_final): the
+ * finished value is judged against the schema itself. Three answers:
+ * valid, invalid, or not judged (a keyword this validator does not
+ * evaluate: unevaluated*, $dynamicRef, $recursiveRef, a reference that
+ * does not resolve, a pattern PCRE2 cannot compile, a format the grammar
+ * does not know; gv_check finds those in a schema before any value).
+ * Numbers compare by value (1 and 1.0 are one value); multipleOf is
+ * decided on the shortest decimals of the two numbers (0.3 is a multiple
+ * of 0.1); lengths count code points; patterns are searched for with
+ * PCRE2, as JSON Schema's ECMAScript regexes; formats by the caller's
+ * function (relax.c: the grammar of a string of that format). */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "grammar_internal.h"
 
@@ -19,6 +28,8 @@ enum { V_DEPTH = 64 };
 
 typedef struct vctx {
     const json_t *root;
+    gv_format_fn fmt; /* NULL: formats not judged */
+    int old_ref; /* $schema names draft 3 to 7: keywords beside $ref are ignored */
     char *why;
     size_t cap;
 } vctx;
@@ -171,16 +182,64 @@ static int bound_ok(const json_t *s, const json_t *v)
     return 1;
 }
 
+/* x as m * 10^e, m its shortest decimal digits that read back as x
+ * (at most 17). */
+static void decimal_parts(double x, unsigned long long *m, int *e)
+{
+    char buf[48];
+    for (int p = 1; p <= 17; p++) {
+        snprintf(buf, sizeof buf, "%.*e", p - 1, fabs(x));
+        if (strtod(buf, NULL) == fabs(x))
+            break;
+    }
+    unsigned long long d = 0;
+    int frac = 0, seen_dot = 0;
+    const char *q = buf;
+    for (; *q && *q != 'e'; q++) {
+        if (*q == '.') {
+            seen_dot = 1;
+            continue;
+        }
+        d = d * 10 + (unsigned long long)(*q - '0');
+        frac += seen_dot;
+    }
+    *m = d;
+    *e = (*q == 'e' ? atoi(q + 1) : 0) - frac;
+}
+
+/* 1 when v is an integer multiple of d (> 0), both read as their
+ * shortest decimals (so 0.3 is a multiple of 0.1, as the numbers are
+ * written); exact. */
+static int multiple_of(double v, double d)
+{
+    if (v == 0)
+        return 1;
+    unsigned long long mv, md;
+    int ev, ed;
+    decimal_parts(v, &mv, &ev);
+    decimal_parts(d, &md, &ed);
+    if (ev >= ed) { /* mv * 10^(ev-ed) mod md */
+        unsigned __int128 r = mv % md;
+        for (int i = 0; i < ev - ed && r; i++)
+            r = r * 10 % md;
+        return r == 0;
+    }
+    for (int i = 0; i < ed - ev; i++) { /* mv / 10^(ed-ev), then mod md */
+        if (mv % 10)
+            return 0;
+        mv /= 10;
+    }
+    return mv % md == 0;
+}
+
 static const char *const IGNORED[] = {"title", "description", "$schema", "$id", "id", "$comment", "default",
                                       "examples", "example", "readOnly", "writeOnly", "deprecated", "$defs",
                                       "definitions", "$anchor", "nullable", "contentEncoding", "contentMediaType",
-                                      NULL};
-static const char *const HANDLED[] = {"type", "enum", "const", "not", "allOf", "anyOf", "oneOf", "$ref", "properties",
-                                      "required", "additionalProperties", "patternProperties", "minProperties",
-                                      "maxProperties", "propertyNames", "dependentRequired", "items", "prefixItems",
-                                      "additionalItems", "minItems", "maxItems", "uniqueItems", "contains",
-                                      "minLength", "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum",
-                                      "exclusiveMaximum", "multipleOf", "format", NULL};
+                                      "contentSchema", "$dynamicAnchor", "$recursiveAnchor", "$vocabulary",
+                                      "then", "else", "minContains", "maxContains", NULL};
+/* Keywords of JSON Schema this validator does not evaluate. */
+static const char *const UNJUDGED[] = {"unevaluatedItems", "unevaluatedProperties", "$dynamicRef", "$recursiveRef",
+                                       NULL};
 
 static int listed(const char *const *l, const char *k)
 {
@@ -201,17 +260,13 @@ static int valid(vctx *x, const json_t *s, const json_t *v, int depth)
     const char *k;
     const json_t *a;
     int n;
+    const json_t *sref = json_object_get(s, "$ref");
     json_object_foreach((json_t *)s, k, a)
     {
-        if (listed(IGNORED, k) || !listed(HANDLED, k)) {
-            if (!listed(IGNORED, k) && (!strcmp(k, "if") || !strcmp(k, "then") || !strcmp(k, "else") ||
-                                        !strcmp(k, "dependencies") || !strcmp(k, "dependentSchemas") ||
-                                        !strncmp(k, "unevaluated", 11) || !strcmp(k, "$dynamicRef") ||
-                                        !strcmp(k, "$recursiveRef") || !strcmp(k, "minContains") ||
-                                        !strcmp(k, "maxContains")))
-                return unjudged(x, k);
+        if (listed(UNJUDGED, k))
+            return unjudged(x, k);
+        if (listed(IGNORED, k) || (sref && x->old_ref && strcmp(k, "$ref")))
             continue;
-        }
         int r = 1;
         if (!strcmp(k, "type")) {
             r = 0;
@@ -228,6 +283,10 @@ static int valid(vctx *x, const json_t *s, const json_t *v, int depth)
         } else if (!strcmp(k, "not")) {
             r = valid(x, a, v, depth + 1);
             r = r < 0 ? r : !r;
+        } else if (!strcmp(k, "if")) {
+            int c = valid(x, a, v, depth + 1);
+            const json_t *br = c < 0 ? NULL : json_object_get(s, c ? "then" : "else");
+            r = c < 0 ? c : br ? valid(x, br, v, depth + 1) : 1;
         } else if (!strcmp(k, "allOf") || !strcmp(k, "anyOf") || !strcmp(k, "oneOf")) {
             if (!json_is_array(a) || count_valid(x, a, v, depth, &n))
                 return unjudged(x, k);
@@ -238,7 +297,7 @@ static int valid(vctx *x, const json_t *s, const json_t *v, int depth)
                 return unjudged(x, k);
             r = valid(x, t, v, depth + 1);
         } else if (!strcmp(k, "format")) {
-            if (json_is_string(v))
+            if (json_is_string(v) && json_is_string(a) && (r = x->fmt ? x->fmt(json_string_value(a), v) : -1) < 0)
                 return unjudged(x, k);
         } else if (json_is_object(v)) {
             const char *pk;
@@ -249,10 +308,21 @@ static int valid(vctx *x, const json_t *s, const json_t *v, int depth)
             } else if (!strcmp(k, "minProperties") || !strcmp(k, "maxProperties")) {
                 double m = json_number_value(a), sz = (double)json_object_size(v);
                 r = k[1] == 'i' ? sz >= m : sz <= m;
-            } else if (!strcmp(k, "dependentRequired")) {
-                json_object_foreach((json_t *)a, pk, pv) if (json_object_get(v, pk)) for (size_t i = 0;
-                                                                                         i < json_array_size(pv) && r; i++)
-                    r = json_object_get(v, sval(json_array_get(pv, i))) != NULL;
+            } else if (!strcmp(k, "dependentRequired") || !strcmp(k, "dependentSchemas") ||
+                       !strcmp(k, "dependencies")) {
+                json_object_foreach((json_t *)a, pk, pv)
+                {
+                    if (!json_object_get(v, pk))
+                        continue;
+                    if (json_is_array(pv)) {
+                        for (size_t i = 0; i < json_array_size(pv) && r; i++)
+                            r = json_object_get(v, sval(json_array_get(pv, i))) != NULL;
+                    } else {
+                        r = valid(x, pv, v, depth + 1);
+                    }
+                    if (r <= 0)
+                        return r;
+                }
             } else if (!strcmp(k, "propertyNames")) {
                 json_object_foreach((json_t *)v, pk, pv)
                 {
@@ -302,13 +372,16 @@ static int valid(vctx *x, const json_t *s, const json_t *v, int depth)
                     for (size_t j = i + 1; j < nv && r; j++)
                         r = !gv_equal(json_array_get(v, i), json_array_get(v, j));
             } else if (!strcmp(k, "contains")) {
-                int q, any = 0;
+                int q;
+                double hits = 0;
                 for (size_t i = 0; i < nv; i++) {
                     if ((q = valid(x, a, json_array_get(v, i), depth + 1)) < 0)
                         return q;
-                    any |= q;
+                    hits += q;
                 }
-                r = any;
+                const json_t *mn = json_object_get(s, "minContains"), *mx = json_object_get(s, "maxContains");
+                r = hits >= (json_is_number(mn) ? json_number_value(mn) : 1) &&
+                    (!json_is_number(mx) || hits <= json_number_value(mx));
             } else if (!strcmp(k, "prefixItems") || (!strcmp(k, "items") && json_is_array(a))) {
                 for (size_t i = 0; i < nv && i < json_array_size(a) && r > 0; i++)
                     r = valid(x, json_array_get(a, i), json_array_get(v, i), depth + 1);
@@ -329,12 +402,9 @@ static int valid(vctx *x, const json_t *s, const json_t *v, int depth)
             }
         } else if (json_is_number(v)) {
             if (!strcmp(k, "multipleOf")) {
-                double d = json_number_value(a), q = json_number_value(v) / d;
-                if (!(d > 0) || !isfinite(q))
+                if (!json_is_number(a) || !(json_number_value(a) > 0))
                     return unjudged(x, k);
-                r = q == floor(q) || fabs(q - nearbyint(q)) < 1e-9 * fabs(q); /* 0.3 / 0.1 */
-                if (r && q != floor(q) && json_number_value(v) != nearbyint(q) * d)
-                    return unjudged(x, k); /* inexact in binary: not judged */
+                r = multiple_of(json_number_value(v), json_number_value(a));
             } else if (strstr(k, "imum")) {
                 r = bound_ok(s, v);
             }
@@ -345,15 +415,130 @@ static int valid(vctx *x, const json_t *s, const json_t *v, int depth)
     return 1;
 }
 
+/* ------------------------------------------------- the schema beforehand */
+
+static int check_fail(char *why, size_t cap, const char *ptr, const char *msg, const char *k)
+{
+    snprintf(why, cap, "%s: %s \"%s\"", ptr[0] ? ptr : "/", msg, k);
+    return -1;
+}
+
+static void child(char *out, size_t cap, const char *ptr, const char *key)
+{
+    size_t n = (size_t)snprintf(out, cap, "%s/", ptr);
+    for (; *key && n + 3 < cap; key++) {
+        if (*key == '~' || *key == '/')
+            n += (size_t)snprintf(out + n, cap - n, "~%c", *key == '~' ? '0' : '1');
+        else
+            out[n++] = *key;
+    }
+    out[n < cap ? n : cap - 1] = 0;
+}
+
+static int check_schema(const json_t *root, const json_t *s, const char *ptr, char *why, size_t cap, int depth, gv_format_fn fmt);
+
+static int check_list(const json_t *root, const json_t *l, const char *ptr, char *why, size_t cap, int depth, gv_format_fn fmt)
+{
+    size_t i;
+    const json_t *x;
+    char p[1024];
+    json_array_foreach(l, i, x)
+    {
+        char key[32];
+        snprintf(key, sizeof key, "%zu", i);
+        child(p, sizeof p, ptr, key);
+        if (check_schema(root, x, p, why, cap, depth + 1, fmt))
+            return -1;
+    }
+    return 0;
+}
+
+static int check_map(const json_t *root, const json_t *m, const char *ptr, char *why, size_t cap, int depth, gv_format_fn fmt)
+{
+    const char *k;
+    const json_t *x;
+    char p[1024];
+    json_object_foreach((json_t *)m, k, x)
+    {
+        child(p, sizeof p, ptr, k);
+        if (!json_is_array(x) && check_schema(root, x, p, why, cap, depth + 1, fmt))
+            return -1;
+    }
+    return 0;
+}
+
+static const char *const ONE_SCHEMA[] = {"not", "if", "then", "else", "items", "additionalItems",
+                                         "additionalProperties", "contains", "propertyNames", NULL};
+static const char *const SCHEMA_LISTS[] = {"allOf", "anyOf", "oneOf", "prefixItems", "items", NULL};
+static const char *const SCHEMA_MAPS[] = {"properties", "patternProperties", "$defs", "definitions",
+                                          "dependentSchemas", "dependencies", NULL};
+
+static int check_schema(const json_t *root, const json_t *s, const char *ptr, char *why, size_t cap, int depth, gv_format_fn fmt)
+{
+    if (depth > 200)
+        return check_fail(why, cap, ptr, "subschemas nest too deep:", "");
+    if (!json_is_object(s))
+        return 0;
+    const char *k;
+    const json_t *a;
+    char p[1024];
+    json_object_foreach((json_t *)s, k, a)
+    {
+        child(p, sizeof p, ptr, k);
+        if (listed(UNJUDGED, k))
+            return check_fail(why, cap, p, "unsupported keyword", k);
+        if (!strcmp(k, "$ref")) {
+            int syntax;
+            if (!json_is_string(a) || !gv_pointer(root, json_string_value(a), &syntax))
+                return check_fail(why, cap, p, "reference does not resolve or is not local:",
+                                  json_is_string(a) ? json_string_value(a) : "");
+        } else if (!strcmp(k, "pattern") && json_is_string(a) && search(json_string_value(a), "", 0) < 0) {
+            return check_fail(why, cap, p, "pattern does not compile:", json_string_value(a));
+        } else if (!strcmp(k, "format") && json_is_string(a)) {
+            json_t *empty = json_string("");
+            int f = fmt(json_string_value(a), empty);
+            json_decref(empty);
+            if (f < 0)
+                return check_fail(why, cap, p, "unsupported format", json_string_value(a));
+        } else if (!strcmp(k, "patternProperties") && json_is_object(a)) {
+            const char *pat;
+            const json_t *sch;
+            json_object_foreach((json_t *)a, pat, sch) if (search(pat, "", 0) < 0) return check_fail(
+                why, cap, p, "pattern does not compile:", pat);
+        }
+        if (listed(ONE_SCHEMA, k) && (json_is_object(a) || json_is_boolean(a)) &&
+            check_schema(root, a, p, why, cap, depth + 1, fmt))
+            return -1;
+        if (listed(SCHEMA_LISTS, k) && json_is_array(a) && check_list(root, a, p, why, cap, depth, fmt))
+            return -1;
+        if (listed(SCHEMA_MAPS, k) && json_is_object(a) && check_map(root, a, p, why, cap, depth, fmt))
+            return -1;
+    }
+    return 0;
+}
+
+int gv_check(const json_t *root, gv_format_fn fmt, char *why, size_t cap)
+{
+    why[0] = 0;
+    return check_schema(root, root, "", why, cap, 0, fmt);
+}
+
+static int old_dialect(const json_t *root)
+{
+    const char *d = json_string_value(json_object_get(root, "$schema"));
+    return d && (strstr(d, "draft-03") || strstr(d, "draft-04") || strstr(d, "draft-06") || strstr(d, "draft-07"));
+}
+
 int gv_search(const char *pattern, const char *s)
 {
     return search(pattern, s, strlen(s));
 }
 
-int gv_valid(const json_t *root, const json_t *schema, const json_t *v, char *why, size_t cap)
+int gv_valid(const json_t *root, const json_t *schema, const json_t *v, gv_format_fn fmt, char *why, size_t cap)
 {
-    vctx x = {root, why, cap};
+    vctx x = {root, fmt, old_dialect(root), why, cap};
     if (why && cap)
         why[0] = 0;
     return valid(&x, schema, v, 0);
 }
+

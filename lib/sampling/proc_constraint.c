@@ -5,6 +5,7 @@
 #include "proc.h"
 #include "asn/grammar.h"
 #include "asn/json.h"
+#include "asn/sbuf.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -13,6 +14,7 @@
 
 struct asn_cproc {
     char *gbnf;
+    json_t *check; /* the schema of the final check, or NULL */
     pthread_mutex_t mu;
     asn_constraint *c; /* for vocab v, made on first use */
     const asn_vocab *v;
@@ -47,9 +49,11 @@ static char *text_param(const json_t *params, const char *key, const char *what,
     return asn_xstrdup(json_string_value(v));
 }
 
-int asn_constraint_proc_gbnf(asn_proc_kind kind, const json_t *params, char **gbnf, asn_err *e)
+int asn_constraint_proc_gbnf(asn_proc_kind kind, const json_t *params, char **gbnf, json_t **check, asn_err *e)
 {
     *gbnf = NULL;
+    if (check)
+        *check = NULL;
     const char *field = "gbnf";
     char *g = NULL;
     if (kind == ASN_PROC_GRAMMAR) {
@@ -113,7 +117,16 @@ int asn_constraint_proc_gbnf(asn_proc_kind kind, const json_t *params, char **gb
             schema = loaded;
             field = "path";
         }
-        g = asn_schema_to_gbnf(schema, rule, e);
+        int final = 0;
+        g = asn_schema_to_gbnf_final(schema, rule, &final, e);
+        if (g && final) {
+            if (!check) {
+                free(g);
+                json_decref(loaded);
+                return asn_err_set(e, "parameter \"%s\": the schema needs a final check of the value here", field);
+            }
+            *check = json_deep_copy(schema);
+        }
         json_decref(loaded);
         if (!g)
             return asn_err_prefix(e, "parameter \"%s\"", field);
@@ -122,6 +135,8 @@ int asn_constraint_proc_gbnf(asn_proc_kind kind, const json_t *params, char **gb
     asn_grammar *gr = asn_gbnf_parse(g, strlen(g), e);
     if (!gr) {
         free(g);
+        if (check)
+            json_decref(*check), *check = NULL;
         return asn_err_prefix(e, "parameter \"%s\"", field);
     }
     asn_grammar_free(gr);
@@ -134,10 +149,12 @@ int asn_constraint_proc_gbnf(asn_proc_kind kind, const json_t *params, char **gb
 static int constraint_init(asn_proc *p, const json_t *params, asn_err *e)
 {
     char *g;
-    if (asn_constraint_proc_gbnf(p->kind, params, &g, e))
+    json_t *check;
+    if (asn_constraint_proc_gbnf(p->kind, params, &g, &check, e))
         return -1;
     struct asn_cproc *cp = asn_xcalloc(1, sizeof *cp);
     cp->gbnf = g;
+    cp->check = check;
     pthread_mutex_init(&cp->mu, NULL);
     ((constraint_params *)p->params)->cons = cp;
     return 0;
@@ -151,6 +168,7 @@ static void constraint_release(asn_proc *p)
     asn_constraint_free(a->cons->c);
     pthread_mutex_destroy(&a->cons->mu);
     free(a->cons->gbnf);
+    json_decref(a->cons->check);
     free(a->cons);
     a->cons = NULL;
 }
@@ -199,6 +217,24 @@ int asn_constraint_proc_valid(const asn_proc *p, const char *text, size_t len)
     int ok = !asn_gstate_advance(g, &s, text, len) && asn_gstate_complete(&s);
     asn_gstate_clear(&s);
     asn_grammar_free(g);
+    return ok && (!cp->check || asn_schema_check_text(cp->check, text, len, NULL, 0));
+}
+
+/* The final check of the generated tokens' bytes (as generated: the
+ * pieces one after another), for a schema compiled with one. */
+static int final_check(const struct asn_cproc *cp, const asn_seq_ctx *ctx)
+{
+    if (!cp->check)
+        return 1;
+    asn_sbuf b = {0};
+    for (int i = ctx->n_prompt; i < ctx->n_ids; i++) {
+        size_t len;
+        const char *piece = asn_vocab_piece(ctx->vocab, ctx->ids[i], 0, &len);
+        if (!asn_vocab_is_eog(ctx->vocab, ctx->ids[i]))
+            asn_sbuf_add(&b, piece, len);
+    }
+    int ok = asn_schema_check_text(cp->check, b.buf ? b.buf : "", b.len, NULL, 0);
+    free(b.buf);
     return ok;
 }
 
@@ -216,7 +252,7 @@ static int constraint_complete(const asn_proc *p, const asn_seq_ctx *ctx)
     int ok = !asn_constraint_state_after(c, ctx->ids + ctx->n_prompt, ctx->n_ids - ctx->n_prompt, &s, NULL) &&
              asn_gstate_complete(&s);
     asn_gstate_clear(&s);
-    return ok;
+    return ok && final_check(cproc(p), ctx);
 }
 
 /* Masks the row to the tokens the constraint allows after the generated
@@ -239,6 +275,17 @@ static int constraint_apply(const asn_proc *p, float *row, int V, const asn_seq_
     int n = asn_vocab_n_tokens(ctx->vocab);
     uint64_t *bits = asn_xmalloc((size_t)(n + 63) / 64 * sizeof *bits);
     asn_constraint_mask(c, &s, bits);
+    /* a complete value that fails the final check may not end here: the
+     * end is masked while some token can continue it (a dead end, such as
+     * a closed object, keeps it, so the candidate ends and records the
+     * value as invalid) */
+    if (asn_gstate_complete(&s) && asn_gstate_can_continue(&s) && !final_check(cproc(p), ctx)) {
+        const int32_t *eog;
+        size_t ne = asn_vocab_eog_ids(ctx->vocab, &eog);
+        for (size_t j = 0; j < ne; j++)
+            if (eog[j] < n)
+                bits[eog[j] >> 6] &= ~(1ull << (eog[j] & 63));
+    }
     asn_gstate_clear(&s);
     int any = 0;
     for (int t = 0; t < V; t++) {

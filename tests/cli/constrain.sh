@@ -186,8 +186,8 @@ bad() {
     expect_stderr "$3: one line" "^gen-candidates: .*bad.yaml:4:9: pipeline \"h1\": processor 1 \($1\): $4"
     check "$3: nothing written, one line" sh -c "[ ! -s '$TMP/out' ] && [ \$(wc -l < '$TMP/err') -eq 1 ]"
 }
-bad json_schema '{schema: {type: object, properties: {d: {type: string, not: {const: x}}}}}' "unsupported schema keyword" \
-    'parameter "schema": /properties/d/not: unsupported keyword "not"'
+bad json_schema '{schema: {type: object, properties: {d: {type: string}}, unevaluatedProperties: false}}' "unsupported schema keyword" \
+    'parameter "schema": /unevaluatedProperties: unsupported keyword "unevaluatedProperties"'
 bad grammar '{gbnf: "root ::= \"a\" [b-"}' "GBNF syntax error" 'parameter "gbnf": 1:14: unterminated character class'
 bad regex '{pattern: "[a-z"}' "regex that does not compile" 'parameter "pattern": offset 4: missing terminating \] for character class'
 bad choice '{options: []}' "empty choice list" 'parameter "options": the list of options is empty'

@@ -580,11 +580,108 @@ static void test_masks(const char *vocab_file, int walks, int steps)
     asn_vocab_free(v);
 }
 
+/* The full validator (the final check of asn_schema_to_gbnf_final): each
+ * verdict as Python's jsonschema 4.10 gives it (draft 2020-12, or the
+ * draft its $schema names; formats checked); multipleOf as the decimals compute (3 * 0.1 = 0.3, where
+ * Python's float division says no). */
+static void test_validator(void)
+{
+    static const struct {
+        const char *schema, *text;
+        int valid;
+    } cases[] = {
+        {"{\"oneOf\":[{\"type\":\"integer\"},{\"minimum\":0}]}", "3", 0},
+        {"{\"oneOf\":[{\"type\":\"integer\"},{\"minimum\":0}]}", "-3", 1},
+        {"{\"oneOf\":[{\"type\":\"integer\"},{\"minimum\":0}]}", "0.5", 1},
+        {"{\"oneOf\":[{\"type\":\"integer\"},{\"minimum\":0}]}", "-0.5", 0},
+        {"{\"not\":{\"type\":\"string\",\"maxLength\":2}}", "\"ab\"", 0},
+        {"{\"not\":{\"type\":\"string\",\"maxLength\":2}}", "\"abc\"", 1},
+        {"{\"not\":{\"type\":\"string\",\"maxLength\":2}}", "1", 1},
+        {"{\"uniqueItems\":true}", "[1,1.0]", 0},
+        {"{\"uniqueItems\":true}", "[{\"a\":[1]},{\"a\":[1]}]", 0},
+        {"{\"uniqueItems\":true}", "[{\"a\":1},{\"a\":1,\"b\":2}]", 1},
+        {"{\"uniqueItems\":true}", "[true,1]", 1},
+        {"{\"if\":{\"minimum\":10},\"then\":{\"multipleOf\":5},\"else\":{\"maximum\":3}}", "15", 1},
+        {"{\"if\":{\"minimum\":10},\"then\":{\"multipleOf\":5},\"else\":{\"maximum\":3}}", "12", 0},
+        {"{\"if\":{\"minimum\":10},\"then\":{\"multipleOf\":5},\"else\":{\"maximum\":3}}", "2", 1},
+        {"{\"if\":{\"minimum\":10},\"then\":{\"multipleOf\":5},\"else\":{\"maximum\":3}}", "4", 0},
+        {"{\"dependentSchemas\":{\"a\":{\"properties\":{\"b\":{\"type\":\"string\"}}}}}", "{\"a\":1,\"b\":2}", 0},
+        {"{\"dependentSchemas\":{\"a\":{\"properties\":{\"b\":{\"type\":\"string\"}}}}}", "{\"a\":1,\"b\":\"x\"}", 1},
+        {"{\"dependentSchemas\":{\"a\":{\"properties\":{\"b\":{\"type\":\"string\"}}}}}", "{\"b\":2}", 1},
+        {"{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"dependencies\":{\"a\":[\"c\"],\"b\":{\"required\":[\"d\"]}}}", "{\"a\":1}", 0},
+        {"{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"dependencies\":{\"a\":[\"c\"],\"b\":{\"required\":[\"d\"]}}}", "{\"a\":1,\"c\":1}", 1},
+        {"{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"dependencies\":{\"a\":[\"c\"],\"b\":{\"required\":[\"d\"]}}}", "{\"b\":1,\"d\":1}", 1},
+        {"{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"dependencies\":{\"a\":[\"c\"],\"b\":{\"required\":[\"d\"]}}}", "{\"b\":1}", 0},
+        {"{\"exclusiveMinimum\":0.5,\"maximum\":1.25}", "0.5", 0},
+        {"{\"exclusiveMinimum\":0.5,\"maximum\":1.25}", "0.51", 1},
+        {"{\"exclusiveMinimum\":0.5,\"maximum\":1.25}", "1.25", 1},
+        {"{\"exclusiveMinimum\":0.5,\"maximum\":1.25}", "1.26", 0},
+        {"{\"enum\":[{\"a\":[1,{\"b\":null}]}]}", "{\"a\":[1,{\"b\":null}]}", 1},
+        {"{\"enum\":[{\"a\":[1,{\"b\":null}]}]}", "{\"a\":[1,{\"b\":false}]}", 0},
+        {"{\"contains\":{\"const\":1},\"maxContains\":1}", "[1,2]", 1},
+        {"{\"contains\":{\"const\":1},\"maxContains\":1}", "[1,1]", 0},
+        {"{\"contains\":{\"const\":1},\"maxContains\":1}", "[2]", 0},
+        {"{\"$defs\":{\"p\":{\"type\":\"integer\",\"minimum\":2}},\"allOf\":[{\"$ref\":\"#/$defs/p\"},{\"anyOf\":[{\"maximum\":3},{\"minimum\":9}]}]}", "2", 1},
+        {"{\"$defs\":{\"p\":{\"type\":\"integer\",\"minimum\":2}},\"allOf\":[{\"$ref\":\"#/$defs/p\"},{\"anyOf\":[{\"maximum\":3},{\"minimum\":9}]}]}", "5", 0},
+        {"{\"$defs\":{\"p\":{\"type\":\"integer\",\"minimum\":2}},\"allOf\":[{\"$ref\":\"#/$defs/p\"},{\"anyOf\":[{\"maximum\":3},{\"minimum\":9}]}]}", "9", 1},
+        {"{\"$defs\":{\"p\":{\"type\":\"integer\",\"minimum\":2}},\"allOf\":[{\"$ref\":\"#/$defs/p\"},{\"anyOf\":[{\"maximum\":3},{\"minimum\":9}]}]}", "1", 0},
+        {"{\"propertyNames\":{\"pattern\":\"^[a-z]+$\"}}", "{\"ab\":1}", 1},
+        {"{\"propertyNames\":{\"pattern\":\"^[a-z]+$\"}}", "{\"aB\":1}", 0},
+        {"{\"type\":\"string\",\"format\":\"date\"}", "\"2024-02-29\"", 1},
+        {"{\"type\":\"string\",\"format\":\"date\"}", "\"2023-02-29\"", 0},
+        {"{\"multipleOf\":0.1}", "0.3", 1},
+        {"{\"multipleOf\":0.01}", "19.99", 1},
+        {"{\"multipleOf\":0.1}", "0.35", 0},
+        {"{\"multipleOf\":2.5}", "1e3", 1},
+        {"{\"multipleOf\":1e-3}", "1.0005", 0},
+        {"{\"multipleOf\":3}", "123456789012345678901234567890", 0}, /* beyond 64 bits: not judged */
+        {"{\"type\":\"integer\"}", "[1", 0},                               /* not one value */
+        {"{\"type\":\"integer\"}", " 7\n", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        json_t *s = json_loads(cases[i].schema, 0, NULL);
+        char why[256], label[300];
+        int got = asn_schema_check_text(s, cases[i].text, strlen(cases[i].text), why, sizeof why);
+        snprintf(label, sizeof label, "validator: %s against %s", cases[i].text, cases[i].schema);
+        T_OK(label, got == cases[i].valid, "got %d (%s)", got, got ? "valid" : why);
+        json_decref(s);
+    }
+    /* which schemas get a final check, and what stays refused */
+    static const struct {
+        const char *schema;
+        int final; /* -1: refused */
+        const char *err;
+    } kinds[] = {
+        {"{\"type\":\"integer\",\"maximum\":9}", 0, NULL},
+        {"{\"oneOf\":[{\"type\":\"integer\"},{\"minimum\":0}]}", 1, NULL},
+        {"{\"type\":\"array\",\"uniqueItems\":true}", 1, NULL},
+        {"{\"type\":\"number\",\"minimum\":0.5}", 1, NULL},
+        {"{\"not\":{\"required\":[\"a\"]},\"unevaluatedProperties\":false}", -1,
+         "/unevaluatedProperties: unsupported keyword \"unevaluatedProperties\""},
+        {"{\"not\":{\"$ref\":\"#/$defs/x\"}}", -1, "/not/$ref: reference does not resolve"},
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+        json_t *s = json_loads(kinds[i].schema, 0, NULL);
+        asn_err e = {0};
+        int final = -1;
+        char *g = asn_schema_to_gbnf_final(s, ASN_WS_COMPACT, &final, &e);
+        if (!g)
+            final = -1;
+        char label[300];
+        snprintf(label, sizeof label, "final check of %s", kinds[i].schema);
+        T_OK(label, final == kinds[i].final && (!kinds[i].err || strstr(e.msg, kinds[i].err)), "final %d, %s", final,
+             g ? "compiled" : e.msg);
+        free(g);
+        json_decref(s);
+    }
+}
+
 int main(void)
 {
     test_gbnf();
     test_schema();
     test_regex();
+    test_validator();
     test_masks("ggml-vocab-phi-3.gguf", 4, 25);
     test_masks("ggml-vocab-llama-bpe.gguf", 1, 12);
     T_DONE();
