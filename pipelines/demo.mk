@@ -33,6 +33,8 @@ SAMPLER_OPTS   ?= --num-epochs 3 --token-batch-size 8 --gradient-accumulation-st
 # filter-topk's final score of round 1's kept candidates): RL_STEPS
 # optimizer steps, 0 for none.
 RL_STEPS ?= 0
+# or a sampler made elsewhere (e.g. by the rl target below) used as is
+RL_SAMPLER ?=
 RL_OPTS  ?= --token-batch-size 8 --gradient-accumulation-steps 4 --learning-rate 0.002 --rl-beta 0.5
 
 .PHONY: all report clean sweep
@@ -99,8 +101,9 @@ $(OUT)/train-kept.jsonl: $(R1)/filtered.jsonl $(OUT)/heldout.jsonl
 $(OUT)/sampler-imitation.gguf: $(OUT)/train-kept.jsonl $(BASE) $(SAMPLER_CONFIG)
 	$(BIN)/train-sampler -m $(BASE) -a $(SAMPLER_ARCH) -c $(SAMPLER_CONFIG) $(SAMPLER_OPTS) \
 	  --seed $(SAMPLER_SEED) -t $(THREADS) -q --save-steps 0 -o $@ $<
-$(OUT)/sampler.gguf: $(OUT)/sampler-imitation.gguf $(OUT)/train-kept.jsonl
-	if [ $(RL_STEPS) -gt 0 ]; then \
+$(OUT)/sampler.gguf: $(OUT)/sampler-imitation.gguf $(OUT)/train-kept.jsonl $(RL_SAMPLER)
+	if [ -n "$(RL_SAMPLER)" ]; then cp $(RL_SAMPLER) $@; \
+	elif [ $(RL_STEPS) -gt 0 ]; then \
 	  $(BIN)/train-sampler -m $(BASE) --init $< --rl --reward score.final --max-steps $(RL_STEPS) $(RL_OPTS) \
 	    --seed $(SAMPLER_SEED) -t $(THREADS) -q --save-steps 0 -o $@ $(OUT)/train-kept.jsonl; \
 	else cp $< $@; fi
@@ -157,3 +160,18 @@ SWEEP_LRS    ?= 0.02 0.005
 SWEEP_OPTS   ?= --num-epochs 2 --token-batch-size 8 --gradient-accumulation-steps 4 \
                 --num-warmup-steps 4 --loss-gamma 1 --log-every 1
 include pipelines/sweep.mk
+
+# On-policy reward-driven fine-tuning (pipelines/rl.mk) of the imitation
+# sampler on the training prompts, rewarded by the demo's labelling chain:
+# `make -f pipelines/demo.mk rl` (not part of all) writes $(OUT)/rl/; then
+# `make -f pipelines/demo.mk RL_SAMPLER=$(OUT)/rl/sampler.gguf` runs round 2
+# with it in place of the imitation sampler.
+RL_MODEL   ?= $(BASE)
+RL_INIT    ?= $(OUT)/sampler-imitation.gguf
+RL_PROMPTS ?= $(OUT)/train-prompts.jsonl
+RL_JUDGE   ?= $(REF)
+RL_OUT     ?= $(OUT)/rl
+RL_GEN_OPTS ?= -n $(MAX_NEW) --min-new-tokens $(MIN_NEW)
+$(OUT)/train-prompts.jsonl: $(PROMPTS) | $(OUT)/.dir
+	awk 'NR % 3 != 0' $(PROMPTS) > $@
+include pipelines/rl.mk

@@ -247,4 +247,29 @@ int asn_truncated_logits_loss(const float *pred, const float *target, int B, int
 int asn_truncated_logits_loss_row(const float *pred, const float *target, int V, float gamma,
                                   float grad_scale, asn_sampler_loss *out, float *dpred, asn_err *e);
 
+/* The policy-gradient loss of reward-driven fine-tuning on one row: pred
+ * the network's output, ref the reference network's (the policy the
+ * tokens were drawn from, when on-policy), token the drawn token, advantage
+ * its record's. With lp = log softmax(pred)[token], r = lp - log
+ * softmax(ref)[token], rho = e^r:
+ *   pg    = -advantage * lp                                 (clip = 0)
+ *         = -min(A rho, A clip(rho, 1 - clip, 1 + clip)),
+ *           at most -3A for A < 0 (PPO's clipped, dual-clipped ratio)
+ *   kl    = rho - 1 - r       (k3 estimate of the KL to the reference)
+ *   total = pg + kl_beta * kl
+ * dpred (may be NULL) gets grad_scale * d(total)/d(pred) ADDED (so that it
+ * can follow TruncatedLogitsLoss's gradient on the same row). A token that
+ * pred or ref removes (-inf) gives 0. Errors: token out of range, clip
+ * outside [0, 1), kl_beta < 0, a non-finite advantage, NaN or +inf logits. */
+typedef struct asn_policy_loss_opts {
+    double clip, kl_beta;
+} asn_policy_loss_opts;
+typedef struct asn_policy_loss {
+    double total, pg, kl;
+    int clipped; /* the ratio was on the clipped side: no policy-gradient term */
+} asn_policy_loss;
+int asn_policy_loss_row(const float *pred, const float *ref, int V, int token, double advantage,
+                        const asn_policy_loss_opts *o, float grad_scale, asn_policy_loss *out, float *dpred,
+                        asn_err *e);
+
 #endif

@@ -101,3 +101,58 @@ int asn_truncated_logits_loss(const float *pred, const float *target, int B, int
     out->total = out->kl + gamma * out->penalty;
     return 0;
 }
+
+/* The policy-gradient loss of --rl, forward and backward, on one row. With
+ * p = softmax(pred), p_ref = softmax(ref), lp = log p(a), r = lp - log
+ * p_ref(a), rho = e^r:
+ *   clip = 0:  pg = -A lp                       d/dpred_i = -A (d_ia - p_i)
+ *   clip = E:  pg = -min(A rho, A clip(rho, 1 - E, 1 + E)), and for A < 0 at
+ *              most -3A (dual clip)             d/dpred_i = -A rho (d_ia - p_i)
+ *              where the unclipped side is the smaller, 0 elsewhere
+ *   kl         = e^r - 1 - r (r's k3 estimate)  d/dpred_i = (e^r - 1) (d_ia - p_i)
+ *   total      = pg + kl_beta kl */
+int asn_policy_loss_row(const float *pred, const float *ref, int V, int token, double advantage,
+                        const asn_policy_loss_opts *o, float grad_scale, asn_policy_loss *out, float *dpred,
+                        asn_err *e)
+{
+    if (token < 0 || token >= V)
+        return asn_err_set(e, "policy loss: token %d is outside the vocabulary (%d)", token, V);
+    if (!(o->clip >= 0 && o->clip < 1) || !(o->kl_beta >= 0) || !isfinite(advantage))
+        return asn_err_set(e, "policy loss: clip must be in [0, 1), kl_beta >= 0 and the advantage finite");
+    double lse = 0, lse_ref = 0;
+    int n = 0, n_ref = 0, bad = 0;
+    if (row_lse(pred, V, &lse, &n, &bad) < 0 || row_lse(ref, V, &lse_ref, &n_ref, &bad) < 0)
+        return asn_err_set(e, "policy loss: logit %d is NaN or +inf", bad);
+    out->pg = out->kl = out->total = 0;
+    out->clipped = 0;
+    /* a token the network or the reference removed: no term (its log-probability is -inf) */
+    if (!(pred[token] > -INFINITY) || !(ref[token] > -INFINITY))
+        return 0;
+    const double A = advantage, lp = (double)pred[token] - lse, r = lp - ((double)ref[token] - lse_ref);
+    const double rho = exp(r);
+    double w = 0; /* d total / d lp */
+    if (o->clip == 0) {
+        out->pg = -A * lp;
+        w = -A;
+    } else {
+        double lo = 1.0 - o->clip, hi = 1.0 + o->clip, c = rho < lo ? lo : rho > hi ? hi : rho;
+        double obj = A * rho < A * c ? A * rho : A * c;
+        if (A < 0 && obj < 3.0 * A)
+            obj = 3.0 * A;
+        out->pg = -obj;
+        out->clipped = (A > 0 && rho > hi) || (A < 0 && (rho < lo || rho > 3.0));
+        if (!out->clipped)
+            w = -A * rho;
+    }
+    out->kl = rho - 1.0 - r;
+    w += o->kl_beta * (rho - 1.0);
+    out->total = out->pg + o->kl_beta * out->kl;
+    if (dpred && w != 0) {
+        double s = w * grad_scale;
+        for (int i = 0; i < V; i++)
+            if (pred[i] > -INFINITY)
+                dpred[i] = (float)(dpred[i] - s * exp((double)pred[i] - lse));
+        dpred[token] = (float)(dpred[token] + s);
+    }
+    return 0;
+}

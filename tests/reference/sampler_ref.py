@@ -20,6 +20,7 @@ sides start from the same numbers. Needs Debian's python3-torch and
 python3-numpy; run from anywhere:
     /usr/bin/python3 tests/reference/sampler_ref.py"""
 import importlib.util
+import math
 import os
 
 import numpy as np
@@ -179,6 +180,29 @@ def truncated_logits_loss(pred, target, gamma):
     pen = (log_p.exp() * removed.double()).sum()
     return kl + gamma * pen, kl, pen
 
+
+def policy_loss(pred, ref, token, adv, clip, kl_beta):
+    """The policy-gradient loss of train-sampler --rl for one drawn token:
+    the reference project's GRPO term -A log p (clip 0) or PPO's clipped
+    ratio with a dual clip at 3|A| (clip > 0), plus kl_beta times the k3
+    estimate of the KL to the reference, exp(r) - 1 - r, r = log p - log
+    p_ref. Written from those formulas."""
+    lp = F.log_softmax(pred, dim=-1)[token]
+    with torch.no_grad():
+        lp_ref = F.log_softmax(ref, dim=-1)[token]
+    r = lp - lp_ref
+    rho = torch.exp(r)
+    if clip == 0:
+        pg = -adv * lp
+    else:
+        obj = torch.minimum(adv * rho, adv * torch.clamp(rho, 1 - clip, 1 + clip))
+        if adv < 0:
+            obj = torch.maximum(obj, torch.tensor(3.0 * adv))
+        pg = -obj
+    kl = torch.exp(r) - 1 - r
+    return pg + kl_beta * kl, pg, kl
+
+
 # ----------------------------------------------------------------- fixtures
 
 
@@ -257,8 +281,45 @@ def check_converter():
     print("converter: bf16 checkpoint with _orig_mod. keys converts")
 
 
+def policy_fixture():
+    """tests/fixtures/sampler/policy_v50.gguf: rows pred and ref (V = 50,
+    some -inf) and, per case i, the drawn token, advantage, clip, kl_beta,
+    the loss terms and d total / d pred (dpred.i)."""
+    V = 50
+    pred, _ = make_row(V, 4242)
+    gen = torch.Generator().manual_seed(4243)
+    ref = f32((pred + 0.8 * torch.randn(V, generator=gen, dtype=torch.float64)).numpy())
+    fin = torch.isfinite(pred)
+    rho = torch.exp(F.log_softmax(pred, -1) - F.log_softmax(ref, -1))
+
+    def token_near(x):  # the finite token whose ratio is closest to x
+        d = torch.where(fin, (torch.log(rho) - math.log(x)).abs(), torch.tensor(float("inf")))
+        return int(torch.argmin(d))
+    cases = [  # (token, advantage, clip, kl_beta)
+        (token_near(1.0), 1.3, 0.0, 0.0), (token_near(0.4), -0.7, 0.0, 0.1), (token_near(2.5), 0.9, 0.0, 0.5),
+        (token_near(1.05), 1.1, 0.2, 0.0), (token_near(1.6), 1.1, 0.2, 0.1),   # inside; clipped above
+        (token_near(0.95), -0.8, 0.2, 0.1), (token_near(0.5), -0.8, 0.2, 0.0),  # inside; clipped below
+        (token_near(4.0), -1.2, 0.2, 0.1), (token_near(0.5), 0.6, 0.2, 0.1),   # dual clip; A > 0 below
+    ]
+    tensors = [("pred", pred.numpy()), ("ref", ref.numpy())]
+    kvs = [("cases", conv.GGUF_U32, len(cases))]
+    for i, (tok, adv, clip, beta) in enumerate(cases):
+        x = pred.clone().requires_grad_(True)
+        total, pg, kl = policy_loss(x, ref, tok, adv, clip, beta)
+        total.backward()
+        tensors.append((f"dpred.{i}", torch.where(fin, x.grad, torch.zeros(V, dtype=torch.float64)).numpy()))
+        kvs += [(f"case.{i}.token", conv.GGUF_U32, tok), (f"case.{i}.advantage", conv.GGUF_F64, adv),
+                (f"case.{i}.clip", conv.GGUF_F64, clip), (f"case.{i}.kl_beta", conv.GGUF_F64, beta),
+                (f"case.{i}.total", conv.GGUF_F64, total.item()), (f"case.{i}.pg", conv.GGUF_F64, pg.item()),
+                (f"case.{i}.kl", conv.GGUF_F64, kl.item())]
+        print(f"policy case {i}: token {tok} rho {rho[tok].item():.3f} A {adv} clip {clip} kl_beta {beta}: "
+              f"total {total.item():.6g}")
+    conv.write_gguf(os.path.join(OUT, "policy_v50.gguf"), kvs, tensors)
+
+
 def main():
     check_converter()
+    policy_fixture()
     os.makedirs(OUT, exist_ok=True)
     for mi, (name, cls, cfg) in enumerate(MODELS):
         model = make_model(cls, cfg, 1000 + mi)

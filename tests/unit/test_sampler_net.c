@@ -986,6 +986,67 @@ static void test_reference(const char *model, int V)
     asn_sampler_free(s);
 }
 
+/* The policy-gradient loss of train-sampler --rl against PyTorch's autograd
+ * on the formulas (tests/reference/sampler_ref.py, policy_v50.gguf): the
+ * reference project's -A log p, PPO's clipped ratio inside and on both
+ * clipped sides, the dual clip, and the k3 KL term. */
+static double kv_f(const asn_gguf *g, const char *fmt, int i)
+{
+    char key[64];
+    snprintf(key, sizeof key, fmt, i);
+    const asn_gguf_kv *kv = asn_gguf_find(g, key);
+    return !kv ? NAN : kv->type == ASN_GGUF_F64 || kv->type == ASN_GGUF_F32 ? kv->v.f : (double)kv->v.u;
+}
+
+static void test_policy_reference(void)
+{
+    enum { V = 50 };
+    asn_err e;
+    asn_gguf *g = asn_gguf_open(test_path("fixtures/sampler/policy_v50.gguf"), &e);
+    T_OK("policy loss reference: expected values open", g != NULL, "%s", e.msg);
+    if (!g)
+        return;
+    const float *pred = gguf_f32(g, "pred", V), *ref = gguf_f32(g, "ref", V);
+    int n = (int)kv_f(g, "cases", 0);
+    T_OK("policy loss reference: rows and cases", pred && ref && n >= 9, "cases %d", n);
+    for (int i = 0; pred && ref && i < n; i++) {
+        char label[160], name[32];
+        snprintf(name, sizeof name, "dpred.%d", i);
+        const float *want = gguf_f32(g, name, V);
+        asn_policy_loss_opts o = {kv_f(g, "case.%d.clip", i), kv_f(g, "case.%d.kl_beta", i)};
+        double adv = kv_f(g, "case.%d.advantage", i);
+        int token = (int)kv_f(g, "case.%d.token", i);
+        float d[V];
+        for (int k = 0; k < V; k++)
+            d[k] = 0.25f; /* the gradient is added to what is there */
+        asn_policy_loss l;
+        int rc = asn_policy_loss_row(pred, ref, V, token, adv, &o, 1.0f, &l, d, &e);
+        for (int k = 0; k < V; k++)
+            d[k] -= 0.25f;
+        double lt = kv_f(g, "case.%d.total", i), lp = kv_f(g, "case.%d.pg", i), lk = kv_f(g, "case.%d.kl", i);
+        snprintf(label, sizeof label, "policy loss case %d (A %g, clip %g, kl %g): total, pg and kl as PyTorch's", i,
+                 adv, o.clip, o.kl_beta);
+        T_OK(label, rc == 0 && fabs(l.total - lt) <= 1e-6 * fmax(1, fabs(lt)) && fabs(l.pg - lp) <= 1e-6 * fmax(1, fabs(lp)) &&
+             fabs(l.kl - lk) <= 1e-6 * fmax(1, fabs(lk)), "total %.9g vs %.9g, pg %.9g vs %.9g, kl %.9g vs %.9g", l.total, lt,
+             l.pg, lp, l.kl, lk);
+        int mism = 0;
+        double ed = want ? rel_err(d, want, V, &mism) : 1;
+        snprintf(label, sizeof label, "policy loss case %d: d total / d pred as PyTorch's autograd", i);
+        T_OK(label, ed <= REF_TOL && !mism, "relative error %g", ed);
+    }
+    asn_policy_loss l;
+    asn_policy_loss_opts o = {0.2, 0.1};
+    T_OK("policy loss: a token outside the vocabulary is an error",
+         pred && asn_policy_loss_row(pred, ref, V, V, 1.0, &o, 1.0f, &l, NULL, &e) < 0, "accepted");
+    o.clip = 1.0;
+    T_OK("policy loss: clip 1 is an error", pred && asn_policy_loss_row(pred, ref, V, 0, 1.0, &o, 1.0f, &l, NULL, &e) < 0,
+         "accepted");
+    o.clip = 0;
+    T_OK("policy loss: a NaN advantage is an error",
+         pred && asn_policy_loss_row(pred, ref, V, 0, NAN, &o, 1.0f, &l, NULL, &e) < 0, "accepted");
+    asn_gguf_close(g);
+}
+
 /* --------------------------------------------------------- -inf and more */
 
 static void test_inf_rows(void)
@@ -1291,6 +1352,7 @@ int main(void)
         test_reference(models[m], 50);
         test_reference(models[m], 5000);
     }
+    test_policy_reference();
     test_inf_rows();
     test_files();
     test_init();
