@@ -70,7 +70,7 @@ $(RL_OUT)/round-$(1)/rollouts.jsonl: $(RL_OUT)/round-$(1)/policy.yaml $(RL_PROMP
 	  --seeds $(shell expr $(1) \* $(RL_GROUP) - $(RL_GROUP))-$(shell expr $(1) \* $(RL_GROUP) - 1) \
 	  -o $$@ --resume $(RL_PROMPTS)
 $(RL_OUT)/round-$(1)/scored.jsonl: $(RL_OUT)/round-$(1)/rollouts.jsonl
-	$(RL_SCORE) < $$< > $$@.tmp && mv $$@.tmp $$@
+	{ $(RL_SCORE); } < $$< > $$@.tmp && mv $$@.tmp $$@
 $(RL_OUT)/round-$(1)/sampler.gguf: $(RL_OUT)/round-$(1)/scored.jsonl $(call RL_PREV,$(1))
 	$(BIN)/train-sampler -m $(RL_MODEL) --init $(call RL_PREV,$(1)) --rl --reward $(RL_REWARD) $(RL_TRAIN_OPTS) \
 	  -t $(THREADS) -q --save-steps 0 --log $$(@D)/log.jsonl -o $$@ $$<

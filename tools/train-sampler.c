@@ -392,6 +392,12 @@ static void advantages(data *d)
         double sd = sqrt(s2 / (double)k);
         d->adv[i] = k > 1 && sd > 1e-12 ? (float)((d->reward[i] - mean) / sd) : 0.0f;
     }
+    long nz = 0;
+    for (long i = 0; i < d->n; i++)
+        nz += d->adv[i] != 0.0f;
+    if (!nz)
+        asn_warn("%s: every advantage is 0 (the rewards \"%s\" are equal within each prompt's records): "
+                 "only the KL and imitation terms train", d->path, opts.reward);
 }
 
 /* The record order of an epoch: a Fisher-Yates shuffle from the counter

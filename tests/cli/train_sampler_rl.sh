@@ -52,6 +52,13 @@ printf '%s\n' "$(head -1 "$TMP/r.jsonl" | $PY -c "import json,sys; r=json.loads(
 expect_status "--rl with a reward that is not a number" 1 T $RL -o "$TMP/x.gguf" "$TMP/bad.jsonl"
 expect_stderr "names file, line and field" 'bad.jsonl:1: field "score.final": not a finite number'
 
+$PY -c "
+import json, sys
+for l in open('$TMP/r.jsonl'):
+    r = json.loads(l); r['score'] = {'final': 0.5}; print(json.dumps(r))" > "$TMP/flat.jsonl"
+expect_status "--rl with rewards equal within every prompt" 0 T $RL -o "$TMP/x.gguf" "$TMP/flat.jsonl"
+expect_stderr "warns that every advantage is 0" 'every advantage is 0'
+
 # On-policy rounds (pipelines/rl.mk). The reward, computed from the text
 # alone: the share of words outside the 100 most frequent words of the
 # demo's prompts' style (the raw model at temperature 1 scores about 0.56 on
