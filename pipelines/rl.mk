@@ -15,7 +15,8 @@
 #                   RL_GEN_OPTS
 #   scored.jsonl    the rollouts through RL_SCORE, which must give every
 #                   record the reward field RL_REWARD (default: the
-#                   labelling chain, rank-bt judged by RL_JUDGE's likelihood,
+#                   labelling chain, rank-bt judged by RL_JUDGE's likelihood
+#                   (one tournament per prompt: its RL_GROUP rollouts),
 #                   score-diversity, score-verifiable, then filter-topk -k 0
 #                   --group prompt, so that every record gets score.final)
 #   sampler.gguf    train-sampler --rl --init (round k-1's sampler) on
@@ -37,7 +38,7 @@ RL_ROUNDS  ?= 3
 RL_GROUP   ?= 8
 RL_REWARD  ?= score.final
 RL_GEN_OPTS   ?= -n 48 --min-new-tokens 8
-RL_SCORE      ?= $(BIN)/rank-bt --judge reference-ll --judge-model $(RL_JUDGE) -t $(THREADS) \
+RL_SCORE      ?= $(BIN)/rank-bt --group prompt --judge reference-ll --judge-model $(RL_JUDGE) -t $(THREADS) \
                  | $(BIN)/score-diversity --embed-model $(RL_JUDGE) -t $(THREADS) \
                  | $(BIN)/score-verifiable -q \
                  | $(BIN)/filter-topk -k 0 --group prompt --ignore-verifiable-filtering
