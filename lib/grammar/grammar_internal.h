@@ -72,6 +72,14 @@ void gw_expand(gwalker *w, int start, uint32_t pos, int32_t parent);
 /* Writes set [start, start+n) as a canonical state (s's words replaced). */
 void gw_store(gwalker *w, int start, int n, asn_gstate *s);
 
+/* ------------------------------------------------------------ schemas */
+
+/* asn_schema_to_gbnf, and with wide set, a number with bounds also
+ * takes the exponent forms of the signs they allow (*approx, when not
+ * NULL, is set to 1 when that made the grammar a superset: the value then
+ * needs the final check). schema.c. */
+char *gs_to_gbnf(const json_t *schema, asn_ws_rule ws, int wide, int *approx, asn_err *e);
+
 /* ------------------------------------------------------------ validator */
 
 /* 1 when string v is of format fmt, 0 when not, -1 when not judged. */

@@ -1,6 +1,6 @@
 # schema_validate.sh — schemas whose keywords the grammar cannot express
 # exactly (oneOf whose branches overlap, not, uniqueItems, if/then/else,
-# fractional bounds, multipleOf with decimals, dependentRequired and
+# fractional bounds, exponents of bounded numbers (1e-06), multipleOf with decimals, dependentRequired and
 # dependentSchemas on large objects, enum of objects and arrays, anyOf inside
 # allOf, contains, propertyNames, two patterns under allOf) compile from a
 # relaxed schema with a final check of the finished value: constrain's
@@ -33,7 +33,9 @@ cases = [
       "else": {"properties": {"x": {"maximum": 0}}}},
      ['{"kind":"a"}', '{"kind":"a","x":5}', '{"kind":"b","x":5}', '{"kind":"b","x":-1}', '{"x":3}', "{}"]),
     ({"type": "number", "minimum": 0.5, "exclusiveMaximum": 2.5},
-     ["0.4", "0.5", "1", "2.4999", "2.5", "3", "0"]),
+     ["0.4", "0.5", "1", "2.4999", "2.5", "3", "0", "1e-06", "5E-1", "24e-1", "25e-1", "0.1e1", "-1e0"]),
+    ({"type": "object", "properties": {"p": {"type": "number", "minimum": 1, "maximum": 10}}},
+     ['{"p":1e1}', '{"p":1.1e1}', '{"p":5e-1}', '{"p":10.0}', '{"p":-2E0}', '{"p":3}']),
     ({"type": "number", "exclusiveMinimum": -1.5, "maximum": 2.5}, ["-2", "-1.5", "-1.4", "2", "2.5", "2.6"]),
     ({"type": "number", "multipleOf": 0.25}, ["0.75", "1", "0.3", "2.5", "-0.5", "0.125"]),
     ({"type": "number", "multipleOf": 2.5}, ["7.5", "5", "6", "0", "-2.5"]),
@@ -73,7 +75,7 @@ for line in open(sys.argv[1]):
     ok = jsonschema.Draft202012Validator(r["json_schema"], format_checker=fc).is_valid(json.loads(r["text"]))
     assert r["valid"] == ok, (ok, r)
     n += 1; valid += ok; only_final += r["allowed"] and not ok
-assert n == 93 and 35 < valid < 65 and only_final > 20, (n, valid, only_final)
+assert n == 105 and 40 < valid < 70 and only_final > 20, (n, valid, only_final)
 PYEOF
 
 # draws: the end only on a value that passes the final check
@@ -103,6 +105,20 @@ for line in open(sys.argv[1]):
         assert jsonschema.Draft202012Validator(r["json_schema"], format_checker=fc).is_valid(v), (r["json_schema"], v)
         n += 1
 assert n > 60, n
+PYEOF
+
+# exponents where the bounds only fix a sign: exact, no final check
+printf '%s\n' '{"json_schema": {"type": "number", "minimum": 0}, "text": "1e-06"}' \
+    '{"json_schema": {"type": "number", "minimum": 0}, "text": "-1e-06"}' \
+    '{"json_schema": {"type": "number", "maximum": 0}, "text": "-2.5E+3"}' \
+    '{"json_schema": {"type": "number", "maximum": 0}, "text": "0e7"}' \
+    '{"json_schema": {"type": "number", "maximum": 0}, "text": "1e-9"}' > "$TMP/exp.jsonl"
+expect_status "constrain checks exponents beside minimum 0 / maximum 0" 0 "$BIN/constrain" -m "$V" "$TMP/exp.jsonl"
+check "1e-06 >= 0, -2.5E+3 and 0e7 <= 0 accepted, -1e-06 and 1e-9 refused, no final check" $PY - "$TMP/out" <<'PYEOF'
+import json, sys
+got = [(r["valid"], r["allowed"], "final_check" in r) for r in map(json.loads, open(sys.argv[1]))]
+assert got == [(True, True, False), (False, False, False), (True, True, False), (True, True, False),
+               (False, False, False)], got
 PYEOF
 
 # still refused: what the validator cannot judge, named with its pointer
