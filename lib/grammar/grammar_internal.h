@@ -94,6 +94,15 @@ int gv_check(const json_t *root, gv_format_fn fmt, char *why, size_t cap);
 /* 1 when the regex (PCRE2) matches somewhere in s, 0 when not, -1 when it
  * does not compile. */
 int gv_search(const char *pattern, const char *s);
+/* The draft root's $schema names: 3, 4, 6, 7, 2019 (2019-09), 2020
+ * (2020-12), 0 when none or another. */
+int gv_draft(const json_t *root);
+/* 1 when keyword k is not one of that draft's (const, if under draft 4;
+ * dependencies under 2019-09), 0 when it is or draft is 0. */
+int gv_foreign(int draft, const char *k);
+/* A copy of root without the keywords foreign to its draft (new
+ * reference), or NULL when it has none. */
+json_t *gv_for_draft(const json_t *root);
 /* JSON values equal as JSON Schema compares them (numbers by value). */
 int gv_equal(const json_t *a, const json_t *b);
 /* The value a local $ref ("#", "#/a/b~1c/0") names in root (RFC 6901

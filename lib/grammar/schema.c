@@ -2486,6 +2486,9 @@ char *asn_schema_to_gbnf(const json_t *schema, asn_ws_rule ws, asn_err *e)
 
 char *gs_to_gbnf(const json_t *schema, asn_ws_rule ws, int wide, int *approx, asn_err *e)
 {
+    json_t *own = gv_for_draft(schema); /* keywords of other drafts ignored */
+    if (own)
+        schema = own;
     conv c = {0};
     c.wide_exp = wide;
     char big[1024];
@@ -2493,6 +2496,7 @@ char *gs_to_gbnf(const json_t *schema, asn_ws_rule ws, int wide, int *approx, as
     if (find_big_integer(schema, "", big, sizeof big, &digits)) {
         c.e = e;
         serr(&c, big, "integer %s does not fit in 64 bits (not supported)", digits);
+        json_decref(own);
         return NULL;
     }
     c.root = schema;
@@ -2519,5 +2523,6 @@ char *gs_to_gbnf(const json_t *schema, asn_ws_rule ws, int wide, int *approx, as
     free(c.bodies);
     if (approx)
         *approx = c.approx;
+    json_decref(own);
     return out;
 }

@@ -7,6 +7,7 @@
 # verdict equals Python's jsonschema (draft 2020-12, formats checked) on
 # every schema/text pair below, the texts included that only the final
 # check refuses (two oneOf branches, a match of `not`, duplicate items);
+# keywords foreign to the draft $schema names are ignored;
 # texts drawn from these schemas end only on values that validate; a
 # keyword the validator cannot judge is still refused, named.
 . "$ASN_ROOT/tests/lib/cli.sh"
@@ -119,6 +120,46 @@ import json, sys
 got = [(r["valid"], r["allowed"], "final_check" in r) for r in map(json.loads, open(sys.argv[1]))]
 assert got == [(True, True, False), (False, False, False), (True, True, False), (True, True, False),
                (False, False, False)], got
+PYEOF
+
+# a keyword the draft $schema names does not have is ignored, in the grammar
+# and in the final check (const and if under draft 4, dependencies under
+# 2019-09), as Python's jsonschema does (validator_for: the $schema's draft)
+$PY - "$TMP/drafts.jsonl" <<'PYEOF'
+import json, sys
+D4, D7 = "http://json-schema.org/draft-04/schema#", "http://json-schema.org/draft-07/schema#"
+D19 = "https://json-schema.org/draft/2019-09/schema"
+cond = {"type": "object", "properties": {"t": {"type": "string"}, "x": {"type": "integer"}},
+        "if": {"properties": {"t": {"const": "a"}}}, "then": {"required": ["x"]}}
+cases = [
+    (dict(cond, **{"$schema": D4}), ['{"t":"a"}', '{"t":"a","x":1}', '{"x":"s"}']),
+    (dict(cond, **{"$schema": D7}), ['{"t":"a"}', '{"t":"a","x":1}', '{"t":"b"}']),
+    ({"$schema": D4, "type": "integer", "const": 5}, ["5", "6"]),
+    ({"$schema": D4, "type": "integer", "not": {"const": 3}}, ["3", "4"]),
+    ({"$schema": D4, "type": "array", "items": {"type": "integer"}, "uniqueItems": True,
+      "contains": {"const": 9}}, ["[1,2]", "[1,1]", "[9]"]),
+    ({"$schema": D19, "type": "object", "dependencies": {"a": ["b"]}, "not": {"required": ["z"]}},
+     ['{"a":1}', '{"z":1}']),
+    ({"$schema": D7, "type": "object", "dependentRequired": {"a": ["b"]}}, ['{"a":1}']),
+]
+with open(sys.argv[1], "w") as f:
+    for s, ts in cases:
+        for t in ts:
+            f.write(json.dumps({"json_schema": s, "text": t}) + "\n")
+PYEOF
+expect_status "constrain checks schemas of drafts 4, 7 and 2019-09" 0 "$BIN/constrain" -m "$V" "$TMP/drafts.jsonl"
+check "valid exactly where Python's jsonschema, with the draft of \$schema, says so" $PY - "$TMP/out" <<'PYEOF'
+import json, sys
+import jsonschema
+n = valid = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    assert r["compiled"], r
+    s = r["json_schema"]
+    ok = jsonschema.validators.validator_for(s)(s).is_valid(json.loads(r["text"]))
+    assert r["valid"] == ok, (ok, r)
+    n += 1; valid += ok
+assert n == 16 and valid == 10, (n, valid)
 PYEOF
 
 # still refused: what the validator cannot judge, named with its pointer
