@@ -47,13 +47,18 @@ typedef struct snode {
 
 /* Stacks are nodes in an arena; a set of stacks is a segment of `sets`
  * (node ids, ST_COMPLETE or ST_BOTTOM). Both grow and are cut back to
- * marks, so a walk allocates nothing once warm. */
+ * marks, so a walk allocates nothing once warm. A node of the same
+ * (pos, parent) as a live one is that one (`seen`, a direct-mapped table
+ * of node ids + 1), so that equal stacks are one and a set stays small
+ * where a grammar is ambiguous (("."? [a-z]+)* reads "abc" three ways). */
+enum { GW_SEEN = 1 << 12 };
 typedef struct gwalker {
     const asn_grammar *g;
     snode *nodes;
     int n_nodes, cap_nodes;
     int32_t *sets;
     int n_sets, cap_sets;
+    int32_t *seen;
 } gwalker;
 
 void gw_init(gwalker *w, const asn_grammar *g);

@@ -162,6 +162,24 @@ for line in open(sys.argv[1]):
 assert n == 16 and valid == 10, (n, valid)
 PYEOF
 
+# an ambiguous pattern (("\.?[a-z]+)*: a name of n letters splits 2^(n-1)
+# ways) under an overlapping oneOf: its stacks stay few, checked in seconds
+$PY - "$TMP/amb.jsonl" <<'PYEOF'
+import json, sys
+s = {"type": "object", "properties": {"n": {"type": "string", "pattern": "^[a-zA-Z_](\\.?[a-zA-Z0-9_]+)*$"}},
+     "oneOf": [{"required": ["n"]}, {"required": ["t"]}]}
+with open(sys.argv[1], "w") as f:
+    for t in ['{"n":"MyVeryLongCustomTypeName.WithANamespaceOfItsOwn.AndOneMore"}', '{"n":"a..b"}',
+              '{"n":"Abc","t":1}', '{"t":"MyVeryLongCustomTypeName"}']:
+        f.write(json.dumps({"json_schema": s, "text": t}) + "\n")
+PYEOF
+expect_status "an ambiguous pattern is checked within 20 s" 0 timeout -s KILL 20 "$BIN/constrain" -m "$V" "$TMP/amb.jsonl"
+check "the long name valid, a..b refused, both oneOf branches refused" $PY - "$TMP/out" <<'PYEOF'
+import json, sys
+got = [(r["valid"], r["allowed"]) for r in map(json.loads, open(sys.argv[1]))]
+assert got == [(True, True), (False, False), (False, False), (True, True)], got
+PYEOF
+
 # still refused: what the validator cannot judge, named with its pointer
 printf '%s\n' '{"json_schema": {"type": "object", "not": {"required": ["a"]}, "properties": {"b": {"unevaluatedProperties": false}}}, "text": "{}"}' \
     '{"json_schema": {"not": {"type": "string", "format": "ipv6"}}, "text": "1"}' > "$TMP/bad.jsonl"
