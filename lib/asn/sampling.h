@@ -142,8 +142,10 @@ int asn_json_complete(const asn_seq_ctx *ctx, int object_root);
 /* The json processor of a heuristic, or NULL. */
 const asn_proc *asn_heuristic_json_proc(const asn_heuristic *h);
 /* 1 if h holds a constraint (json, json_schema, grammar, regex, choice)
- * and every one of them is complete after the generated tokens: the end of
- * generation is allowed then even before min_new_tokens. */
+ * and every one of them is complete after the generated tokens (or, for a
+ * schema's final check, at a dead end: complete, failing the check, and no
+ * token may follow): the end of generation is allowed then even before
+ * min_new_tokens. */
 int asn_heuristic_may_end(const asn_heuristic *h, const asn_seq_ctx *ctx);
 /* 1 if h holds a constraint (json, json_schema, grammar, regex, choice). */
 int asn_heuristic_constrained(const asn_heuristic *h);

@@ -47,13 +47,18 @@ typedef struct snode {
 
 /* Stacks are nodes in an arena; a set of stacks is a segment of `sets`
  * (node ids, ST_COMPLETE or ST_BOTTOM). Both grow and are cut back to
- * marks, so a walk allocates nothing once warm. */
+ * marks, so a walk allocates nothing once warm. A node of the same
+ * (pos, parent) as a live one is that one (`seen`, a direct-mapped table
+ * of node ids + 1), so that equal stacks are one and a set stays small
+ * where a grammar is ambiguous (("."? [a-z]+)* reads "abc" three ways). */
+enum { GW_SEEN = 1 << 12 };
 typedef struct gwalker {
     const asn_grammar *g;
     snode *nodes;
     int n_nodes, cap_nodes;
     int32_t *sets;
     int n_sets, cap_sets;
+    int32_t *seen;
 } gwalker;
 
 void gw_init(gwalker *w, const asn_grammar *g);
@@ -72,6 +77,14 @@ void gw_expand(gwalker *w, int start, uint32_t pos, int32_t parent);
 /* Writes set [start, start+n) as a canonical state (s's words replaced). */
 void gw_store(gwalker *w, int start, int n, asn_gstate *s);
 
+/* ------------------------------------------------------------ schemas */
+
+/* asn_schema_to_gbnf, and with wide set, a number with bounds also
+ * takes the exponent forms of the signs they allow (*approx, when not
+ * NULL, is set to 1 when that made the grammar a superset: the value then
+ * needs the final check). schema.c. */
+char *gs_to_gbnf(const json_t *schema, asn_ws_rule ws, int wide, int *approx, asn_err *e);
+
 /* ------------------------------------------------------------ validator */
 
 /* 1 when string v is of format fmt, 0 when not, -1 when not judged. */
@@ -86,6 +99,15 @@ int gv_check(const json_t *root, gv_format_fn fmt, char *why, size_t cap);
 /* 1 when the regex (PCRE2) matches somewhere in s, 0 when not, -1 when it
  * does not compile. */
 int gv_search(const char *pattern, const char *s);
+/* The draft root's $schema names: 3, 4, 6, 7, 2019 (2019-09), 2020
+ * (2020-12), 0 when none or another. */
+int gv_draft(const json_t *root);
+/* 1 when keyword k is not one of that draft's (const, if under draft 4;
+ * dependencies under 2019-09), 0 when it is or draft is 0. */
+int gv_foreign(int draft, const char *k);
+/* A copy of root without the keywords foreign to its draft (new
+ * reference), or NULL when it has none. */
+json_t *gv_for_draft(const json_t *root);
 /* JSON values equal as JSON Schema compares them (numbers by value). */
 int gv_equal(const json_t *a, const json_t *b);
 /* The value a local $ref ("#", "#/a/b~1c/0") names in root (RFC 6901

@@ -18,6 +18,11 @@
  *   bounds    fractional minimum / maximum widened to the enclosing
  *             integers, exclusive bounds on numbers to inclusive ones, bounds
  *             beyond 1e15 dropped
+ * A number with bounds takes every exponent form of the signs they allow
+ * (1e-06 beside minimum 1: a superset) in all of these grammars, and in
+ * the schema's own when the validator judges it (the final check then
+ * applies though nothing was relaxed); otherwise the exact grammar
+ * without exponents.
  *   enum      enum / const holding objects or arrays replaced by the types
  *             of their values
  *   allof     anyOf / oneOf inside a subschema of allOf dropped there
@@ -329,7 +334,17 @@ static int merge_listed(const char *mk, const char *m)
 char *asn_schema_to_gbnf_final(const json_t *schema, asn_ws_rule ws, int *final, asn_err *e)
 {
     *final = 0;
-    char *g = asn_schema_to_gbnf(schema, ws, e);
+    int approx = 0;
+    char *g = gs_to_gbnf(schema, ws, 1, &approx, e);
+    if (g && approx) { /* exponent forms of bounded numbers: the final check judges them */
+        char why[600];
+        if (!gv_check(schema, format_ok, why, sizeof why)) {
+            *final = 1;
+            return g;
+        }
+        free(g);
+        return asn_schema_to_gbnf(schema, ws, e); /* exact, without those forms */
+    }
     if (g || !json_is_object(schema))
         return g;
     unsigned kinds = 0, k;
@@ -360,7 +375,7 @@ char *asn_schema_to_gbnf_final(const json_t *schema, asn_ws_rule ws, int *final,
         json_decref(r);
         r = json_deep_copy(schema);
         relax(r, kinds, mk, r, 0);
-        g = asn_schema_to_gbnf(r, ws, e);
+        g = gs_to_gbnf(r, ws, 1, NULL, e);
         if (g) {
             *final = 1;
             break;

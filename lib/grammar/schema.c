@@ -39,6 +39,8 @@ typedef struct conv {
     unsigned used; /* primitive rules emitted */
     int depth;     /* subschemas being converted (nesting) */
     int old_ref;   /* $schema is draft 3 to 7: keywords beside $ref are ignored */
+    int wide_exp;  /* bounded numbers also take exponent forms of the right sign (a superset) */
+    int approx;    /* set when the grammar accepts more than the schema (wide_exp used) */
     asn_err *e;
 } conv;
 
@@ -300,7 +302,12 @@ static int integer_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
     return 0;
 }
 
-/* A number with integer bounds, written without an exponent. */
+/* A number with integer bounds: without an exponent, exactly (its
+ * fraction free below the upper bound, zeros only at it). With an
+ * exponent (1e-06), exactly when the bounds only fix a sign (minimum 0 or
+ * maximum 0 alone); otherwise, when c->wide_exp, every exponent form of a
+ * sign the bounds allow (a superset: c->approx is set, the final check
+ * judges the value), else none. */
 static int number_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
 {
     double v;
@@ -358,6 +365,16 @@ static int number_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
             asn_sbuf_addf(b, "%s(\"-%lld\" %s)", alt ? " | " : "", z, zfrac);
             alt = 1;
         }
+    }
+    const char *mant = "(\"0\" | [1-9] [0-9]*) (\".\" [0-9]+)?", *ex = "[eE] [-+]? [0-9]+";
+    int pos = !has_hi || H >= 0, neg = !has_lo || L < 0;
+    if (has_lo && !has_hi && L == 0) /* x >= 0 */
+        asn_sbuf_addf(b, "%s(%s %s)", alt ? " | " : "", mant, ex);
+    else if (has_hi && !has_lo && H == 0) /* x <= 0: negative or zero */
+        asn_sbuf_addf(b, "%s(\"-\" %s %s) | (\"0\" (\".\" \"0\"+)? %s)", alt ? " | " : "", mant, ex, ex);
+    else if (c->wide_exp && (pos || neg)) {
+        asn_sbuf_addf(b, "%s(%s%s %s)", alt ? " | " : "", pos && neg ? "\"-\"? " : pos ? "" : "\"-\" ", mant, ex);
+        c->approx = 1;
     }
     asn_sbuf_adds(b, ")");
     return 0;
@@ -2464,12 +2481,22 @@ static int find_big_integer(const json_t *v, const char *ptr, char *out, size_t 
 
 char *asn_schema_to_gbnf(const json_t *schema, asn_ws_rule ws, asn_err *e)
 {
+    return gs_to_gbnf(schema, ws, 0, NULL, e);
+}
+
+char *gs_to_gbnf(const json_t *schema, asn_ws_rule ws, int wide, int *approx, asn_err *e)
+{
+    json_t *own = gv_for_draft(schema); /* keywords of other drafts ignored */
+    if (own)
+        schema = own;
     conv c = {0};
+    c.wide_exp = wide;
     char big[1024];
     const char *digits;
     if (find_big_integer(schema, "", big, sizeof big, &digits)) {
         c.e = e;
         serr(&c, big, "integer %s does not fit in 64 bits (not supported)", digits);
+        json_decref(own);
         return NULL;
     }
     c.root = schema;
@@ -2494,5 +2521,8 @@ char *asn_schema_to_gbnf(const json_t *schema, asn_ws_rule ws, asn_err *e)
         free(c.bodies[i].key);
     free(c.refs);
     free(c.bodies);
+    if (approx)
+        *approx = c.approx;
+    json_decref(own);
     return out;
 }

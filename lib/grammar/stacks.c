@@ -21,15 +21,24 @@ void gw_free(gwalker *w)
 {
     free(w->nodes);
     free(w->sets);
+    free(w->seen);
 }
 
 static int32_t node_new(gwalker *w, uint32_t pos, int32_t parent)
 {
+    if (!w->seen)
+        w->seen = asn_xcalloc(GW_SEEN, sizeof *w->seen);
+    uint32_t h = (pos * 0x9E3779B1u ^ (uint32_t)parent * 0x85EBCA77u);
+    int32_t *slot = &w->seen[(h ^ h >> 15) & (GW_SEEN - 1)];
+    int32_t id = *slot - 1; /* a node cut back since, or another (pos, parent): not it */
+    if (id >= 0 && id < w->n_nodes && w->nodes[id].pos == pos && w->nodes[id].parent == parent)
+        return id;
     if (w->n_nodes == w->cap_nodes) {
         w->cap_nodes = w->cap_nodes ? 2 * w->cap_nodes : 256;
         w->nodes = asn_xrealloc(w->nodes, (size_t)w->cap_nodes * sizeof *w->nodes);
     }
     w->nodes[w->n_nodes] = (snode){pos, parent};
+    *slot = w->n_nodes + 1;
     return w->n_nodes++;
 }
 

@@ -1,7 +1,8 @@
 /* validate.c — a JSON value against a JSON Schema (draft 2020-12, and
  * drafts 4 to 2019-09 where they differ: boolean exclusive bounds, item
  * lists with additionalItems, dependencies, keywords beside $ref ignored
- * up to draft 7). It serves the converter's finite cases (the values of an
+ * up to draft 7, and a keyword the draft $schema names does not have
+ * ignored, as Python's jsonschema does: const or if under draft 4). It serves the converter's finite cases (the values of an
  * enum or const filtered by the keywords beside them, a oneOf branch that
  * is a list of values checked against the others) and the final check of
  * a schema compiled from a relaxed form (asn_schema_to_gbnf_final): the
@@ -30,6 +31,7 @@ typedef struct vctx {
     const json_t *root;
     gv_format_fn fmt; /* NULL: formats not judged */
     int old_ref; /* $schema names draft 3 to 7: keywords beside $ref are ignored */
+    int draft;   /* gv_draft: keywords of other drafts are ignored */
     char *why;
     size_t cap;
 } vctx;
@@ -249,6 +251,93 @@ static int listed(const char *const *l, const char *k)
     return 0;
 }
 
+int gv_draft(const json_t *root)
+{
+    const char *d = json_string_value(json_object_get(root, "$schema"));
+    static const struct {
+        const char *name;
+        int draft;
+    } D[] = {{"draft-03", 3}, {"draft-04", 4}, {"draft-06", 6}, {"draft-07", 7}, {"2019-09", 2019}, {"2020-12", 2020}};
+    for (size_t i = 0; d && i < sizeof D / sizeof D[0]; i++)
+        if (strstr(d, D[i].name))
+            return D[i].draft;
+    return 0;
+}
+
+/* Keywords with the drafts that have them: [since, until) (0: open). */
+static const struct {
+    const char *k;
+    int since, until;
+} DRAFT_KEYWORDS[] = {
+    {"const", 6, 0},           {"contains", 6, 0},         {"propertyNames", 6, 0},  {"if", 7, 0},
+    {"then", 7, 0},            {"else", 7, 0},             {"dependentRequired", 2019, 0},
+    {"dependentSchemas", 2019, 0}, {"minContains", 2019, 0}, {"maxContains", 2019, 0},
+    {"unevaluatedItems", 2019, 0}, {"unevaluatedProperties", 2019, 0}, {"$recursiveRef", 2019, 2020},
+    {"prefixItems", 2020, 0},  {"$dynamicRef", 2020, 0},   {"dependencies", 0, 2019},
+};
+
+int gv_foreign(int draft, const char *k)
+{
+    if (!draft)
+        return 0;
+    for (size_t i = 0; i < sizeof DRAFT_KEYWORDS / sizeof DRAFT_KEYWORDS[0]; i++)
+        if (!strcmp(DRAFT_KEYWORDS[i].k, k))
+            return draft < DRAFT_KEYWORDS[i].since || (DRAFT_KEYWORDS[i].until && draft >= DRAFT_KEYWORDS[i].until);
+    return 0;
+}
+
+static const char *const ONE_SCHEMA[] = {"not", "if", "then", "else", "items", "additionalItems",
+                                         "additionalProperties", "contains", "propertyNames", NULL};
+static const char *const SCHEMA_LISTS[] = {"allOf", "anyOf", "oneOf", "prefixItems", "items", NULL};
+static const char *const SCHEMA_MAPS[] = {"properties", "patternProperties", "$defs", "definitions",
+                                          "dependentSchemas", "dependencies", NULL};
+
+static int listed(const char *const *l, const char *k);
+
+/* Removes from s and its subschemas the keywords foreign to draft; 1 when
+ * some was found (with strip 0, nothing is removed: only found). */
+static int foreign_walk(json_t *s, int draft, int strip, int depth)
+{
+    if (!json_is_object(s) || depth > 200)
+        return 0;
+    int found = 0;
+    const char *k;
+    json_t *a;
+    void *tmp;
+    json_object_foreach_safe(s, tmp, k, a)
+    {
+        if (gv_foreign(draft, k)) {
+            found = 1;
+            if (!strip)
+                return 1;
+            json_object_del(s, k);
+            continue;
+        }
+        if (listed(ONE_SCHEMA, k))
+            found |= foreign_walk(a, draft, strip, depth + 1);
+        size_t i;
+        json_t *e;
+        if (listed(SCHEMA_LISTS, k) && json_is_array(a))
+            json_array_foreach(a, i, e) found |= foreign_walk(e, draft, strip, depth + 1);
+        const char *pk;
+        if (listed(SCHEMA_MAPS, k) && json_is_object(a))
+            json_object_foreach(a, pk, e) found |= foreign_walk(e, draft, strip, depth + 1);
+        if (found && !strip)
+            return 1;
+    }
+    return found;
+}
+
+json_t *gv_for_draft(const json_t *root)
+{
+    int draft = gv_draft(root);
+    if (!draft || !foreign_walk((json_t *)root, draft, 0, 0))
+        return NULL;
+    json_t *c = json_deep_copy(root);
+    foreign_walk(c, draft, 1, 0);
+    return c;
+}
+
 static int valid(vctx *x, const json_t *s, const json_t *v, int depth)
 {
     if (depth > V_DEPTH)
@@ -263,6 +352,8 @@ static int valid(vctx *x, const json_t *s, const json_t *v, int depth)
     const json_t *sref = json_object_get(s, "$ref");
     json_object_foreach((json_t *)s, k, a)
     {
+        if (gv_foreign(x->draft, k))
+            continue;
         if (listed(UNJUDGED, k))
             return unjudged(x, k);
         if (listed(IGNORED, k) || (sref && x->old_ref && strcmp(k, "$ref")))
@@ -467,12 +558,6 @@ static int check_map(const json_t *root, const json_t *m, const char *ptr, char 
     return 0;
 }
 
-static const char *const ONE_SCHEMA[] = {"not", "if", "then", "else", "items", "additionalItems",
-                                         "additionalProperties", "contains", "propertyNames", NULL};
-static const char *const SCHEMA_LISTS[] = {"allOf", "anyOf", "oneOf", "prefixItems", "items", NULL};
-static const char *const SCHEMA_MAPS[] = {"properties", "patternProperties", "$defs", "definitions",
-                                          "dependentSchemas", "dependencies", NULL};
-
 static int check_schema(const json_t *root, const json_t *s, const char *ptr, char *why, size_t cap, int depth, gv_format_fn fmt)
 {
     if (depth > 200)
@@ -485,6 +570,8 @@ static int check_schema(const json_t *root, const json_t *s, const char *ptr, ch
     json_object_foreach((json_t *)s, k, a)
     {
         child(p, sizeof p, ptr, k);
+        if (gv_foreign(gv_draft(root), k))
+            continue;
         if (listed(UNJUDGED, k))
             return check_fail(why, cap, p, "unsupported keyword", k);
         if (!strcmp(k, "$ref")) {
@@ -525,8 +612,8 @@ int gv_check(const json_t *root, gv_format_fn fmt, char *why, size_t cap)
 
 static int old_dialect(const json_t *root)
 {
-    const char *d = json_string_value(json_object_get(root, "$schema"));
-    return d && (strstr(d, "draft-03") || strstr(d, "draft-04") || strstr(d, "draft-06") || strstr(d, "draft-07"));
+    int d = gv_draft(root);
+    return d >= 3 && d <= 7;
 }
 
 int gv_search(const char *pattern, const char *s)
@@ -536,7 +623,7 @@ int gv_search(const char *pattern, const char *s)
 
 int gv_valid(const json_t *root, const json_t *schema, const json_t *v, gv_format_fn fmt, char *why, size_t cap)
 {
-    vctx x = {root, fmt, old_dialect(root), why, cap};
+    vctx x = {root, fmt, old_dialect(root), gv_draft(root), why, cap};
     if (why && cap)
         why[0] = 0;
     return valid(&x, schema, v, 0);

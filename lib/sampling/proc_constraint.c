@@ -238,8 +238,48 @@ static int final_check(const struct asn_cproc *cp, const asn_seq_ctx *ctx)
     return ok;
 }
 
-/* 1 when the generated tokens (ctx->ids[n_prompt..]) are a complete
- * sentence of the constraint; needs ctx->vocab. */
+/* 1 when a token other than an end of generation is set in bits (a mask
+ * of the vocabulary's n tokens): the text may go on. */
+static int token_continues(const uint64_t *bits, int n, const asn_vocab *v)
+{
+    const int32_t *eog;
+    size_t ne = asn_vocab_eog_ids(v, &eog);
+    for (int t = 0; t < n; t++)
+        if ((bits[t >> 6] >> (t & 63)) & 1) {
+            int is_eog = 0;
+            for (size_t j = 0; j < ne && !is_eog; j++)
+                is_eog = eog[j] == t;
+            if (!is_eog)
+                return 1;
+        }
+    return 0;
+}
+
+/* Whether the end of generation may come in state s (after the generated
+ * tokens of ctx): the value is complete and the final check accepts it, or
+ * it is a dead end (complete, and no token but an end of generation can
+ * follow), where the candidate ends and its record says the value is
+ * invalid (docs/sampling.md, "Checked when the value completes"). bits:
+ * the mask of s, or NULL to make it only when it is needed. */
+static int end_allowed(const asn_proc *p, asn_constraint *c, const asn_gstate *s, const uint64_t *bits,
+                       const asn_seq_ctx *ctx)
+{
+    if (!asn_gstate_complete(s))
+        return 0;
+    if (final_check(cproc(p), ctx) || !asn_gstate_can_continue(s))
+        return 1;
+    int n = asn_vocab_n_tokens(ctx->vocab);
+    uint64_t *own = bits ? NULL : asn_xmalloc((size_t)(n + 63) / 64 * sizeof *own);
+    if (own)
+        asn_constraint_mask(c, s, own);
+    int dead = !token_continues(bits ? bits : own, n, ctx->vocab);
+    free(own);
+    return dead;
+}
+
+/* 1 when the end of generation may come after the generated tokens
+ * (ctx->ids[n_prompt..]): a complete sentence of the constraint, or a dead
+ * end of its final check (end_allowed); needs ctx->vocab. */
 static int constraint_complete(const asn_proc *p, const asn_seq_ctx *ctx)
 {
     asn_err e;
@@ -250,9 +290,9 @@ static int constraint_complete(const asn_proc *p, const asn_seq_ctx *ctx)
         return 0;
     asn_gstate s = {0};
     int ok = !asn_constraint_state_after(c, ctx->ids + ctx->n_prompt, ctx->n_ids - ctx->n_prompt, &s, NULL) &&
-             asn_gstate_complete(&s);
+             end_allowed(p, c, &s, NULL, ctx);
     asn_gstate_clear(&s);
-    return ok && final_check(cproc(p), ctx);
+    return ok;
 }
 
 /* Masks the row to the tokens the constraint allows after the generated
@@ -279,7 +319,7 @@ static int constraint_apply(const asn_proc *p, float *row, int V, const asn_seq_
      * end is masked while some token can continue it (a dead end, such as
      * a closed object, keeps it, so the candidate ends and records the
      * value as invalid) */
-    if (asn_gstate_complete(&s) && asn_gstate_can_continue(&s) && !final_check(cproc(p), ctx)) {
+    if (asn_gstate_complete(&s) && !end_allowed(p, c, &s, bits, ctx)) {
         const int32_t *eog;
         size_t ne = asn_vocab_eog_ids(ctx->vocab, &eog);
         for (size_t j = 0; j < ne; j++)
