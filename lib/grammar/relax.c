@@ -34,11 +34,13 @@
  * Before any of this the whole schema is checked (gv_check): a keyword the
  * validator cannot judge is refused with its pointer. */
 #include "grammar_internal.h"
+#include "asn/json.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
 
 enum {
     R_ONEOF = 1 << 0,
@@ -149,19 +151,6 @@ static int is_compound(const json_t *v)
     return json_is_object(v) || json_is_array(v);
 }
 
-static const char *type_name(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "object";
-    case JSON_ARRAY: return "array";
-    case JSON_STRING: return "string";
-    case JSON_INTEGER: return "integer";
-    case JSON_REAL: return "number";
-    case JSON_NULL: return "null";
-    default: return "boolean";
-    }
-}
-
 /* Bounds of s widened to what the grammar writes (R_BOUNDS). */
 static void widen_bounds(json_t *s)
 {
@@ -237,7 +226,7 @@ static void relax(json_t *s, unsigned kinds, const char *mk, const json_t *root,
         if (compound && !json_object_get(s, "type")) {
             json_t *types = json_array();
             for (size_t i = 0; i < (en ? json_array_size(en) : 1); i++) {
-                const char *t = type_name(en ? json_array_get(en, i) : cn);
+                const char *t = asn_json_type_name(en ? json_array_get(en, i) : cn);
                 int seen = 0;
                 for (size_t j = 0; j < json_array_size(types); j++)
                     seen |= !strcmp(json_string_value(json_array_get(types, j)), t);

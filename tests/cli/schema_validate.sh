@@ -80,33 +80,9 @@ assert n == 105 and 40 < valid < 70 and only_final > 20, (n, valid, only_final)
 PYEOF
 
 # draws: the end only on a value that passes the final check
-$PY - "$TMP/in.jsonl" "$TMP/sample.jsonl" <<'PYEOF'
-import json, sys
-seen = set()
-with open(sys.argv[2], "w") as f:
-    for line in open(sys.argv[1]):
-        r = json.loads(line)
-        k = json.dumps(r["json_schema"], sort_keys=True)
-        if k not in seen:
-            seen.add(k)
-            f.write(json.dumps({"json_schema": r["json_schema"]}) + "\n")
-PYEOF
+$PY "$ROOT/tests/lib/schema_check.py" unique "$TMP/in.jsonl" "$TMP/sample.jsonl"
 expect_status "constrain draws texts from each schema" 0 "$BIN/constrain" -m "$V" --sample 12 --max-tokens 30 "$TMP/sample.jsonl"
-check "every text drawn to its end validates under Python's jsonschema" $PY - "$TMP/out" <<'PYEOF'
-import json, sys
-import jsonschema
-fc = jsonschema.FormatChecker()
-n = 0
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    for smp in r["samples"]:
-        if smp["finish"] != "eos":
-            continue
-        v = json.loads(smp["text"])
-        assert jsonschema.Draft202012Validator(r["json_schema"], format_checker=fc).is_valid(v), (r["json_schema"], v)
-        n += 1
-assert n > 60, n
-PYEOF
+check "every text drawn to its end validates under Python's jsonschema" $PY "$ROOT/tests/lib/schema_check.py" drawn "$TMP/out" 61
 
 # exponents where the bounds only fix a sign: exact, no final check
 printf '%s\n' '{"json_schema": {"type": "number", "minimum": 0}, "text": "1e-06"}' \
