@@ -93,10 +93,16 @@ static json_t *resolve_plain(const char *s)
 
 /* ---------------------------------------------------------------- parser */
 
+/* Collections nested deeper than this are refused: the reader recurses
+ * once per level, and a file of 10000 "[" would otherwise overflow the
+ * stack. */
+enum { YAML_MAX_DEPTH = 256 };
+
 typedef struct parser {
     asn_yaml *y;
     yaml_parser_t p;
     asn_err *e;
+    int depth; /* collections open around the current event */
 } parser;
 
 static int perr(parser *ps, yaml_mark_t m, const char *what)
@@ -210,9 +216,18 @@ static json_t *node(parser *ps, yaml_event_t *ev)
         return v;
     }
     case YAML_SEQUENCE_START_EVENT:
-        return sequence(ps, ev);
-    case YAML_MAPPING_START_EVENT:
-        return mapping(ps, ev);
+    case YAML_MAPPING_START_EVENT: {
+        if (ps->depth >= YAML_MAX_DEPTH) {
+            char msg[80];
+            snprintf(msg, sizeof msg, "collections nested deeper than %d levels", YAML_MAX_DEPTH);
+            perr(ps, ev->start_mark, msg);
+            return NULL;
+        }
+        ps->depth++;
+        json_t *v = ev->type == YAML_SEQUENCE_START_EVENT ? sequence(ps, ev) : mapping(ps, ev);
+        ps->depth--;
+        return v;
+    }
     case YAML_ALIAS_EVENT:
         for (size_t i = ps->y->nanch; i-- > 0;)
             if (!strcmp(ps->y->anchors[i].name, (const char *)ev->data.alias.anchor)) {

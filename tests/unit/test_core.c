@@ -218,6 +218,19 @@ static void test_yaml(void)
     const char *big = "p: {top_p: 1e400}\n";
     y = asn_yaml_parse("big.yaml", big, strlen(big), &e);
     T_OK("yaml: overflowing number is named", !y && strstr(e.msg, "big.yaml:1:12: number out of range"), "got \"%s\"", e.msg);
+    { /* a fuzzer's input: 7497 "[" overflowed the stack */
+        char deep[2 * 300 + 2];
+        memset(deep, '[', 300);
+        memset(deep + 300, ']', 300);
+        deep[600] = '\n';
+        deep[601] = 0;
+        y = asn_yaml_parse("deep.yaml", deep, 601, &e);
+        T_OK("yaml: nesting past 256 levels is an error", !y && strstr(e.msg, "deep.yaml:1:257: collections nested deeper than 256 levels"),
+             "got \"%s\"", e.msg);
+        y = asn_yaml_parse("deep.yaml", deep + 300 - 256, 2 * 256, &e);
+        T_OK("yaml: 256 levels are read", y != NULL, "%s", e.msg);
+        asn_yaml_free(y);
+    }
     y = asn_yaml_parse("empty.yaml", "", 0, &e);
     T_OK("yaml: empty document is an error", !y && strstr(e.msg, "empty"), "got \"%s\"", e.msg);
 }
