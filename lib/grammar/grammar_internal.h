@@ -110,6 +110,10 @@ int gv_foreign(int draft, const char *k);
 json_t *gv_for_draft(const json_t *root);
 /* JSON values equal as JSON Schema compares them (numbers by value). */
 int gv_equal(const json_t *a, const json_t *b);
+/* The keywords whose value is one subschema, a list of them, or a map of
+ * names to them (NULL-ended), and whether k is in such a list. */
+extern const char *const GV_ONE_SCHEMA[], *const GV_SCHEMA_LISTS[], *const GV_SCHEMA_MAPS[];
+int gv_listed(const char *const *l, const char *k);
 /* The value a local $ref ("#", "#/a/b~1c/0") names in root (RFC 6901
  * escapes); NULL when it names none, *syntax set when ref is not of that
  * form (syntax may be NULL). */

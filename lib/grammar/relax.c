@@ -41,7 +41,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 enum {
     R_ONEOF = 1 << 0,
     R_NOT = 1 << 1,
@@ -130,20 +129,6 @@ static void relax_list(json_t *l, unsigned kinds, const char *mk, const json_t *
     size_t i;
     json_t *x;
     json_array_foreach(l, i, x) relax(x, kinds, mk, root, depth + 1);
-}
-
-static const char *const ONE[] = {"not", "if", "then", "else", "items", "additionalItems", "additionalProperties",
-                                  "contains", "propertyNames", NULL};
-static const char *const LISTS[] = {"allOf", "anyOf", "oneOf", "prefixItems", "items", NULL};
-static const char *const MAPS[] = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas",
-                                   "dependencies", NULL};
-
-static int in(const char *const *l, const char *k)
-{
-    for (; *l; l++)
-        if (!strcmp(*l, k))
-            return 1;
-    return 0;
 }
 
 static int is_compound(const json_t *v)
@@ -276,11 +261,11 @@ static void relax(json_t *s, unsigned kinds, const char *mk, const json_t *root,
     json_t *v;
     json_object_foreach(s, k, v)
     {
-        if (in(ONE, k) && json_is_object(v))
+        if (gv_listed(GV_ONE_SCHEMA, k) && json_is_object(v))
             relax(v, kinds, mk, root, depth + 1);
-        else if (in(LISTS, k) && json_is_array(v))
+        else if (gv_listed(GV_SCHEMA_LISTS, k) && json_is_array(v))
             relax_list(v, kinds, mk, root, depth);
-        else if (in(MAPS, k) && json_is_object(v)) {
+        else if (gv_listed(GV_SCHEMA_MAPS, k) && json_is_object(v)) {
             const char *pk;
             json_t *pv;
             json_object_foreach(v, pk, pv) relax(pv, kinds, mk, root, depth + 1);

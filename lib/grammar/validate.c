@@ -243,7 +243,7 @@ static const char *const IGNORED[] = {"title", "description", "$schema", "$id", 
 static const char *const UNJUDGED[] = {"unevaluatedItems", "unevaluatedProperties", "$dynamicRef", "$recursiveRef",
                                        NULL};
 
-static int listed(const char *const *l, const char *k)
+int gv_listed(const char *const *l, const char *k)
 {
     for (; *l; l++)
         if (!strcmp(*l, k))
@@ -286,13 +286,11 @@ int gv_foreign(int draft, const char *k)
     return 0;
 }
 
-static const char *const ONE_SCHEMA[] = {"not", "if", "then", "else", "items", "additionalItems",
-                                         "additionalProperties", "contains", "propertyNames", NULL};
-static const char *const SCHEMA_LISTS[] = {"allOf", "anyOf", "oneOf", "prefixItems", "items", NULL};
-static const char *const SCHEMA_MAPS[] = {"properties", "patternProperties", "$defs", "definitions",
-                                          "dependentSchemas", "dependencies", NULL};
-
-static int listed(const char *const *l, const char *k);
+const char *const GV_ONE_SCHEMA[] = {"not", "if", "then", "else", "items", "additionalItems",
+                                     "additionalProperties", "contains", "propertyNames", NULL};
+const char *const GV_SCHEMA_LISTS[] = {"allOf", "anyOf", "oneOf", "prefixItems", "items", NULL};
+const char *const GV_SCHEMA_MAPS[] = {"properties", "patternProperties", "$defs", "definitions",
+                                      "dependentSchemas", "dependencies", NULL};
 
 /* Removes from s and its subschemas the keywords foreign to draft; 1 when
  * some was found (with strip 0, nothing is removed: only found). */
@@ -313,14 +311,14 @@ static int foreign_walk(json_t *s, int draft, int strip, int depth)
             json_object_del(s, k);
             continue;
         }
-        if (listed(ONE_SCHEMA, k))
+        if (gv_listed(GV_ONE_SCHEMA, k))
             found |= foreign_walk(a, draft, strip, depth + 1);
         size_t i;
         json_t *e;
-        if (listed(SCHEMA_LISTS, k) && json_is_array(a))
+        if (gv_listed(GV_SCHEMA_LISTS, k) && json_is_array(a))
             json_array_foreach(a, i, e) found |= foreign_walk(e, draft, strip, depth + 1);
         const char *pk;
-        if (listed(SCHEMA_MAPS, k) && json_is_object(a))
+        if (gv_listed(GV_SCHEMA_MAPS, k) && json_is_object(a))
             json_object_foreach(a, pk, e) found |= foreign_walk(e, draft, strip, depth + 1);
         if (found && !strip)
             return 1;
@@ -354,9 +352,9 @@ static int valid(vctx *x, const json_t *s, const json_t *v, int depth)
     {
         if (gv_foreign(x->draft, k))
             continue;
-        if (listed(UNJUDGED, k))
+        if (gv_listed(UNJUDGED, k))
             return unjudged(x, k);
-        if (listed(IGNORED, k) || (sref && x->old_ref && strcmp(k, "$ref")))
+        if (gv_listed(IGNORED, k) || (sref && x->old_ref && strcmp(k, "$ref")))
             continue;
         int r = 1;
         if (!strcmp(k, "type")) {
@@ -572,7 +570,7 @@ static int check_schema(const json_t *root, const json_t *s, const char *ptr, ch
         child(p, sizeof p, ptr, k);
         if (gv_foreign(gv_draft(root), k))
             continue;
-        if (listed(UNJUDGED, k))
+        if (gv_listed(UNJUDGED, k))
             return check_fail(why, cap, p, "unsupported keyword", k);
         if (!strcmp(k, "$ref")) {
             int syntax;
@@ -593,12 +591,12 @@ static int check_schema(const json_t *root, const json_t *s, const char *ptr, ch
             json_object_foreach((json_t *)a, pat, sch) if (search(pat, "", 0) < 0) return check_fail(
                 why, cap, p, "pattern does not compile:", pat);
         }
-        if (listed(ONE_SCHEMA, k) && (json_is_object(a) || json_is_boolean(a)) &&
+        if (gv_listed(GV_ONE_SCHEMA, k) && (json_is_object(a) || json_is_boolean(a)) &&
             check_schema(root, a, p, why, cap, depth + 1, fmt))
             return -1;
-        if (listed(SCHEMA_LISTS, k) && json_is_array(a) && check_list(root, a, p, why, cap, depth, fmt))
+        if (gv_listed(GV_SCHEMA_LISTS, k) && json_is_array(a) && check_list(root, a, p, why, cap, depth, fmt))
             return -1;
-        if (listed(SCHEMA_MAPS, k) && json_is_object(a) && check_map(root, a, p, why, cap, depth, fmt))
+        if (gv_listed(GV_SCHEMA_MAPS, k) && json_is_object(a) && check_map(root, a, p, why, cap, depth, fmt))
             return -1;
     }
     return 0;
