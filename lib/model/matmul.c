@@ -5,6 +5,7 @@
  * and reduced by the same tree, whatever the tile it falls in: tiles change
  * speed, never bits. This file is compiled with -ffp-contract=fast (see the
  * Makefile) so the multiply-add fuses where the target has FMA. */
+#include "asn/core.h"
 #include "asn/cpu.h"
 #include "asn/linalg.h"
 #include "asn/gguf.h"
@@ -278,6 +279,127 @@ DEFINE_ROWS(tile4)
         }                                                                                          \
     }
 
+/* The same outer products over many tokens: 16 rows of W packed transposed
+ * (PACK), then tiles of TT tokens by the 16 columns. Lane l of output
+ * (t, j) is p_l[t][j], fed W[j][k] * X[t][k] for k = l, l + 16, ... in
+ * increasing k: one broadcast of X[t][k] times the packed W[.][k] for all
+ * 16 columns, so a tile holds TT * 16 / VW accumulators and loads 16 / VW
+ * vectors of W and TT scalars of X for TT * 16 / VW multiply-adds (6
+ * tokens on AVX2: 12 accumulators, 2 W halves and a broadcast in 16
+ * registers). A lane's zero-padded terms (k >= K) are not computed: an
+ * accumulator starts at +0 and never becomes -0, so adding +0 would leave
+ * it unchanged. The lanes run one after the other over PACK_KB blocks of
+ * 16 k (the tile's X lines stay in L1 while the 16 lanes pick their
+ * elements out of them), each lane's sums kept in sum[] between blocks
+ * (stored and reloaded: the same values). Then p_l + p_{l+8} (the tree's
+ * first level), (l, l+4), (l, l+2), (l, l+1) add whole vectors, as
+ * DEFINE_COLS16 does.
+ *
+ * The pack, Wp[l][b][j] = W[j][16 b + l] (zero past K and for j >= the
+ * rows there are), puts each lane's blocks one after the other: 16 *
+ * roundup(K, 16) floats (48 KB for K = 768), in L2 while every tile of
+ * tokens passes over it. */
+enum { PACK_KB = 32 };
+
+/* The last partial block of 16 k, and rows past nrows, one float at a time. */
+static inline __attribute__((always_inline)) void pack_tail(const float *W, int ldw, int nrows, int K,
+                                                            int b0, float *Wp)
+{
+    int nb = (K + 15) / 16;
+    for (int b = b0; b < nb; b++)
+        for (int l = 0; l < 16; l++)
+            for (int j = 0; j < 16; j++) {
+                int k = b * 16 + l;
+                Wp[((size_t)l * nb + b) * 16 + j] = j < nrows && k < K ? W[(size_t)j * ldw + k] : 0.0f;
+            }
+}
+
+#define DEFINE_PACKED(NAME, TARGET, V, VW, TT, PACK)                                               \
+    static inline __attribute__((always_inline)) void NAME##_tile(const float *X, int ldx, int K,  \
+                                                                  const float *Wp, int TN,         \
+                                                                  const float *bias, float *Y,     \
+                                                                  int ldy, int rn)                 \
+    {                                                                                              \
+        enum { NP = 16 / VW };                                                                     \
+        V sum[16][TT][NP];                                                                         \
+        int nb = (K + 15) / 16;                                                                    \
+        for (int b0 = 0; b0 < nb; b0 += PACK_KB) {                                                 \
+            for (int l = 0; l < 16; l++) {                                                         \
+                /* lane l's blocks: the b with 16 b + l < K */                                     \
+                int n = l < K ? (K - l + 15) / 16 : 0, bend = b0 + PACK_KB < n ? b0 + PACK_KB : n; \
+                V acc[TT][NP];                                                                     \
+                _Pragma("GCC unroll 8") for (int t = 0; t < TN; t++)                               \
+                    _Pragma("GCC unroll 4") for (int p = 0; p < NP; p++)                           \
+                        acc[t][p] = b0 ? sum[l][t][p] : (V){0};                                    \
+                const float *wp = Wp + (size_t)l * nb * 16, *x = X + l;                            \
+                for (int b = b0; b < bend; b++) {                                                  \
+                    V w[NP];                                                                       \
+                    _Pragma("GCC unroll 4") for (int p = 0; p < NP; p++)                           \
+                        memcpy(&w[p], wp + (size_t)b * 16 + p * VW, sizeof w[p]);                  \
+                    _Pragma("GCC unroll 8") for (int t = 0; t < TN; t++) {                         \
+                        float xs = x[(size_t)t * ldx + (size_t)b * 16]; /* broadcast */            \
+                        _Pragma("GCC unroll 4") for (int p = 0; p < NP; p++)                       \
+                            acc[t][p] += w[p] * xs;                                                \
+                    }                                                                              \
+                }                                                                                  \
+                _Pragma("GCC unroll 8") for (int t = 0; t < TN; t++)                               \
+                    _Pragma("GCC unroll 4") for (int p = 0; p < NP; p++)                           \
+                        sum[l][t][p] = acc[t][p];                                                  \
+            }                                                                                      \
+        }                                                                                          \
+        for (int t = 0; t < TN; t++) {                                                             \
+            float out[16];                                                                         \
+            _Pragma("GCC unroll 4") for (int p = 0; p < NP; p++) {                                 \
+                V s[8], bv = (V){0};                                                               \
+                _Pragma("GCC unroll 8") for (int l = 0; l < 8; l++)                                \
+                    s[l] = sum[l][t][p] + sum[l + 8][t][p];                                        \
+                _Pragma("GCC unroll 4") for (int h = 4; h > 0; h /= 2)                             \
+                    _Pragma("GCC unroll 8") for (int l = 0; l < h; l++)                            \
+                        s[l] += s[l + h];                                                          \
+                if (bias)                                                                          \
+                    for (int j = 0; j < VW && p * VW + j < rn; j++)                                \
+                        bv[j] = bias[p * VW + j];                                                  \
+                s[0] += bv; /* + 0 without a bias, as the tiles do */                              \
+                memcpy(out + p * VW, &s[0], sizeof s[0]);                                          \
+            }                                                                                      \
+            memcpy(Y + (size_t)t * ldy, out, sizeof *out * (size_t)rn);                            \
+        }                                                                                          \
+    }                                                                                              \
+                                                                                                   \
+    TARGET static void NAME(const float *X, int T, int ldx, int K, const float *W, int ldw,        \
+                            int nrows, const float *bias, float *Y, int ldy, float *Wp)            \
+    {                                                                                              \
+        for (int r0 = 0; r0 < nrows; r0 += 16) {                                                   \
+            int rn = nrows - r0 < 16 ? nrows - r0 : 16;                                            \
+            const float *b = bias ? bias + r0 : NULL;                                              \
+            PACK(W + (size_t)r0 * ldw, ldw, rn, K, Wp);                                            \
+            int t0 = 0;                                                                            \
+            for (; t0 + TT <= T; t0 += TT)                                                         \
+                NAME##_tile(X + (size_t)t0 * ldx, ldx, K, Wp, TT, b, Y + (size_t)t0 * ldy + r0,    \
+                            ldy, rn);                                                              \
+            const float *x = X + (size_t)t0 * ldx;                                                 \
+            float *y = Y + (size_t)t0 * ldy + r0;                                                  \
+            switch (T - t0) { /* the last TT - 1 tokens at most */                                 \
+            case 1: NAME##_tile(x, ldx, K, Wp, 1, b, y, ldy, rn); break;                           \
+            case 2: PACKED_CASE(NAME, TT, 2); break;                                               \
+            case 3: PACKED_CASE(NAME, TT, 3); break;                                               \
+            case 4: PACKED_CASE(NAME, TT, 4); break;                                               \
+            case 5: PACKED_CASE(NAME, TT, 5); break;                                               \
+            case 6: PACKED_CASE(NAME, TT, 6); break;                                               \
+            case 7: PACKED_CASE(NAME, TT, 7); break;                                               \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+#define PACKED_CASE(NAME, TT, N)                                                                   \
+    do {                                                                                           \
+        if (TT > N)                                                                                \
+            NAME##_tile(x, ldx, K, Wp, N, b, y, ldy, rn);                                          \
+    } while (0)
+
+typedef void (*packed_fn)(const float *, int, int, int, const float *, int, int, const float *, float *, int,
+                          float *);
+
 typedef void (*cols16_fn)(const float *, int, const float *, float *);
 static cols16_fn cols16_impl;
 
@@ -303,8 +425,39 @@ DEFINE_DOT(dot_base, V1_TARGET, tile4)
 DEFINE_COLS16(cols16_avx512, V4_TARGET, v16, 16)
 DEFINE_COLS16(cols16_avx2, V3_TARGET, v8, 8)
 DEFINE_COLS16(cols16_base, V1_TARGET, v4, 4)
+/* 16 rows packed for the tiles above, an 8 x 8 transpose at a time. */
+V3_TARGET static void pack_avx2(const float *W, int ldw, int nrows, int K, float *Wp)
+{
+    int nb = (K + 15) / 16, full = nrows == 16 ? K / 16 : 0;
+    for (int b = 0; b < full; b++)
+        for (int rh = 0; rh < 16; rh += 8)
+            for (int kh = 0; kh < 16; kh += 8) {
+                v8 r[8], t[8], u[8];
+                for (int i = 0; i < 8; i++)
+                    memcpy(&r[i], W + (size_t)(rh + i) * ldw + b * 16 + kh, sizeof r[i]);
+                for (int i = 0; i < 8; i += 2) {
+                    t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+                    t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+                }
+                for (int i = 0; i < 8; i += 4)
+                    for (int h = 0; h < 2; h++) {
+                        u[i + h * 2] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+                        u[i + h * 2 + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+                    }
+                /* u[c], c < 4: columns c and c + 4 of rows 0-3; u[4 + c]: of rows 4-7 */
+                for (int c = 0; c < 4; c++) {
+                    r[c] = __builtin_shufflevector(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+                    r[c + 4] = __builtin_shufflevector(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+                }
+                for (int c = 0; c < 8; c++)
+                    memcpy(Wp + ((size_t)(kh + c) * nb + b) * 16 + rh, &r[c], sizeof r[c]);
+            }
+    pack_tail(W, ldw, nrows, K, full, Wp);
+}
+DEFINE_PACKED(packed_avx2, V3_TARGET, v8, 8, 6, pack_avx2)
 
 static block_fn block_impl;
+static packed_fn packed_impl; /* NULL: the tiles only */
 
 /* Chooses the kernels once (pick_block's pthread_once). */
 static void choose_kernels(void)
@@ -314,11 +467,11 @@ static void choose_kernels(void)
     if (force && !strcmp(force, "base"))
         block_impl = block_base, dot_impl = dot_base, cols16_impl = cols16_base;
     else if (force && !strcmp(force, "avx2"))
-        block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2;
+        block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2, packed_impl = packed_avx2;
     else if (asn_cpu_has(ASN_CPU_V4))
         block_impl = block_avx512, dot_impl = dot_avx512, cols16_impl = cols16_avx512;
     else if (asn_cpu_has(ASN_CPU_AVX2 | ASN_CPU_FMA))
-        block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2;
+        block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2, packed_impl = packed_avx2;
     else
         block_impl = block_base, dot_impl = dot_base, cols16_impl = cols16_base;
 }
@@ -332,6 +485,7 @@ DEFINE_DOT(dot_generic, , tile4)
 DEFINE_COLS16(cols16_generic, , v4, 4)
 
 static block_fn block_impl;
+static packed_fn packed_impl; /* none here */
 
 static void choose_kernels(void)
 {
@@ -361,6 +515,21 @@ static block_fn pick_block(void)
 
 enum { ROWS_PER_BLOCK = 16 };
 
+/* From this many tokens on, the packed outer products (where the target
+ * has them) are faster than the tiles: packing 16 rows costs about as much
+ * as a few tokens' products. Measured on AVX2 (one core, K 768 and 3072). */
+enum { PACK_MIN_T = 8 };
+
+/* The floats of the pack (DEFINE_PACKED) for K (16 rows, K rounded up to 16). */
+static size_t pack_floats(int K) { return (size_t)(K + 15) / 16 * 256; }
+
+/* The packed kernel for T tokens, or NULL for the tiles. */
+static packed_fn pick_packed(int T)
+{
+    pick_block();
+    return T >= PACK_MIN_T ? packed_impl : NULL;
+}
+
 typedef struct mm_task {
     const float *X;
     int T, ldx, K;
@@ -373,27 +542,42 @@ typedef struct mm_task {
     int ldy;
     asn_pool *pool;
     block_fn block;
+    packed_fn packed; /* NULL: block */
 } mm_task;
+
+/* Rows [r0, r0 + rn) of W (f32, stride ldw) times every token; Wp: room
+ * for the pack, where packed. */
+static void mm_rows(const mm_task *m, const float *W, int ldw, int r0, int rn, float *Wp)
+{
+    const float *bias = m->bias ? m->bias + r0 : NULL;
+    if (m->packed)
+        m->packed(m->X, m->T, m->ldx, m->K, W, ldw, rn, bias, m->Y + r0, m->ldy, Wp);
+    else
+        m->block(m->X, m->T, m->ldx, m->K, W, ldw, rn, bias, m->Y + r0, m->ldy);
+}
 
 static void mm_run(void *arg, int ith, int nth)
 {
     mm_task *m = arg;
     int lo, hi;
     asn_split(m->N, ith, nth, ROWS_PER_BLOCK, &lo, &hi);
+    if (hi <= lo)
+        return;
+    size_t pack = m->packed ? pack_floats(m->K) : 0;
     if (m->wtype == ASN_T_F32) {
-        if (hi > lo)
-            m->block(m->X, m->T, m->ldx, m->K, (const float *)(m->W + (size_t)lo * m->row_bytes),
-                     m->K, hi - lo, m->bias ? m->bias + lo : NULL, m->Y + lo, m->ldy);
+        float *Wp = pack ? asn_pool_scratch(m->pool, ith, pack * sizeof(float)) : NULL;
+        mm_rows(m, (const float *)(m->W + (size_t)lo * m->row_bytes), m->K, lo, hi - lo, Wp);
         return;
     }
-    float *buf = asn_pool_scratch(m->pool, ith, (size_t)ROWS_PER_BLOCK * (size_t)m->K * sizeof(float));
+    /* ROWS_PER_BLOCK rows dequantized into buf, then the pack after them */
+    size_t nbuf = (size_t)ROWS_PER_BLOCK * (size_t)m->K;
+    float *buf = asn_pool_scratch(m->pool, ith, (nbuf + pack) * sizeof(float));
     for (int r0 = lo; r0 < hi; r0 += ROWS_PER_BLOCK) {
         int rn = hi - r0 < ROWS_PER_BLOCK ? hi - r0 : ROWS_PER_BLOCK;
         for (int r = 0; r < rn; r++)
             asn_dequantize_row(m->wtype, m->W + (size_t)(r0 + r) * m->row_bytes,
                                buf + (size_t)r * m->K, m->K);
-        m->block(m->X, m->T, m->ldx, m->K, buf, m->K, rn, m->bias ? m->bias + r0 : NULL,
-                 m->Y + r0, m->ldy);
+        mm_rows(m, buf, m->K, r0, rn, pack ? buf + nbuf : NULL);
     }
 }
 
@@ -401,13 +585,20 @@ void asn_matmul(asn_pool *pool, const float *X, int T, int ldx, int K, const voi
                 uint32_t wtype, int N, const float *bias, float *Y, int ldy)
 {
     mm_task m = {X, T, ldx, K, W, wtype, asn_ttype_row_bytes(wtype, K), N, bias, Y, ldy, pool,
-                 pick_block()};
+                 pick_block(), pick_packed(T)};
     asn_pool_run(pool, mm_run, &m);
 }
 
 void asn_matmul_f32(const float *X, int T, int ldx, int K, const float *W, int ldw, int N, float *Y, int ldy)
 {
-    pick_block()(X, T, ldx, K, W, ldw, N, NULL, Y, ldy);
+    packed_fn packed = pick_packed(T);
+    if (packed && N > 0) {
+        float *Wp = asn_xmalloc(pack_floats(K) * sizeof(float));
+        packed(X, T, ldx, K, W, ldw, N, NULL, Y, ldy, Wp);
+        free(Wp);
+    } else {
+        pick_block()(X, T, ldx, K, W, ldw, N, NULL, Y, ldy);
+    }
 }
 
 void asn_dot_cols16(const float *x, int K, const float *Wt, float *out)
