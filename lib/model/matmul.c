@@ -373,27 +373,30 @@ static inline __attribute__((always_inline)) void pack_tail(const float *W, int 
             int rn = nrows - r0 < 16 ? nrows - r0 : 16;                                            \
             const float *b = bias ? bias + r0 : NULL;                                              \
             PACK(W + (size_t)r0 * ldw, ldw, rn, K, Wp);                                            \
-            int t0 = 0;                                                                            \
-            for (; t0 + TT <= T; t0 += TT)                                                         \
-                NAME##_tile(X + (size_t)t0 * ldx, ldx, K, Wp, TT, b, Y + (size_t)t0 * ldy + r0,    \
-                            ldy, rn);                                                              \
-            const float *x = X + (size_t)t0 * ldx;                                                 \
-            float *y = Y + (size_t)t0 * ldy + r0;                                                  \
-            switch (T - t0) { /* the last TT - 1 tokens at most */                                 \
-            case 1: NAME##_tile(x, ldx, K, Wp, 1, b, y, ldy, rn); break;                           \
-            case 2: PACKED_CASE(NAME, TT, 2); break;                                               \
-            case 3: PACKED_CASE(NAME, TT, 3); break;                                               \
-            case 4: PACKED_CASE(NAME, TT, 4); break;                                               \
-            case 5: PACKED_CASE(NAME, TT, 5); break;                                               \
-            case 6: PACKED_CASE(NAME, TT, 6); break;                                               \
-            case 7: PACKED_CASE(NAME, TT, 7); break;                                               \
+            /* tiles of TT tokens; the last TT + 1 ... 2 TT - 1 in two nearly equal \
+             * tiles (a tile of few tokens waits on its multiply-adds' latency) */ \
+            for (int t0 = 0; t0 < T;) {                                                            \
+                int tn = T - t0 >= 2 * TT ? TT : T - t0 > TT ? (T - t0 + 1) / 2 : T - t0;          \
+                const float *x = X + (size_t)t0 * ldx;                                             \
+                float *y = Y + (size_t)t0 * ldy + r0;                                              \
+                switch (tn) {                                                                      \
+                case 1: NAME##_tile(x, ldx, K, Wp, 1, b, y, ldy, rn); break;                       \
+                case 2: PACKED_CASE(NAME, TT, 2); break;                                           \
+                case 3: PACKED_CASE(NAME, TT, 3); break;                                           \
+                case 4: PACKED_CASE(NAME, TT, 4); break;                                           \
+                case 5: PACKED_CASE(NAME, TT, 5); break;                                           \
+                case 6: PACKED_CASE(NAME, TT, 6); break;                                           \
+                case 7: PACKED_CASE(NAME, TT, 7); break;                                           \
+                case 8: PACKED_CASE(NAME, TT, 8); break;                                           \
+                }                                                                                  \
+                t0 += tn;                                                                          \
             }                                                                                      \
         }                                                                                          \
     }
 
 #define PACKED_CASE(NAME, TT, N)                                                                   \
     do {                                                                                           \
-        if (TT > N)                                                                                \
+        if (TT >= N)                                                                               \
             NAME##_tile(x, ldx, K, Wp, N, b, y, ldy, rn);                                          \
     } while (0)
 
@@ -430,26 +433,26 @@ V3_TARGET static void pack_avx2(const float *W, int ldw, int nrows, int K, float
 {
     int nb = (K + 15) / 16, full = nrows == 16 ? K / 16 : 0;
     for (int b = 0; b < full; b++)
-        for (int rh = 0; rh < 16; rh += 8)
-            for (int kh = 0; kh < 16; kh += 8) {
+        _Pragma("GCC unroll 2") for (int rh = 0; rh < 16; rh += 8)
+            _Pragma("GCC unroll 2") for (int kh = 0; kh < 16; kh += 8) {
                 v8 r[8], t[8], u[8];
-                for (int i = 0; i < 8; i++)
+                _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
                     memcpy(&r[i], W + (size_t)(rh + i) * ldw + b * 16 + kh, sizeof r[i]);
-                for (int i = 0; i < 8; i += 2) {
+                _Pragma("GCC unroll 4") for (int i = 0; i < 8; i += 2) {
                     t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
                     t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
                 }
-                for (int i = 0; i < 8; i += 4)
-                    for (int h = 0; h < 2; h++) {
+                _Pragma("GCC unroll 2") for (int i = 0; i < 8; i += 4)
+                    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
                         u[i + h * 2] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
                         u[i + h * 2 + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
                     }
                 /* u[c], c < 4: columns c and c + 4 of rows 0-3; u[4 + c]: of rows 4-7 */
-                for (int c = 0; c < 4; c++) {
+                _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
                     r[c] = __builtin_shufflevector(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
                     r[c + 4] = __builtin_shufflevector(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
                 }
-                for (int c = 0; c < 8; c++)
+                _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++)
                     memcpy(Wp + ((size_t)(kh + c) * nb + b) * 16 + rh, &r[c], sizeof r[c]);
             }
     pack_tail(W, ldw, nrows, K, full, Wp);
