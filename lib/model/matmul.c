@@ -372,7 +372,8 @@ static inline __attribute__((always_inline)) void pack_tail(const float *W, int 
         for (int r0 = 0; r0 < nrows; r0 += 16) {                                                   \
             int rn = nrows - r0 < 16 ? nrows - r0 : 16;                                            \
             const float *b = bias ? bias + r0 : NULL;                                              \
-            PACK(W + (size_t)r0 * ldw, ldw, rn, K, Wp);                                            \
+            int next = nrows - r0 - 16 < 16 ? nrows - r0 - 16 : 16;                                \
+            PACK(W + (size_t)r0 * ldw, ldw, rn, K, Wp, next > 0 ? next : 0);                       \
             /* tiles of TT tokens; the last TT + 1 ... 2 TT - 1 in two nearly equal \
              * tiles (a tile of few tokens waits on its multiply-adds' latency) */ \
             for (int t0 = 0; t0 < T;) {                                                            \
@@ -428,11 +429,15 @@ DEFINE_DOT(dot_base, V1_TARGET, tile4)
 DEFINE_COLS16(cols16_avx512, V4_TARGET, v16, 16)
 DEFINE_COLS16(cols16_avx2, V3_TARGET, v8, 8)
 DEFINE_COLS16(cols16_base, V1_TARGET, v4, 4)
-/* 16 rows packed for the tiles above, an 8 x 8 transpose at a time. */
-V3_TARGET static void pack_avx2(const float *W, int ldw, int nrows, int K, float *Wp)
+/* 16 rows packed for the tiles above, an 8 x 8 transpose at a time; the
+ * `next` rows after them are fetched into L2 meanwhile, to be there when
+ * their turn comes after this pack's tiles. */
+V3_TARGET static void pack_avx2(const float *W, int ldw, int nrows, int K, float *Wp, int next)
 {
     int nb = (K + 15) / 16, full = nrows == 16 ? K / 16 : 0;
-    for (int b = 0; b < full; b++)
+    for (int b = 0; b < full; b++) {
+        for (int i = 0; i < next; i++)
+            __builtin_prefetch(W + (size_t)(16 + i) * ldw + b * 16, 0, 2);
         _Pragma("GCC unroll 2") for (int rh = 0; rh < 16; rh += 8)
             _Pragma("GCC unroll 2") for (int kh = 0; kh < 16; kh += 8) {
                 v8 r[8], t[8], u[8];
@@ -455,6 +460,7 @@ V3_TARGET static void pack_avx2(const float *W, int ldw, int nrows, int K, float
                 _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++)
                     memcpy(Wp + ((size_t)(kh + c) * nb + b) * 16 + rh, &r[c], sizeof r[c]);
             }
+    }
     pack_tail(W, ldw, nrows, K, full, Wp);
 }
 DEFINE_PACKED(packed_avx2, V3_TARGET, v8, 8, 6, pack_avx2)
