@@ -255,9 +255,9 @@ static inline __attribute__((always_inline)) void attn_body(void *arg, int ith, 
     float scale = c->attn_scale, cap = c->attn_softcap;
     size_t ld = (size_t)en->n_ctx; /* score row of each token of the group */
     float *scores = asn_pool_scratch(en->pool, ith, ATT_GROUP * ld * sizeof(float));
-    int lo, hi;
-    asn_split(en->n_grp * c->n_head, ith, nth, 1, &lo, &hi);
-    for (int job = lo; job < hi; job++) {
+    /* jobs dealt out in turn: in a prompt the later groups see more
+     * positions, so contiguous halves would give one thread most of the work */
+    for (int job = ith; job < en->n_grp * c->n_head; job += nth) {
         int g = job / c->n_head, h = job % c->n_head, kvh = h / group;
         int t0 = en->grp[g], nt = en->grp[g + 1] - t0;
         const seq *s = &en->seqs[en->tok_seq[t0]];
