@@ -146,10 +146,17 @@ void asn_nn_pertoken_forward(float *out, float *lp, const float *x, const asn_nn
  * correctly rounded operations and table lookups only: the same bits on
  * every instruction set. fast_setup() returns -1 (use the exact pass) when
  * a node's output is not finite. */
+#ifndef ASN_NN_PTFAST_NI
 #define ASN_NN_PTFAST_NI 64
-#define ASN_NN_PTFAST_DEG 5
-#define ASN_NN_PTFAST_HEAD 2.0f
-#define ASN_NN_PTFAST_CMAX 4.0f
+#endif
+#ifndef ASN_NN_PTFAST_OCT_BITS
+#define ASN_NN_PTFAST_OCT_BITS 4 /* 2^this intervals per octave */
+#endif
+#ifndef ASN_NN_PTFAST_DEG
+#define ASN_NN_PTFAST_DEG 4
+#endif
+#define ASN_NN_PTFAST_HEAD 4.0f
+#define ASN_NN_PTFAST_CMAX 1.0f
 #define ASN_NN_PTFAST_NODES (ASN_NN_PTFAST_NI * ASN_NN_PTFAST_DEG + 1)
 typedef struct asn_nn_ptfast {
     float K;          /* t = K - x */

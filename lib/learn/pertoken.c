@@ -79,8 +79,8 @@ typedef uint32_t pt_vu __attribute__((vector_size(64)));
 static inline void gen_geo(V t, int32_t base, pt_vi *j, V *u)
 {
     pt_vu b = (pt_vu)t;
-    *j = ((pt_vi)(b >> 19) - base) & 63;
-    *u = (V)(((b << 4) & 0x7FFFFFu) | 0x3F800000u) - 1.0f;
+    *j = ((pt_vi)(b >> (23 - ASN_NN_PTFAST_OCT_BITS)) - base) & (ASN_NN_PTFAST_NI - 1);
+    *u = (V)(((b << ASN_NN_PTFAST_OCT_BITS) & 0x7FFFFFu) | 0x3F800000u) - 1.0f;
 }
 static inline V gen_lut64(const float *tab, pt_vi j)
 {
@@ -174,8 +174,8 @@ typedef struct a2i {
 static inline void a2_geo1(__m256 t, int32_t base, __m256i *j, __m256 *u)
 {
     __m256i b = _mm256_castps_si256(t);
-    *j = _mm256_and_si256(_mm256_sub_epi32(_mm256_srli_epi32(b, 19), _mm256_set1_epi32(base)), _mm256_set1_epi32(63));
-    __m256i f = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi32(b, 4), _mm256_set1_epi32(0x7FFFFF)),
+    *j = _mm256_and_si256(_mm256_sub_epi32(_mm256_srli_epi32(b, 23 - ASN_NN_PTFAST_OCT_BITS), _mm256_set1_epi32(base)), _mm256_set1_epi32(ASN_NN_PTFAST_NI - 1));
+    __m256i f = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi32(b, ASN_NN_PTFAST_OCT_BITS), _mm256_set1_epi32(0x7FFFFF)),
                                 _mm256_set1_epi32(0x3F800000));
     *u = _mm256_sub_ps(_mm256_castsi256_ps(f), _mm256_set1_ps(1.0f));
 }
@@ -265,8 +265,8 @@ typedef struct a5i {
 static inline void a5_geo1(__m512 t, int32_t base, __m512i *j, __m512 *u)
 {
     __m512i b = _mm512_castps_si512(t);
-    *j = _mm512_and_si512(_mm512_sub_epi32(_mm512_srli_epi32(b, 19), _mm512_set1_epi32(base)), _mm512_set1_epi32(63));
-    __m512i f = _mm512_or_si512(_mm512_and_si512(_mm512_slli_epi32(b, 4), _mm512_set1_epi32(0x7FFFFF)),
+    *j = _mm512_and_si512(_mm512_sub_epi32(_mm512_srli_epi32(b, 23 - ASN_NN_PTFAST_OCT_BITS), _mm512_set1_epi32(base)), _mm512_set1_epi32(ASN_NN_PTFAST_NI - 1));
+    __m512i f = _mm512_or_si512(_mm512_and_si512(_mm512_slli_epi32(b, ASN_NN_PTFAST_OCT_BITS), _mm512_set1_epi32(0x7FFFFF)),
                                 _mm512_set1_epi32(0x3F800000));
     *u = _mm512_sub_ps(_mm512_castsi512_ps(f), _mm512_set1_ps(1.0f));
 }
@@ -278,6 +278,8 @@ static inline void a5_geo(a5v t, int32_t base, a5i *j, a5v *u)
 /* two 32-entry permutes (vpermi2ps), the one of bit 5 of the index kept */
 static inline __m512 a5_lut64_1(const float *tab, __m512i j)
 {
+    if (ASN_NN_PTFAST_NI == 32)
+        return _mm512_permutex2var_ps(_mm512_loadu_ps(tab), j, _mm512_loadu_ps(tab + 16));
     __m512 lo = _mm512_permutex2var_ps(_mm512_loadu_ps(tab), j, _mm512_loadu_ps(tab + 16));
     __m512 hi = _mm512_permutex2var_ps(_mm512_loadu_ps(tab + 32), j, _mm512_loadu_ps(tab + 48));
     return _mm512_mask_blend_ps(_mm512_test_epi32_mask(j, _mm512_set1_epi32(32)), lo, hi);
@@ -404,7 +406,7 @@ void asn_nn_pertoken_expsum(const float *x, int n, float m, double *sum, double 
 
 /* ------------------------------------------------------------- fast pass */
 
-_Static_assert(ASN_NN_PTFAST_NI == 64, "the lookups (vlut64) hold 64 intervals");
+_Static_assert(ASN_NN_PTFAST_NI == 64 || ASN_NN_PTFAST_NI == 32, "the lookups (vlut64) hold 32 or 64 intervals");
 
 /* The inverse of the Vandermonde matrix of the nodes u_i = (1 - cos(pi i /
  * DEG)) / 2 (Chebyshev-Lobatto on [0, 1]): coef_k = sum_i inv[k][i] y_i.
@@ -448,21 +450,22 @@ int asn_nn_pertoken_fast_setup(asn_nn_ptfast *T, const asn_nn_pertoken *f, float
 {
     enum { D = ASN_NN_PTFAST_DEG, NI = ASN_NN_PTFAST_NI };
     double range = (double)xmax - (double)xmin;
+    enum { M = ASN_NN_PTFAST_OCT_BITS, PER = 1 << M, OCT = NI / PER };
     float c = 1.0f / 64;
-    while (15.0 * c < range && c < ASN_NN_PTFAST_CMAX)
+    while ((double)((1 << OCT) - 1) * c < range - ASN_NN_PTFAST_HEAD && c < ASN_NN_PTFAST_CMAX)
         c *= 2;
     T->tc = c;
-    T->K = xmax + c;
-    T->thead = c + ASN_NN_PTFAST_HEAD;
-    T->tend = 16 * c;
+    T->K = (xmax - ASN_NN_PTFAST_HEAD) + c;
+    T->thead = c;
+    T->tend = (float)(1 << OCT) * c;
     uint32_t cb;
     memcpy(&cb, &c, sizeof cb);
-    T->ibase = (int32_t)(cb >> 19);
+    T->ibase = (int32_t)(cb >> (23 - M));
     double u[D + 1], inv[D + 1][D + 1];
     ptf_nodes(u, inv);
     float xn[ASN_NN_PTFAST_NODES], yn[ASN_NN_PTFAST_NODES];
     for (int j = 0; j < NI; j++) {
-        double w = ldexp((double)c, j >> 4) / 16, t0 = ldexp((double)c, j >> 4) + (j & 15) * w;
+        double w = ldexp((double)c, j / PER) / PER, t0 = ldexp((double)c, j / PER) + (j % PER) * w;
         for (int i = 0; i < D + (j == NI - 1); i++)
             xn[j * D + i] = (float)((double)T->K - (t0 + u[i] * w));
     }
