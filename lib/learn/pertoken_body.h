@@ -178,7 +178,7 @@ static void SFX(pt_forward)(float *out, float *lpo, const float *x, const asn_nn
 /* The fast pass (layers.h, asn_nn_ptfast): each token the polynomial of its
  * interval of t = K - x, by Horner; the tokens of the head and beyond the
  * last interval, gathered a group at a time, through the exact kernel (the
- * exact pass's bits: every operation is lane-wise). */
+ * exact pass's bits: every operation is lane-wise). out may be x. */
 static void SFX(pt_fast)(float *out, const float *x, const asn_nn_pertoken *f, const asn_nn_ptfast *T, int n)
 {
     int32_t pos[PT_GROUP];
@@ -200,15 +200,15 @@ static void SFX(pt_fast)(float *out, const float *x, const asn_nn_pertoken *f, c
             V p = vlut64(T->coef[ASN_NN_PTFAST_DEG], j);
             for (int d = ASN_NN_PTFAST_DEG - 1; d >= 0; d--)
                 p = vfma(p, u, vlut64(T->coef[d], j));
-            vstoren(out + i0 + i, p, k);
-            while (m) {
-                pos[ne++] = i + __builtin_ctz(m);
+            while (m) { /* before the store: out may be x */
+                const int l = i + __builtin_ctz(m);
+                xb[ne] = x[i0 + l];
+                pos[ne++] = l;
                 m &= m - 1;
             }
+            vstoren(out + i0 + i, p, k);
         }
         if (ne) {
-            for (int q = 0; q < ne; q++)
-                xb[q] = x[i0 + pos[q]];
             SFX(pt_forward)(ob, NULL, xb, f, f->neg, ne);
             for (int q = 0; q < ne; q++)
                 out[i0 + pos[q]] = ob[q];
