@@ -135,14 +135,16 @@ void asn_nn_pertoken_forward(float *out, float *lp, const float *x, const asn_nn
 /* The fast pass of the same kernel (asn_sampler_forward_fast): given the
  * row, each token's output is a smooth function h(lp) of its lp alone.
  * fast_setup() evaluates h with the exact kernel at the Chebyshev-Lobatto
- * nodes of ASN_NN_PTFAST_NI intervals of t = K - x (K = xmax + c, c a power
- * of two with 15 c >= the row's range, at most ASN_NN_PTFAST_CMAX): 16
- * intervals per octave of t, t in [c, 16 c), so that they are fine near the
- * top and coarser below it; and fits a polynomial of degree
- * ASN_NN_PTFAST_DEG in each. fast_forward() gives each token the polynomial
- * of its interval (its index and position from t's float bits: exact), and
- * the exact kernel's own output to the tokens within ASN_NN_PTFAST_HEAD nats
- * of the top and those beyond the last interval (t >= 16 c). Lane-wise,
+ * nodes of ASN_NN_PTFAST_NI intervals of t = K - x (K = xmax - HEAD + c,
+ * c the smallest power of two from 1/64 with 15 c >= the row's range less
+ * HEAD, at most ASN_NN_PTFAST_CMAX): 16 intervals per octave of t, t in
+ * [c, 16 c), so that they are fine below the head and coarser far below
+ * it; and fits a polynomial of degree ASN_NN_PTFAST_DEG in each (through
+ * its nodes, in double). fast_forward() gives each token the polynomial of
+ * its interval by Horner (its index and position u in [0, 1) from t's float
+ * bits: exact), and the exact kernel's own output to the tokens within
+ * ASN_NN_PTFAST_HEAD nats of the top (t < c) and those beyond the last
+ * interval (t >= 16 c). Lane-wise,
  * correctly rounded operations and table lookups only: the same bits on
  * every instruction set. fast_setup() returns -1 (use the exact pass) when
  * a node's output is not finite. */
