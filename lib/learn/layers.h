@@ -132,6 +132,43 @@ typedef struct asn_nn_pertoken {
 size_t asn_nn_pertoken_size(const asn_nn_pertoken *f);
 void asn_nn_pertoken_prepare(asn_nn_pertoken *f, float *buf);
 void asn_nn_pertoken_forward(float *out, float *lp, const float *x, const asn_nn_pertoken *f, int n);
+/* The fast pass of the same kernel (asn_sampler_forward_fast): given the
+ * row, each token's output is a smooth function h(lp) of its lp alone.
+ * fast_setup() evaluates h with the exact kernel at the Chebyshev-Lobatto
+ * nodes of ASN_NN_PTFAST_NI intervals of t = K - x (K = xmax - HEAD + c,
+ * c the smallest power of two from 1/64 with 15 c >= the row's range less
+ * HEAD, at most ASN_NN_PTFAST_CMAX): 16 intervals per octave of t, t in
+ * [c, 16 c), so that they are fine below the head and coarser far below
+ * it; and fits a polynomial of degree ASN_NN_PTFAST_DEG in each (through
+ * its nodes, in double). fast_forward() gives each token the polynomial of
+ * its interval by Horner (its index and position u in [0, 1) from t's float
+ * bits: exact), and the exact kernel's own output to the tokens within
+ * ASN_NN_PTFAST_HEAD nats of the top (t < c) and those beyond the last
+ * interval (t >= 16 c). Lane-wise,
+ * correctly rounded operations and table lookups only: the same bits on
+ * every instruction set. fast_setup() returns -1 (use the exact pass) when
+ * a node's output is not finite. */
+#ifndef ASN_NN_PTFAST_NI
+#define ASN_NN_PTFAST_NI 64
+#endif
+#ifndef ASN_NN_PTFAST_OCT_BITS
+#define ASN_NN_PTFAST_OCT_BITS 4 /* 2^this intervals per octave */
+#endif
+#ifndef ASN_NN_PTFAST_DEG
+#define ASN_NN_PTFAST_DEG 4
+#endif
+#define ASN_NN_PTFAST_HEAD 4.0f
+#define ASN_NN_PTFAST_CMAX 1.0f
+#define ASN_NN_PTFAST_NODES (ASN_NN_PTFAST_NI * ASN_NN_PTFAST_DEG + 1)
+typedef struct asn_nn_ptfast {
+    float K;          /* t = K - x */
+    float tc;         /* c: the first interval's start */
+    float thead, tend; /* exact below thead (the head) and from tend (16 c) */
+    int32_t ibase;    /* float bits of c >> 19: the first interval's index */
+    float coef[ASN_NN_PTFAST_DEG + 1][ASN_NN_PTFAST_NI]; /* coef[k][j]: u^k, interval j */
+} asn_nn_ptfast;
+int asn_nn_pertoken_fast_setup(asn_nn_ptfast *t, const asn_nn_pertoken *f, float xmax, float xmin);
+void asn_nn_pertoken_fast_forward(float *out, const float *x, const asn_nn_pertoken *f, const asn_nn_ptfast *t, int n);
 /* The instruction set the kernels run on: 2 AVX-512, 1 AVX2 + FMA, 0 any;
  * force(level) caps it (tests and benchmarks; -1 lifts the cap). */
 int asn_nn_pertoken_level(void);

@@ -74,6 +74,31 @@ static inline V gen_load(const float *p, int k)
     return v;
 }
 static inline void gen_store(float *p, V v, int k) { memcpy(p, &v, (size_t)k * sizeof(float)); }
+typedef uint32_t pt_vu __attribute__((vector_size(64)));
+#define VI pt_vi
+static inline void gen_geo(V t, int32_t base, pt_vi *j, V *u)
+{
+    pt_vu b = (pt_vu)t;
+    *j = ((pt_vi)(b >> (23 - ASN_NN_PTFAST_OCT_BITS)) - base) & (ASN_NN_PTFAST_NI - 1);
+    *u = (V)(((b << ASN_NN_PTFAST_OCT_BITS) & 0x7FFFFFu) | 0x3F800000u) - 1.0f;
+}
+static inline V gen_lut64(const float *tab, pt_vi j)
+{
+    V r;
+    for (int l = 0; l < VL; l++)
+        r[l] = tab[j[l]];
+    return r;
+}
+static inline uint32_t gen_mask_out(V t, float lo, float hi)
+{
+    uint32_t m = 0;
+    for (int l = 0; l < VL; l++)
+        m |= (uint32_t)(t[l] < lo || t[l] >= hi) << l;
+    return m;
+}
+#define vgeo gen_geo
+#define vlut64 gen_lut64
+#define vmask_out gen_mask_out
 #define vset gen_set
 #define vadd gen_add
 #define vsub gen_sub
@@ -142,6 +167,40 @@ static inline void a2_store(float *p, a2v v, int k)
     _mm256_storeu_ps(b + 8, v.b);
     memcpy(p, b, (size_t)k * sizeof(float));
 }
+typedef struct a2i {
+    __m256i a, b;
+} a2i;
+#define VI a2i
+static inline void a2_geo1(__m256 t, int32_t base, __m256i *j, __m256 *u)
+{
+    __m256i b = _mm256_castps_si256(t);
+    *j = _mm256_and_si256(_mm256_sub_epi32(_mm256_srli_epi32(b, 23 - ASN_NN_PTFAST_OCT_BITS), _mm256_set1_epi32(base)), _mm256_set1_epi32(ASN_NN_PTFAST_NI - 1));
+    __m256i f = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi32(b, ASN_NN_PTFAST_OCT_BITS), _mm256_set1_epi32(0x7FFFFF)),
+                                _mm256_set1_epi32(0x3F800000));
+    *u = _mm256_sub_ps(_mm256_castsi256_ps(f), _mm256_set1_ps(1.0f));
+}
+static inline void a2_geo(a2v t, int32_t base, a2i *j, a2v *u)
+{
+    a2_geo1(t.a, base, &j->a, &u->a);
+    a2_geo1(t.b, base, &j->b, &u->b);
+}
+static inline a2v a2_lut64(const float *tab, a2i j)
+{
+    return (a2v){_mm256_i32gather_ps(tab, j.a, 4), _mm256_i32gather_ps(tab, j.b, 4)};
+}
+static inline uint32_t a2_mask_out1(__m256 t, float lo, float hi)
+{
+    __m256 m = _mm256_or_ps(_mm256_cmp_ps(t, _mm256_set1_ps(lo), _CMP_LT_OQ),
+                            _mm256_cmp_ps(t, _mm256_set1_ps(hi), _CMP_GE_OQ));
+    return (uint32_t)_mm256_movemask_ps(m);
+}
+static inline uint32_t a2_mask_out(a2v t, float lo, float hi)
+{
+    return a2_mask_out1(t.a, lo, hi) | a2_mask_out1(t.b, lo, hi) << 8;
+}
+#define vgeo a2_geo
+#define vlut64 a2_lut64
+#define vmask_out a2_mask_out
 #define vset a2_set
 #define vadd a2_add
 #define vsub a2_sub
@@ -199,6 +258,45 @@ static inline void a5_store(float *p, a5v v, int k)
     _mm512_mask_storeu_ps(p, a5_mask(k), v.a);
     _mm512_mask_storeu_ps(p + 16, a5_mask(k - 16), v.b);
 }
+typedef struct a5i {
+    __m512i a, b;
+} a5i;
+#define VI a5i
+static inline void a5_geo1(__m512 t, int32_t base, __m512i *j, __m512 *u)
+{
+    __m512i b = _mm512_castps_si512(t);
+    *j = _mm512_and_si512(_mm512_sub_epi32(_mm512_srli_epi32(b, 23 - ASN_NN_PTFAST_OCT_BITS), _mm512_set1_epi32(base)), _mm512_set1_epi32(ASN_NN_PTFAST_NI - 1));
+    __m512i f = _mm512_or_si512(_mm512_and_si512(_mm512_slli_epi32(b, ASN_NN_PTFAST_OCT_BITS), _mm512_set1_epi32(0x7FFFFF)),
+                                _mm512_set1_epi32(0x3F800000));
+    *u = _mm512_sub_ps(_mm512_castsi512_ps(f), _mm512_set1_ps(1.0f));
+}
+static inline void a5_geo(a5v t, int32_t base, a5i *j, a5v *u)
+{
+    a5_geo1(t.a, base, &j->a, &u->a);
+    a5_geo1(t.b, base, &j->b, &u->b);
+}
+/* two 32-entry permutes (vpermi2ps), the one of bit 5 of the index kept */
+static inline __m512 a5_lut64_1(const float *tab, __m512i j)
+{
+    if (ASN_NN_PTFAST_NI == 32)
+        return _mm512_permutex2var_ps(_mm512_loadu_ps(tab), j, _mm512_loadu_ps(tab + 16));
+    __m512 lo = _mm512_permutex2var_ps(_mm512_loadu_ps(tab), j, _mm512_loadu_ps(tab + 16));
+    __m512 hi = _mm512_permutex2var_ps(_mm512_loadu_ps(tab + 32), j, _mm512_loadu_ps(tab + 48));
+    return _mm512_mask_blend_ps(_mm512_test_epi32_mask(j, _mm512_set1_epi32(32)), lo, hi);
+}
+static inline a5v a5_lut64(const float *tab, a5i j) { return (a5v){a5_lut64_1(tab, j.a), a5_lut64_1(tab, j.b)}; }
+static inline uint32_t a5_mask_out1(__m512 t, float lo, float hi)
+{
+    return (uint32_t)(_mm512_cmp_ps_mask(t, _mm512_set1_ps(lo), _CMP_LT_OQ) |
+                      _mm512_cmp_ps_mask(t, _mm512_set1_ps(hi), _CMP_GE_OQ));
+}
+static inline uint32_t a5_mask_out(a5v t, float lo, float hi)
+{
+    return a5_mask_out1(t.a, lo, hi) | a5_mask_out1(t.b, lo, hi) << 16;
+}
+#define vgeo a5_geo
+#define vlut64 a5_lut64
+#define vmask_out a5_mask_out
 #define vset a5_set
 #define vadd a5_add
 #define vsub a5_sub
@@ -302,6 +400,104 @@ void asn_nn_pertoken_expsum(const float *x, int n, float m, double *sum, double 
 #endif
     default:
         pt_expsum_generic(x, n, m, sum, wsum);
+        return;
+    }
+}
+
+/* ------------------------------------------------------------- fast pass */
+
+_Static_assert(ASN_NN_PTFAST_NI == 64 || ASN_NN_PTFAST_NI == 32, "the lookups (vlut64) hold 32 or 64 intervals");
+
+/* The inverse of the Vandermonde matrix of the nodes u_i = (1 - cos(pi i /
+ * DEG)) / 2 (Chebyshev-Lobatto on [0, 1]): coef_k = sum_i inv[k][i] y_i.
+ * Computed in double, the same way every call. */
+static void ptf_nodes(double *u, double inv[ASN_NN_PTFAST_DEG + 1][ASN_NN_PTFAST_DEG + 1])
+{
+    enum { N = ASN_NN_PTFAST_DEG + 1 };
+    double a[N][2 * N];
+    for (int i = 0; i < N; i++)
+        u[i] = i == 0 ? 0.0 : i == N - 1 ? 1.0 : 0.5 * (1.0 - cos(M_PI * i / (N - 1)));
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < 2 * N; k++)
+            a[i][k] = k < N ? pow(u[i], k) : (k - N == i);
+    for (int c = 0; c < N; c++) { /* Gauss-Jordan, partial pivoting */
+        int p = c;
+        for (int r = c + 1; r < N; r++)
+            if (fabs(a[r][c]) > fabs(a[p][c]))
+                p = r;
+        for (int k = 0; k < 2 * N; k++) {
+            double t = a[c][k];
+            a[c][k] = a[p][k];
+            a[p][k] = t;
+        }
+        double d = a[c][c];
+        for (int k = 0; k < 2 * N; k++)
+            a[c][k] /= d;
+        for (int r = 0; r < N; r++)
+            if (r != c) {
+                double m = a[r][c];
+                for (int k = 0; k < 2 * N; k++)
+                    a[r][k] -= m * a[c][k];
+            }
+    }
+    /* a = [I | V^-1], V[i][k] = u_i^k: coef = V^-1 y */
+    for (int k = 0; k < N; k++)
+        for (int i = 0; i < N; i++)
+            inv[k][i] = a[k][N + i];
+}
+
+int asn_nn_pertoken_fast_setup(asn_nn_ptfast *T, const asn_nn_pertoken *f, float xmax, float xmin)
+{
+    enum { D = ASN_NN_PTFAST_DEG, NI = ASN_NN_PTFAST_NI };
+    double range = (double)xmax - (double)xmin;
+    enum { M = ASN_NN_PTFAST_OCT_BITS, PER = 1 << M, OCT = NI / PER };
+    float c = 1.0f / 64;
+    while ((double)((1 << OCT) - 1) * c < range - ASN_NN_PTFAST_HEAD && c < ASN_NN_PTFAST_CMAX)
+        c *= 2;
+    T->tc = c;
+    T->K = (xmax - ASN_NN_PTFAST_HEAD) + c;
+    T->thead = c;
+    T->tend = (float)(1 << OCT) * c;
+    uint32_t cb;
+    memcpy(&cb, &c, sizeof cb);
+    T->ibase = (int32_t)(cb >> (23 - M));
+    double u[D + 1], inv[D + 1][D + 1];
+    ptf_nodes(u, inv);
+    float xn[ASN_NN_PTFAST_NODES], yn[ASN_NN_PTFAST_NODES];
+    for (int j = 0; j < NI; j++) {
+        double w = ldexp((double)c, j / PER) / PER, t0 = ldexp((double)c, j / PER) + (j % PER) * w;
+        for (int i = 0; i < D + (j == NI - 1); i++)
+            xn[j * D + i] = (float)((double)T->K - (t0 + u[i] * w));
+    }
+    asn_nn_pertoken_forward(yn, NULL, xn, f, ASN_NN_PTFAST_NODES);
+    for (int i = 0; i < ASN_NN_PTFAST_NODES; i++)
+        if (!isfinite(yn[i]))
+            return -1;
+    for (int j = 0; j < NI; j++)
+        for (int k = 0; k <= D; k++) {
+            double s = 0;
+            for (int i = 0; i <= D; i++)
+                s += inv[k][i] * yn[j * D + i];
+            T->coef[k][j] = (float)s;
+        }
+    return 0;
+}
+
+void asn_nn_pertoken_fast_forward(float *out, const float *x, const asn_nn_pertoken *f, const asn_nn_ptfast *T, int n)
+{
+    if (n <= 0)
+        return;
+    switch (asn_nn_pertoken_level()) {
+#ifdef PT_X86
+    case 2:
+        pt_fast_avx512(out, x, f, T, n);
+        return;
+    case 1:
+        pt_fast_avx2(out, x, f, T, n);
+        return;
+#endif
+    default:
+        pt_fast_generic(out, x, f, T, n);
         return;
     }
 }

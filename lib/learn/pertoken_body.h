@@ -10,6 +10,12 @@
  *   vround(x)                to the nearest integer, ties to even
  *   vscale(p, n)             p * 2^n rounded once, n an integer in [-246, 246]
  *   vloadn(p, k), vstoren(p, v, k)  the first k lanes (the others load as 0)
+ * and, for the fast pass, VI (a vector of VL int32) and
+ *   vgeo(t, base, &j, &u)    j = ((bits(t) >> 19) - base) & 63 and u = the
+ *                            low 19 bits of t's mantissa as a fraction in
+ *                            [0, 1) (exact), for t > 0
+ *   vlut64(tab, j)           tab[j] lane by lane (64 entries)
+ *   vmask_out(t, lo, hi)     bit l set where t < lo or t >= hi
  * Every operation is lane-wise and correctly rounded, so every instruction
  * set gives the same bits. */
 
@@ -169,6 +175,47 @@ static void SFX(pt_forward)(float *out, float *lpo, const float *x, const asn_nn
     }
 }
 
+/* The fast pass (layers.h, asn_nn_ptfast): each token the polynomial of its
+ * interval of t = K - x, by Horner; the tokens of the head and beyond the
+ * last interval, gathered a group at a time, through the exact kernel (the
+ * exact pass's bits: every operation is lane-wise). out may be x. */
+static void SFX(pt_fast)(float *out, const float *x, const asn_nn_pertoken *f, const asn_nn_ptfast *T, int n)
+{
+    int32_t pos[PT_GROUP];
+    float xb[PT_GROUP], ob[PT_GROUP];
+    const float K = T->K, lo = T->thead, hi = T->tend;
+    const int32_t base = T->ibase;
+    for (int i0 = 0; i0 < n; i0 += PT_GROUP) {
+        const int gn = n - i0 < PT_GROUP ? n - i0 : PT_GROUP;
+        int ne = 0;
+        for (int i = 0; i < gn; i += VL) {
+            const int k = gn - i < VL ? gn - i : VL;
+            V t = vsub(vset(K), vloadn(x + i0 + i, k));
+            uint32_t m = vmask_out(t, lo, hi);
+            if (k < VL)
+                m &= (1u << k) - 1;
+            VI j;
+            V u;
+            vgeo(t, base, &j, &u);
+            V p = vlut64(T->coef[ASN_NN_PTFAST_DEG], j);
+            for (int d = ASN_NN_PTFAST_DEG - 1; d >= 0; d--)
+                p = vfma(p, u, vlut64(T->coef[d], j));
+            while (m) { /* before the store: out may be x */
+                const int l = i + __builtin_ctz(m);
+                xb[ne] = x[i0 + l];
+                pos[ne++] = l;
+                m &= m - 1;
+            }
+            vstoren(out + i0 + i, p, k);
+        }
+        if (ne) {
+            SFX(pt_forward)(ob, NULL, xb, f, f->neg, ne);
+            for (int q = 0; q < ne; q++)
+                out[i0 + pos[q]] = ob[q];
+        }
+    }
+}
+
 /* Sums over n values of e = exp(x - m) and of e (x - m) (-inf entries add
  * 0), for a row's log-sum-exp and entropy: token i goes to lane i mod 32 of
  * 32 float sums whatever VL is, which are added in lane order in double. */
@@ -224,3 +271,7 @@ static void SFX(pt_expsum)(const float *x, int n, float m, double *sum, double *
 #undef vscale
 #undef vloadn
 #undef vstoren
+#undef VI
+#undef vgeo
+#undef vlut64
+#undef vmask_out

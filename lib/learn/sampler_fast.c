@@ -514,7 +514,13 @@ static void fast_reserve(fast_state *f, int nth, int nblk, int R, int H, int n)
 int asn_sampler_forward_fast(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, const float *logits, int V,
                              float *out, asn_err *e)
 {
-    if (asn_sampler_get_config(s)->arch != ASN_SAMPLER_NETWORK)
+    asn_sampler_arch arch = asn_sampler_get_config(s)->arch;
+    if (arch == ASN_SAMPLER_LOCAL || arch == ASN_SAMPLER_DIST) {
+        fast_state *f = fast_get(ws);
+        memset(&f->info, 0, sizeof f->info);
+        return asn__sampler_forward_pertoken_fast(s, ws, pool, logits, V, out, f->o.exact_max, e);
+    }
+    if (arch != ASN_SAMPLER_NETWORK)
         return asn_sampler_forward(s, ws, pool, logits, V, out, e);
     asn__sampler_row row;
     if (asn__sampler_scan(s, ws, pool, logits, V, out, &row, e) < 0)

@@ -32,6 +32,13 @@ int asn__sampler_scan(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, 
 void asn__sampler_net_reps(const asn_sampler *s, asn_sampler_ws *rws, asn_pool *pool, const float *lp, const float *w,
                            int R, double n_total, float *lmod, float *mult, float *scale, float *thr);
 
+/* LocalProbabilityTransform and SimpleDistributionAwareTransform: the
+ * forward pass through pertoken.c's fast pass (asn_nn_pertoken_fast_*) on
+ * rows of more than exact_max finite tokens, the exact one otherwise;
+ * asn_sampler_forward's arguments and errors. */
+int asn__sampler_forward_pertoken_fast(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, const float *logits,
+                                       int V, float *out, int exact_max, asn_err *e);
+
 /* The workspace's slot for sampler_fast.c's state; the workspace frees it
  * with free_fn (so that sampler_net.c needs nothing of sampler_fast.c). */
 void **asn__sampler_ws_fast(asn_sampler_ws *ws, void (*free_fn)(void *));

@@ -643,6 +643,7 @@ struct asn_sampler_ws {
     asn_nn_mlp pt_m;         /* LOCAL, DIST: the fused kernel's arguments */
     asn_nn_pertoken pt;
     float *pt_neg;
+    asn_nn_ptfast *ptf;      /* LOCAL, DIST: the fast pass's table (made on first use) */
     float *hc;               /* head caches on c: truncation g,u,a,out; scaling g,u,a,out */
     /* per thread */
     int cap_threads;
@@ -722,6 +723,7 @@ void asn_sampler_ws_free(asn_sampler_ws *ws)
     free(ws->tb_g);
     free(ws->tb_u);
     free(ws->pt_neg);
+    free(ws->ptf);
     free(ws->hc);
     if (ws->fast)
         ws->fast_free(ws->fast);
@@ -1011,6 +1013,32 @@ static void pertoken_fwd_chunk(pass *p, int c, int lo, int hi, arena *a, float *
     float *o = out_rows(p, lo, cn, a);
     asn_nn_pertoken_forward(o, ws->train ? ws->lp + lo : NULL, ws->x + lo, &ws->pt, cn);
     out_scatter(p, lo, cn, o);
+}
+
+/* The fast pass of the same kernel (ws->ptf, set up by pertoken_fast). */
+static void pertoken_fast_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
+{
+    asn_sampler_ws *ws = p->ws;
+    int cn = hi - lo;
+    float *o = out_rows(p, lo, cn, a);
+    asn_nn_pertoken_fast_forward(o, ws->x + lo, &ws->pt, ws->ptf, cn);
+    out_scatter(p, lo, cn, o);
+}
+
+/* The pass over the tokens after pertoken_setup: the fast one when asked
+ * for (fast) and the row has more than exact_max finite tokens, and its
+ * table has finite values; the exact one otherwise. */
+static void pertoken_run(asn_sampler_ws *ws, pass *p, asn_pool *pool, int fast, int exact_max)
+{
+    if (fast && ws->n > exact_max) {
+        if (!ws->ptf)
+            ws->ptf = asn_xmalloc(sizeof *ws->ptf);
+        if (asn_nn_pertoken_fast_setup(ws->ptf, &ws->pt, ws->xmax, ws->xmin) == 0) {
+            run_pass(p, pool, pertoken_fast_chunk);
+            return;
+        }
+    }
+    run_pass(p, pool, pertoken_fwd_chunk);
 }
 
 static void pertoken_setup(const asn_sampler *s, asn_sampler_ws *ws)
@@ -1637,8 +1665,10 @@ static void equi_backward(asn_sampler *s, asn_sampler_ws *ws, const float *dout,
 
 void asn_sampler_ws_set_step(asn_sampler_ws *ws, int step) { ws->step = step < 0 ? 0 : step; }
 
-int asn_sampler_forward(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, const float *logits, int V,
-                        float *out, asn_err *e)
+/* The forward pass; fast: LOCAL and DIST take pertoken.c's fast pass on
+ * rows of more than exact_max finite tokens. */
+static int forward(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, const float *logits, int V, float *out,
+                   int fast, int exact_max, asn_err *e)
 {
     if (V <= 0)
         return asn_err_set(e, "sampler input: empty row");
@@ -1662,7 +1692,7 @@ int asn_sampler_forward(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool
         ws->scale = s->p[s->tr_scale];
         ws->thr = s->p[s->tr_thr];
         pertoken_setup(s, ws);
-        run_pass(&p, pool, pertoken_fwd_chunk);
+        pertoken_run(ws, &p, pool, fast, exact_max);
         break;
     case ASN_SAMPLER_DIST: {
         float raw[2];
@@ -1673,7 +1703,7 @@ int asn_sampler_forward(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool
         asn_nn_mlp_tail_bias(ws->tb_g, ws->tb_u, &m, s->cfg.hidden_dims, ws->stats);
         if (s->cfg.hidden_dims <= ASN_NN_DIST_MAXH) {
             pertoken_setup(s, ws);
-            run_pass(&p, pool, pertoken_fwd_chunk);
+            pertoken_run(ws, &p, pool, fast, exact_max);
         } else {
             run_pass(&p, pool, dist_fwd_chunk);
         }
@@ -1687,6 +1717,20 @@ int asn_sampler_forward(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool
         break;
     }
     return 0;
+}
+
+int asn_sampler_forward(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, const float *logits, int V,
+                        float *out, asn_err *e)
+{
+    return forward(s, ws, pool, logits, V, out, 0, 0, e);
+}
+
+int asn__sampler_forward_pertoken_fast(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, const float *logits,
+                                       int V, float *out, int exact_max, asn_err *e)
+{
+    int rc = forward(s, ws, pool, logits, V, out, 1, exact_max, e);
+    ws->ready = 0; /* no backward pass through the fast one */
+    return rc;
 }
 
 int asn_sampler_backward(asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, const float *dout, float *dlogits,

@@ -256,9 +256,9 @@ static int learned_apply(const asn_proc *p, float *row, int V, const asn_seq_ctx
     }
     /* the step (generated tokens so far): an input of EquivariantLocalTransform */
     asn_sampler_ws_set_step(l->ws, ctx && ctx->n_ids > ctx->n_prompt ? ctx->n_ids - ctx->n_prompt : 0);
-    /* a SamplingNetwork's fast pass (its tail binned by log-probability;
-     * KL to the exact output <= 1e-6) unless exact: true; the other two
-     * architectures have one pass */
+    /* the fast pass (SamplingNetwork: its tail binned by log-probability;
+     * Local and Dist: their function of lp interpolated; KL to the exact
+     * output <= 1e-6) unless exact: true */
     if (a->exact)
         return asn_sampler_forward(s, l->ws, NULL, row, V, row, e);
     return asn_sampler_forward_fast(s, l->ws, NULL, row, V, row, e);
@@ -283,8 +283,9 @@ const asn_proc_iface asn_procs_learned[] = {
                         "An asn sampler file (GGUF, general.architecture asn-sampler), relative to the current "
                         "directory."),
                 ASN_BOOL("exact", learned_params, exact,
-                         "SamplingNetwork: the exact pass instead of the fast one (tail binned by log-probability, "
-                         "KL to exact <= 1e-6). Default false.")},
+                         "The exact pass instead of the fast one (SamplingNetwork: tail binned by log-probability; "
+                         "LocalProbabilityTransform, SimpleDistributionAwareTransform: the output interpolated in "
+                         "log-probability below the top 4 nats; KL to exact <= 1e-6). Default false.")},
      .flags = ASN_PF_OVERFLOW, .init = learned_init, .release = learned_release, .apply = learned_apply},
     /* the reference's _AdaptiveSamplerWrapper arguments */
     {.name = "adaptive_sampler", .kind = ASN_PROC_LEARNED, .size = sizeof(learned_params),
