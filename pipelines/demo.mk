@@ -27,8 +27,13 @@ R1       ?= $(OUT)/round1
 SAMPLER_ARCH   ?= EquivariantLocalTransform
 SAMPLER_CONFIG ?= configs/samplers/equivariant.yaml
 SAMPLER_SEED   ?= 42
-SAMPLER_OPTS   ?= --num-epochs 3 --token-batch-size 8 --gradient-accumulation-steps 4 \
+SAMPLER_OPTS   ?= --num-epochs 8 --token-batch-size 8 --gradient-accumulation-steps 4 \
                   --num-warmup-steps 10 --learning-rate 0.02 --loss-gamma 1
+# The sampler imitates the best TRAIN_TOP candidates of each (prompt, seed)
+# group of round 1 (filter-topk's ranking), not every kept one: imitating
+# the mixture of all kept heuristics learns their average, whose tail is
+# heavier than any of theirs.
+TRAIN_TOP      ?= 1
 # Reward-driven fine-tuning after imitation (train-sampler --rl, reward =
 # filter-topk's final score of round 1's kept candidates): RL_STEPS
 # optimizer steps, 0 for none.
@@ -45,7 +50,7 @@ $(OUT)/.dir:
 	@mkdir -p $(OUT) $(R1) && touch $@
 
 # Two rounds. Round 1 ($(OUT)/round1/) labels the candidates of the
-# heuristics alone; its kept candidates train the learned sampler. Round 2
+# heuristics alone; its best candidates train the learned sampler. Round 2
 # ($(OUT)/) generates and labels again with the learned sampler as one more
 # heuristic, so the report shows where it lands among the heuristics it
 # learned from. The labelling chain is the same for both (score_chain).
@@ -90,14 +95,16 @@ endef
 $(eval $(call score_chain,$(R1)))
 $(eval $(call score_chain,$(OUT)))
 
-# 9. the learned sampler, trained on round 1's kept candidates of the
-# training prompts: every third prompt is held out (heldout.jsonl), and
+# 9. the learned sampler, trained on round 1's best candidates (TRAIN_TOP of
+# each group) of the training prompts: every third prompt is held out (heldout.jsonl), and
 # round 2 is ranked on those too (heldout-rank.txt)
 $(OUT)/heldout.jsonl: $(PROMPTS) | $(OUT)/.dir
 	awk 'NR % 3 == 0' $(PROMPTS) > $@
-$(OUT)/train-kept.jsonl: $(R1)/filtered.jsonl $(OUT)/heldout.jsonl
+$(OUT)/train-top.jsonl: $(R1)/scored.jsonl | $(OUT)/.dir
+	$(BIN)/filter-topk --top-k $(TRAIN_TOP) $< > $@.tmp && mv $@.tmp $@
+$(OUT)/train-kept.jsonl: $(OUT)/train-top.jsonl $(OUT)/heldout.jsonl
 	sed -n 's/^{"id": *\("[^"]*"\).*/"prompt_id":\1/p' $(OUT)/heldout.jsonl > $@.ids
-	grep -v -F -f $@.ids $(R1)/filtered.jsonl > $@; rm -f $@.ids
+	grep -v -F -f $@.ids $(OUT)/train-top.jsonl > $@; rm -f $@.ids
 $(OUT)/sampler-imitation.gguf: $(OUT)/train-kept.jsonl $(BASE) $(SAMPLER_CONFIG)
 	$(BIN)/train-sampler -m $(BASE) -a $(SAMPLER_ARCH) -c $(SAMPLER_CONFIG) $(SAMPLER_OPTS) \
 	  --seed $(SAMPLER_SEED) -t $(THREADS) -q --save-steps 0 -o $@ $<
