@@ -404,6 +404,130 @@ static inline __attribute__((always_inline)) void pack_tail(const float *W, int 
             NAME##_tile(x, ldx, K, Wp, N, b, y, ldy, rn);                                          \
     } while (0)
 
+/* The mirror image for fewer tokens: X packed (xpack), W read in place.
+ * Output (t, j) lane l is p_l[j][t], fed W[j][k] * X[t][k] for k = l,
+ * l + 16, ... in increasing k, here as a vector over TV * VW tokens per
+ * row: per k, TV loads of the packed tokens and R broadcasts of W[j][k]
+ * straight from the rows, R * TV multiply-adds (6 rows x 16 tokens on
+ * AVX2: 12 accumulators, 2 token vectors and a broadcast). The lanes run
+ * one after the other over XPACK_KB blocks of 16 k: lane l reads one
+ * float from each of the tile's row lines, which stay in L1 for the 16
+ * lanes, so W is read from memory once and never packed. Sums kept in
+ * sum[] between blocks, the tree over whole vectors, the bias after, as
+ * DEFINE_PACKED does; then each row's vector of tokens is stored down a
+ * column of Y.
+ *
+ * The pack, per group of GW = TV * VW tokens: Xp[g][l][b][t] = X[GW g +
+ * t][16 b + l], the group's width rounded up to VW (zero tokens past T,
+ * computed and not stored), GW * 16 * roundup(K, 16) / 16 floats apart. */
+enum { XPACK_KB = 32 };
+
+static size_t xpack_floats(int T, int K, int GW)
+{
+    return (size_t)((T + GW - 1) / GW) * GW * (size_t)((K + 15) / 16) * 16;
+}
+
+static void xpack(const float *X, int T, int ldx, int K, int GW, int VW, float *Xp)
+{
+    int nb = (K + 15) / 16;
+    for (int t0 = 0; t0 < T; t0 += GW) {
+        int tn = T - t0 < GW ? T - t0 : GW, G = (tn + VW - 1) / VW * VW;
+        float *xp = Xp + (size_t)(t0 / GW) * GW * nb * 16;
+        for (int t = 0; t < G; t++) {
+            const float *x = X + (size_t)(t0 + t) * ldx;
+            for (int k = 0; k < nb * 16; k++)
+                xp[((size_t)(k % 16) * nb + k / 16) * G + t] = t < tn && k < K ? x[k] : 0.0f;
+        }
+    }
+}
+
+#define DEFINE_XPACKED(NAME, TARGET, V, VW, R, TV)                                                 \
+    static inline __attribute__((always_inline)) void NAME##_tile(const float *Xp, int K,          \
+                                                                  const float *W, int ldw, int TN, \
+                                                                  int rn, int tn, const float *bias, \
+                                                                  float *Y, int ldy,               \
+                                                                  const float *next, int nnext)    \
+    {                                                                                              \
+        V sum[16][R][TV];                                                                          \
+        int nb = (K + 15) / 16, G = TN * VW;                                                       \
+        const float *w_[R];                                                                        \
+        _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) /* rows past rn: row 0 again */       \
+            w_[r] = W + (size_t)(r < rn ? r : 0) * ldw;                                            \
+        for (int b0 = 0; b0 < nb; b0 += XPACK_KB) {                                                \
+            for (int l = 0; l < 16; l++) {                                                         \
+                int n = l < K ? (K - l + 15) / 16 : 0, bend = b0 + XPACK_KB < n ? b0 + XPACK_KB : n; \
+                V acc[R][TV];                                                                      \
+                _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)                               \
+                    _Pragma("GCC unroll 4") for (int p = 0; p < TN; p++)                           \
+                        acc[r][p] = b0 ? sum[l][r][p] : (V){0};                                    \
+                const float *xp = Xp + (size_t)l * nb * G;                                         \
+                /* lane l < nnext fetches the next tile's row l into L2 */                         \
+                const float *pf = l < nnext ? next + (size_t)l * ldw : NULL;                       \
+                for (int b = b0; b < bend; b++) {                                                  \
+                    V x[TV];                                                                       \
+                    if (pf)                                                                        \
+                        __builtin_prefetch(pf + (size_t)b * 16, 0, 2);                             \
+                    _Pragma("GCC unroll 4") for (int p = 0; p < TN; p++) {                         \
+                        memcpy(&x[p], xp + (size_t)b * G + p * VW, sizeof x[p]);                   \
+                        IN_REG(x[p]);                                                              \
+                    }                                                                              \
+                    _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                         \
+                        float ws = w_[r][(size_t)b * 16 + l]; /* broadcast */                      \
+                        _Pragma("GCC unroll 4") for (int p = 0; p < TN; p++)                       \
+                            acc[r][p] += x[p] * ws;                                                \
+                    }                                                                              \
+                }                                                                                  \
+                _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)                               \
+                    _Pragma("GCC unroll 4") for (int p = 0; p < TN; p++)                           \
+                        sum[l][r][p] = acc[r][p];                                                  \
+            }                                                                                      \
+        }                                                                                          \
+        for (int r = 0; r < rn; r++)                                                               \
+            for (int p = 0; p < TN; p++) {                                                         \
+                V s[8];                                                                            \
+                _Pragma("GCC unroll 8") for (int l = 0; l < 8; l++)                                \
+                    s[l] = sum[l][r][p] + sum[l + 8][r][p];                                        \
+                _Pragma("GCC unroll 4") for (int h = 4; h > 0; h /= 2)                             \
+                    _Pragma("GCC unroll 8") for (int l = 0; l < h; l++)                            \
+                        s[l] += s[l + h];                                                          \
+                s[0] += bias ? bias[r] : 0.0f; /* + 0 without a bias, as the tiles do */           \
+                for (int t = 0; t < VW && p * VW + t < tn; t++)                                    \
+                    Y[(size_t)(p * VW + t) * ldy + r] = s[0][t];                                   \
+            }                                                                                      \
+    }                                                                                              \
+                                                                                                   \
+    TARGET static void NAME(const float *Xp, int T, int K, const float *W, int ldw, int nrows,     \
+                            const float *bias, float *Y, int ldy)                                  \
+    {                                                                                              \
+        enum { GW = TV * VW };                                                                     \
+        size_t gstride = (size_t)GW * ((K + 15) / 16) * 16;                                        \
+        for (int r0 = 0; r0 < nrows; r0 += R) {                                                    \
+            int rn = nrows - r0 < R ? nrows - r0 : R;                                              \
+            const float *w = W + (size_t)r0 * ldw, *b = bias ? bias + r0 : NULL;                   \
+            int nn = nrows - r0 - R < R ? nrows - r0 - R : R;                                      \
+            for (int t0 = 0; t0 < T; t0 += GW) {                                                   \
+                int tn = T - t0 < GW ? T - t0 : GW, TN = (tn + VW - 1) / VW;                       \
+                const float *xp = Xp + (size_t)(t0 / GW) * gstride;                                \
+                int nnext = t0 ? 0 : nn > 0 ? nn : 0; /* with the first group of tokens */        \
+                float *y = Y + (size_t)t0 * ldy + r0;                                              \
+                switch (TN) {                                                                      \
+                case 1: NAME##_tile(xp, K, w, ldw, 1, rn, tn, b, y, ldy, w + (size_t)R * ldw, nnext); break; \
+                case 2: XPACKED_CASE(NAME, R, TV, 2); break;                                          \
+                case 3: XPACKED_CASE(NAME, R, TV, 3); break;                                          \
+                case 4: XPACKED_CASE(NAME, R, TV, 4); break;                                          \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+#define XPACKED_CASE(NAME, R, TV, N)                                                                \
+    do {                                                                                           \
+        if (TV >= N)                                                                               \
+            NAME##_tile(xp, K, w, ldw, N, rn, tn, b, y, ldy, w + (size_t)R * ldw, nnext);          \
+    } while (0)
+
+typedef void (*xpacked_fn)(const float *, int, int, const float *, int, int, const float *, float *, int);
+
 typedef void (*packed_fn)(const float *, int, int, int, const float *, int, int, const float *, float *, int,
                           float *);
 
@@ -470,9 +594,13 @@ V3_TARGET static void pack_avx2(const float *W, int ldw, int nrows, int K, float
     pack_tail(W, ldw, nrows, K, full, Wp);
 }
 DEFINE_PACKED(packed_avx2, V3_TARGET, v8, 8, 6, pack_avx2)
+/* X packed: 6 rows x 16 tokens, and 12 rows x 8 tokens for up to 8 tokens */
+DEFINE_XPACKED(xpacked_avx2, V3_TARGET, v8, 8, 6, 2)
+DEFINE_XPACKED(xpacked8_avx2, V3_TARGET, v8, 8, 12, 1)
 
 static block_fn block_impl;
 static packed_fn packed_impl; /* NULL: the tiles only */
+static xpacked_fn xpacked_impl, xpacked8_impl; /* NULL: none */
 
 /* Chooses the kernels once (pick_block's pthread_once). */
 static void choose_kernels(void)
@@ -482,11 +610,13 @@ static void choose_kernels(void)
     if (force && !strcmp(force, "base"))
         block_impl = block_base, dot_impl = dot_base, cols16_impl = cols16_base;
     else if (force && !strcmp(force, "avx2"))
-        block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2, packed_impl = packed_avx2;
+        block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2, packed_impl = packed_avx2,
+        xpacked_impl = xpacked_avx2, xpacked8_impl = xpacked8_avx2;
     else if (asn_cpu_has(ASN_CPU_V4))
         block_impl = block_avx512, dot_impl = dot_avx512, cols16_impl = cols16_avx512;
     else if (asn_cpu_has(ASN_CPU_AVX2 | ASN_CPU_FMA))
-        block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2, packed_impl = packed_avx2;
+        block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2, packed_impl = packed_avx2,
+        xpacked_impl = xpacked_avx2, xpacked8_impl = xpacked8_avx2;
     else
         block_impl = block_base, dot_impl = dot_base, cols16_impl = cols16_base;
 }
@@ -501,6 +631,7 @@ DEFINE_COLS16(cols16_generic, , v4, 4)
 
 static block_fn block_impl;
 static packed_fn packed_impl; /* none here */
+static xpacked_fn xpacked_impl, xpacked8_impl;
 
 static void choose_kernels(void)
 {
@@ -541,11 +672,25 @@ enum { PACK_MIN_T = 8 };
 /* The floats of the pack (DEFINE_PACKED) for K (16 rows, K rounded up to 16). */
 static size_t pack_floats(int K) { return (size_t)(K + 15) / 16 * 256; }
 
+/* Up to this many tokens (from PACK_MIN_T on), X packed (DEFINE_XPACKED)
+ * rather than W. */
+enum { XPACK_MAX_T = 64 };
+
 /* The packed kernel for T tokens, or NULL for the tiles. */
 static packed_fn pick_packed(int T)
 {
     pick_block();
     return T >= PACK_MIN_T ? packed_impl : NULL;
+}
+
+/* The X-packed kernel for T tokens (and its group width in *gw), or NULL. */
+static xpacked_fn pick_xpacked(int T, int *gw)
+{
+    pick_block();
+    if (T < PACK_MIN_T || T > XPACK_MAX_T || !xpacked_impl)
+        return NULL;
+    *gw = T <= 8 ? 8 : 16;
+    return T <= 8 ? xpacked8_impl : xpacked_impl;
 }
 
 typedef struct mm_task {
@@ -560,7 +705,9 @@ typedef struct mm_task {
     int ldy;
     asn_pool *pool;
     block_fn block;
-    packed_fn packed; /* NULL: block */
+    packed_fn packed;   /* NULL: block */
+    xpacked_fn xpacked; /* NULL: packed or block */
+    const float *Xp;    /* X packed for xpacked */
 } mm_task;
 
 /* Rows [r0, r0 + rn) of W (f32, stride ldw) times every token; Wp: room
@@ -568,7 +715,9 @@ typedef struct mm_task {
 static void mm_rows(const mm_task *m, const float *W, int ldw, int r0, int rn, float *Wp)
 {
     const float *bias = m->bias ? m->bias + r0 : NULL;
-    if (m->packed)
+    if (m->xpacked)
+        m->xpacked(m->Xp, m->T, m->K, W, ldw, rn, bias, m->Y + r0, m->ldy);
+    else if (m->packed)
         m->packed(m->X, m->T, m->ldx, m->K, W, ldw, rn, bias, m->Y + r0, m->ldy, Wp);
     else
         m->block(m->X, m->T, m->ldx, m->K, W, ldw, rn, bias, m->Y + r0, m->ldy);
@@ -581,7 +730,7 @@ static void mm_run(void *arg, int ith, int nth)
     asn_split(m->N, ith, nth, ROWS_PER_BLOCK, &lo, &hi);
     if (hi <= lo)
         return;
-    size_t pack = m->packed ? pack_floats(m->K) : 0;
+    size_t pack = m->packed && !m->xpacked ? pack_floats(m->K) : 0;
     if (m->wtype == ASN_T_F32) {
         float *Wp = pack ? asn_pool_scratch(m->pool, ith, pack * sizeof(float)) : NULL;
         mm_rows(m, (const float *)(m->W + (size_t)lo * m->row_bytes), m->K, lo, hi - lo, Wp);
@@ -602,15 +751,28 @@ static void mm_run(void *arg, int ith, int nth)
 void asn_matmul(asn_pool *pool, const float *X, int T, int ldx, int K, const void *W,
                 uint32_t wtype, int N, const float *bias, float *Y, int ldy)
 {
+    int gw = 0;
     mm_task m = {X, T, ldx, K, W, wtype, asn_ttype_row_bytes(wtype, K), N, bias, Y, ldy, pool,
-                 pick_block(), pick_packed(T)};
+                 pick_block(), pick_packed(T), pick_xpacked(T, &gw), NULL};
+    if (m.xpacked) { /* packed once, read by every thread */
+        float *Xp = asn_pool_shared_scratch(pool, xpack_floats(T, K, gw) * sizeof(float));
+        xpack(X, T, ldx, K, gw, 8, Xp);
+        m.Xp = Xp;
+    }
     asn_pool_run(pool, mm_run, &m);
 }
 
 void asn_matmul_f32(const float *X, int T, int ldx, int K, const float *W, int ldw, int N, float *Y, int ldy)
 {
+    int gw = 0;
+    xpacked_fn xpacked = pick_xpacked(T, &gw);
     packed_fn packed = pick_packed(T);
-    if (packed && N > 0) {
+    if (xpacked && N > 0) {
+        float *Xp = asn_xmalloc(xpack_floats(T, K, gw) * sizeof(float));
+        xpack(X, T, ldx, K, gw, 8, Xp);
+        xpacked(Xp, T, K, W, ldw, N, NULL, Y, ldy);
+        free(Xp);
+    } else if (packed && N > 0) {
         float *Wp = asn_xmalloc(pack_floats(K) * sizeof(float));
         packed(X, T, ldx, K, W, ldw, N, NULL, Y, ldy, Wp);
         free(Wp);
