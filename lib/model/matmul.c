@@ -420,7 +420,7 @@ static inline __attribute__((always_inline)) void pack_tail(const float *W, int 
  * The pack, per group of GW = TV * VW tokens: Xp[g][l][b][t] = X[GW g +
  * t][16 b + l], the group's width rounded up to VW (zero tokens past T,
  * computed and not stored), GW * 16 * roundup(K, 16) / 16 floats apart. */
-enum { XPACK_KB = 32 };
+enum { XPACK_KB = 64 };
 
 static size_t xpack_floats(int T, int K, int GW)
 {
@@ -672,9 +672,9 @@ enum { PACK_MIN_T = 8 };
 /* The floats of the pack (DEFINE_PACKED) for K (16 rows, K rounded up to 16). */
 static size_t pack_floats(int K) { return (size_t)(K + 15) / 16 * 256; }
 
-/* Up to this many tokens (from PACK_MIN_T on), X packed (DEFINE_XPACKED)
- * rather than W. */
-enum { XPACK_MAX_T = 64 };
+/* X packed (DEFINE_XPACKED) rather than W from XPACK_MIN_T tokens while
+ * the pack, T x K floats, is at most XPACK_MAX_FLOATS. */
+enum { XPACK_MIN_T = 3, XPACK_MAX_FLOATS = 1 << 19 };
 
 /* The packed kernel for T tokens, or NULL for the tiles. */
 static packed_fn pick_packed(int T)
@@ -684,10 +684,10 @@ static packed_fn pick_packed(int T)
 }
 
 /* The X-packed kernel for T tokens (and its group width in *gw), or NULL. */
-static xpacked_fn pick_xpacked(int T, int *gw)
+static xpacked_fn pick_xpacked(int T, int K, int *gw)
 {
     pick_block();
-    if (T < PACK_MIN_T || T > XPACK_MAX_T || !xpacked_impl)
+    if (T < XPACK_MIN_T || (size_t)T * (size_t)K > XPACK_MAX_FLOATS || !xpacked_impl)
         return NULL;
     *gw = T <= 8 ? 8 : 16;
     return T <= 8 ? xpacked8_impl : xpacked_impl;
@@ -753,7 +753,7 @@ void asn_matmul(asn_pool *pool, const float *X, int T, int ldx, int K, const voi
 {
     int gw = 0;
     mm_task m = {X, T, ldx, K, W, wtype, asn_ttype_row_bytes(wtype, K), N, bias, Y, ldy, pool,
-                 pick_block(), pick_packed(T), pick_xpacked(T, &gw), NULL};
+                 pick_block(), pick_packed(T), pick_xpacked(T, K, &gw), NULL};
     if (m.xpacked) { /* packed once, read by every thread */
         float *Xp = asn_pool_shared_scratch(pool, xpack_floats(T, K, gw) * sizeof(float));
         xpack(X, T, ldx, K, gw, 8, Xp);
@@ -765,7 +765,7 @@ void asn_matmul(asn_pool *pool, const float *X, int T, int ldx, int K, const voi
 void asn_matmul_f32(const float *X, int T, int ldx, int K, const float *W, int ldw, int N, float *Y, int ldy)
 {
     int gw = 0;
-    xpacked_fn xpacked = pick_xpacked(T, &gw);
+    xpacked_fn xpacked = pick_xpacked(T, K, &gw);
     packed_fn packed = pick_packed(T);
     if (xpacked && N > 0) {
         float *Xp = asn_xmalloc(xpack_floats(T, K, gw) * sizeof(float));
