@@ -659,7 +659,7 @@ static block_fn pick_block(void)
 
 /* ------------------------------------------------------------- driver */
 
-enum { ROWS_PER_BLOCK = 16 };
+enum { ROWS_PER_BLOCK = 16, XPACK_ROWS = 48 };
 
 /* From this many tokens on, the packed outer products (where the target
  * has them) replace the tiles. Measured on AVX2, one core, K = 768: with W
@@ -736,11 +736,13 @@ static void mm_run(void *arg, int ith, int nth)
         mm_rows(m, (const float *)(m->W + (size_t)lo * m->row_bytes), m->K, lo, hi - lo, Wp);
         return;
     }
-    /* ROWS_PER_BLOCK rows dequantized into buf, then the pack after them */
-    size_t nbuf = (size_t)ROWS_PER_BLOCK * (size_t)m->K;
+    /* nr rows dequantized into buf, then the pack after them; X packed takes
+     * XPACK_ROWS, a multiple of its tiles' 6 and 12 rows */
+    int nr = m->xpacked ? XPACK_ROWS : ROWS_PER_BLOCK;
+    size_t nbuf = (size_t)nr * (size_t)m->K;
     float *buf = asn_pool_scratch(m->pool, ith, (nbuf + pack) * sizeof(float));
-    for (int r0 = lo; r0 < hi; r0 += ROWS_PER_BLOCK) {
-        int rn = hi - r0 < ROWS_PER_BLOCK ? hi - r0 : ROWS_PER_BLOCK;
+    for (int r0 = lo; r0 < hi; r0 += nr) {
+        int rn = hi - r0 < nr ? hi - r0 : nr;
         for (int r = 0; r < rn; r++)
             asn_dequantize_row(m->wtype, m->W + (size_t)(r0 + r) * m->row_bytes,
                                buf + (size_t)r * m->K, m->K);
