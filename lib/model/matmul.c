@@ -427,20 +427,6 @@ static size_t xpack_floats(int T, int K, int GW)
     return (size_t)((T + GW - 1) / GW) * GW * (size_t)((K + 15) / 16) * 16;
 }
 
-static void xpack(const float *X, int T, int ldx, int K, int GW, int VW, float *Xp)
-{
-    int nb = (K + 15) / 16;
-    for (int t0 = 0; t0 < T; t0 += GW) {
-        int tn = T - t0 < GW ? T - t0 : GW, G = (tn + VW - 1) / VW * VW;
-        float *xp = Xp + (size_t)(t0 / GW) * GW * nb * 16;
-        for (int t = 0; t < G; t++) {
-            const float *x = X + (size_t)(t0 + t) * ldx;
-            for (int k = 0; k < nb * 16; k++)
-                xp[((size_t)(k % 16) * nb + k / 16) * G + t] = t < tn && k < K ? x[k] : 0.0f;
-        }
-    }
-}
-
 #define DEFINE_XPACKED(NAME, TARGET, V, VW, R, TV)                                                 \
     static inline __attribute__((always_inline)) void NAME##_tile(const float *Xp, int K,          \
                                                                   const float *W, int ldw, int TN, \
@@ -527,6 +513,8 @@ static void xpack(const float *X, int T, int ldx, int K, int GW, int VW, float *
     } while (0)
 
 typedef void (*xpacked_fn)(const float *, int, int, const float *, int, int, const float *, float *, int);
+typedef void (*xpack_fn)(const float *, int, int, int, int, float *);
+static xpack_fn xpack_impl;
 
 typedef void (*packed_fn)(const float *, int, int, int, const float *, int, int, const float *, float *, int,
                           float *);
@@ -559,6 +547,26 @@ DEFINE_DOT(dot_base, V1_TARGET, tile4)
 DEFINE_COLS16(cols16_avx512, V4_TARGET, v16, 16)
 DEFINE_COLS16(cols16_avx2, V3_TARGET, v8, 8)
 DEFINE_COLS16(cols16_base, V1_TARGET, v4, 4)
+/* r[i][j] becomes r[j][i]. */
+static inline __attribute__((always_inline)) void transpose8(v8 r[8])
+{
+    v8 t[8], u[8];
+    _Pragma("GCC unroll 4") for (int i = 0; i < 8; i += 2) {
+        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+    _Pragma("GCC unroll 2") for (int i = 0; i < 8; i += 4)
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+            u[i + h * 2] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+            u[i + h * 2 + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        }
+    /* u[c], c < 4: columns c and c + 4 of rows 0-3; u[4 + c]: of rows 4-7 */
+    _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+        r[c] = __builtin_shufflevector(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        r[c + 4] = __builtin_shufflevector(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+}
+
 /* 16 rows packed for the tiles above, an 8 x 8 transpose at a time; the
  * `next` rows after them are fetched into L2 meanwhile, to be there when
  * their turn comes after this pack's tiles. */
@@ -570,23 +578,10 @@ V3_TARGET static void pack_avx2(const float *W, int ldw, int nrows, int K, float
             __builtin_prefetch(W + (size_t)(16 + i) * ldw + b * 16, 0, 2);
         _Pragma("GCC unroll 2") for (int rh = 0; rh < 16; rh += 8)
             _Pragma("GCC unroll 2") for (int kh = 0; kh < 16; kh += 8) {
-                v8 r[8], t[8], u[8];
+                v8 r[8];
                 _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
                     memcpy(&r[i], W + (size_t)(rh + i) * ldw + b * 16 + kh, sizeof r[i]);
-                _Pragma("GCC unroll 4") for (int i = 0; i < 8; i += 2) {
-                    t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-                    t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-                }
-                _Pragma("GCC unroll 2") for (int i = 0; i < 8; i += 4)
-                    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
-                        u[i + h * 2] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-                        u[i + h * 2 + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-                    }
-                /* u[c], c < 4: columns c and c + 4 of rows 0-3; u[4 + c]: of rows 4-7 */
-                _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
-                    r[c] = __builtin_shufflevector(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-                    r[c + 4] = __builtin_shufflevector(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-                }
+                transpose8(r);
                 _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++)
                     memcpy(Wp + ((size_t)(kh + c) * nb + b) * 16 + rh, &r[c], sizeof r[c]);
             }
@@ -594,6 +589,33 @@ V3_TARGET static void pack_avx2(const float *W, int ldw, int nrows, int K, float
     pack_tail(W, ldw, nrows, K, full, Wp);
 }
 DEFINE_PACKED(packed_avx2, V3_TARGET, v8, 8, 6, pack_avx2)
+/* xpack with VW = 8, an 8 x 8 transpose at a time (8 tokens by 8 k), the
+ * blocks past T or K one float at a time */
+V3_TARGET static void xpack_avx2(const float *X, int T, int ldx, int K, int GW, float *Xp)
+{
+    int nb = (K + 15) / 16;
+    for (int t0 = 0; t0 < T; t0 += GW) {
+        int tn = T - t0 < GW ? T - t0 : GW, G = (tn + 7) / 8 * 8;
+        float *xp = Xp + (size_t)(t0 / GW) * GW * nb * 16;
+        for (int p = 0; p < G; p += 8)
+            for (int k0 = 0; k0 < nb * 16; k0 += 8) {
+                float *d = xp + ((size_t)(k0 % 16) * nb + k0 / 16) * G + p; /* + j * nb * G: k0 + j */
+                if (p + 8 <= tn && k0 + 8 <= K) {
+                    v8 r[8];
+                    _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
+                        memcpy(&r[i], X + (size_t)(t0 + p + i) * ldx + k0, sizeof r[i]);
+                    transpose8(r);
+                    _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
+                        memcpy(d + (size_t)j * nb * G, &r[j], sizeof r[j]);
+                } else {
+                    for (int j = 0; j < 8; j++)
+                        for (int i = 0; i < 8; i++)
+                            d[(size_t)j * nb * G + i] =
+                                p + i < tn && k0 + j < K ? X[(size_t)(t0 + p + i) * ldx + k0 + j] : 0.0f;
+                }
+            }
+    }
+}
 /* X packed: 6 rows x 16 tokens, and 12 rows x 8 tokens for up to 8 tokens */
 DEFINE_XPACKED(xpacked_avx2, V3_TARGET, v8, 8, 6, 2)
 DEFINE_XPACKED(xpacked8_avx2, V3_TARGET, v8, 8, 12, 1)
@@ -611,12 +633,12 @@ static void choose_kernels(void)
         block_impl = block_base, dot_impl = dot_base, cols16_impl = cols16_base;
     else if (force && !strcmp(force, "avx2"))
         block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2, packed_impl = packed_avx2,
-        xpacked_impl = xpacked_avx2, xpacked8_impl = xpacked8_avx2;
+        xpacked_impl = xpacked_avx2, xpacked8_impl = xpacked8_avx2, xpack_impl = xpack_avx2;
     else if (asn_cpu_has(ASN_CPU_V4))
         block_impl = block_avx512, dot_impl = dot_avx512, cols16_impl = cols16_avx512;
     else if (asn_cpu_has(ASN_CPU_AVX2 | ASN_CPU_FMA))
         block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2, packed_impl = packed_avx2,
-        xpacked_impl = xpacked_avx2, xpacked8_impl = xpacked8_avx2;
+        xpacked_impl = xpacked_avx2, xpacked8_impl = xpacked8_avx2, xpack_impl = xpack_avx2;
     else
         block_impl = block_base, dot_impl = dot_base, cols16_impl = cols16_base;
 }
@@ -758,7 +780,7 @@ void asn_matmul(asn_pool *pool, const float *X, int T, int ldx, int K, const voi
                  pick_block(), pick_packed(T), pick_xpacked(T, K, &gw), NULL};
     if (m.xpacked) { /* packed once, read by every thread */
         float *Xp = asn_pool_shared_scratch(pool, xpack_floats(T, K, gw) * sizeof(float));
-        xpack(X, T, ldx, K, gw, 8, Xp);
+        xpack_impl(X, T, ldx, K, gw, Xp);
         m.Xp = Xp;
     }
     asn_pool_run(pool, mm_run, &m);
@@ -771,7 +793,7 @@ void asn_matmul_f32(const float *X, int T, int ldx, int K, const float *W, int l
     packed_fn packed = pick_packed(T);
     if (xpacked && N > 0) {
         float *Xp = asn_xmalloc(xpack_floats(T, K, gw) * sizeof(float));
-        xpack(X, T, ldx, K, gw, 8, Xp);
+        xpack_impl(X, T, ldx, K, gw, Xp);
         xpacked(Xp, T, K, W, ldw, N, NULL, Y, ldy);
         free(Xp);
     } else if (packed && N > 0) {
