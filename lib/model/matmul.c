@@ -4,10 +4,13 @@
  * Each output element owns one 16-lane accumulator fed k = 0, 16, 32, ...
  * and reduced by the same tree, whatever the tile it falls in: tiles change
  * speed, never bits. The tiles are dot products (DEFINE_TILE: rows x tokens
- * of 16-lane accumulators) or, on AVX2 from PACK_MIN_T tokens on, outer
- * products over 16 rows of W packed transposed (DEFINE_PACKED: each lane a
- * vector over the 16 rows), the same multiply-adds in the same order. This file is compiled with -ffp-contract=fast (see the
- * Makefile) so the multiply-add fuses where the target has FMA. */
+ * of 16-lane accumulators) or, on AVX2 from 3 tokens on, outer products:
+ * over the tokens of X packed transposed while X is small (DEFINE_XPACKED:
+ * each lane a vector over 16 or 8 tokens, W read in place), else over 16
+ * rows of W packed transposed (DEFINE_PACKED: each lane a vector over the
+ * 16 rows), the same multiply-adds in the same order. This file is
+ * compiled with -ffp-contract=fast (see the Makefile) so the multiply-add
+ * fuses where the target has FMA. */
 #include "asn/core.h"
 #include "asn/cpu.h"
 #include "asn/linalg.h"
@@ -412,7 +415,9 @@ static inline __attribute__((always_inline)) void pack_tail(const float *W, int 
  * AVX2: 12 accumulators, 2 token vectors and a broadcast). The lanes run
  * one after the other over XPACK_KB blocks of 16 k: lane l reads one
  * float from each of the tile's row lines, which stay in L1 for the 16
- * lanes, so W is read from memory once and never packed. Sums kept in
+ * lanes, so W is read from memory once and never packed; meanwhile lanes
+ * 0 .. R-1 of the first group of tokens fetch the next tile's rows into
+ * L2 (without it, 58 against 73 GFLOPS at T = 8, N = 32768). Sums kept in
  * sum[] between blocks, the tree over whole vectors, the bias after, as
  * DEFINE_PACKED does; then each row's vector of tokens is stored down a
  * column of Y.
@@ -535,9 +540,10 @@ static dot_fn dot_impl;
  * registers: 2 x 3, 12 accumulator halves + 2 rows + 1 token; SSE2, 16
  * registers: 1 x 3, 12 accumulator quarters. A single token (decode, W
  * streamed from memory) takes 4, 6 and 3 rows, the fastest counts there.
- * From PACK_MIN_T tokens on, AVX2 takes packed_avx2 instead (DEFINE_PACKED:
- * 6 tokens x 16 rows, 115-120 GFLOPS against the 2 x 3 tiles' 85-102 at
- * T = 512). */
+ * From 3 tokens on, AVX2 takes the outer products instead: xpacked_avx2
+ * (DEFINE_XPACKED: 6 rows x 16 tokens; 12 x 8 up to 8 tokens) while X is
+ * at most XPACK_MAX_FLOATS, else packed_avx2 (DEFINE_PACKED: 6 tokens x 16
+ * rows, 115-120 GFLOPS against the 2 x 3 tiles' 85-102 at T = 512). */
 DEFINE_BLOCK(block_avx512, V4_TARGET, tile16, 5, 5, 4)
 DEFINE_BLOCK(block_avx2, V3_TARGET, tile8, 2, 3, 6)
 DEFINE_BLOCK(block_base, V1_TARGET, tile4, 1, 3, 3)
@@ -683,8 +689,9 @@ static block_fn pick_block(void)
 
 enum { ROWS_PER_BLOCK = 16, XPACK_ROWS = 48 };
 
-/* From this many tokens on, the packed outer products (where the target
- * has them) replace the tiles. Measured on AVX2, one core, K = 768: with W
+/* From this many tokens on, the W-packed outer products (where the target
+ * has them, and X is too large to be packed instead) replace the tiles.
+ * Measured (before the X-packed tiles) on AVX2, one core, K = 768: with W
  * streamed from memory (N = 32768), as a model's weights are, packed 57
  * against the tiles' 44 GFLOPS at 8 tokens, 76 against 65 at 16, 93
  * against 82 at 32, a tie at 4; with W in L3 the tiles stay ahead up to
@@ -695,7 +702,14 @@ enum { PACK_MIN_T = 8 };
 static size_t pack_floats(int K) { return (size_t)(K + 15) / 16 * 256; }
 
 /* X packed (DEFINE_XPACKED) rather than W from XPACK_MIN_T tokens while
- * the pack, T x K floats, is at most XPACK_MAX_FLOATS. */
+ * the pack, T x K floats, is at most XPACK_MAX_FLOATS (2 MB), so that it
+ * stays in L2 while every tile of rows passes over it. Measured on AVX2,
+ * one core, GFLOPS X-packed against W-packed (the tiles below 8 tokens):
+ * K = 768, N = 32768 (W streamed from memory): 73 / 63 at T = 8, 89 / 82
+ * at 16, 106 / 97 at 32, 115 / 106 at 64, 27 / 23 at 3, 57 / 35 at 6, a
+ * tie at 2; K = 3072, N = 768, T = 32: 104 / 64; T = 512, K = 768, N =
+ * 3072: 119-121 / 115; past the bound X-packed falls behind (98 / 110 at
+ * T = 256, K = 3072, N = 768), ties at 128 x 3072 and 1024 x 768. */
 enum { XPACK_MIN_T = 3, XPACK_MAX_FLOATS = 1 << 19 };
 
 /* The packed kernel for T tokens, or NULL for the tiles. */
