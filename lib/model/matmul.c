@@ -4,10 +4,13 @@
  * Each output element owns one 16-lane accumulator fed k = 0, 16, 32, ...
  * and reduced by the same tree, whatever the tile it falls in: tiles change
  * speed, never bits. The tiles are dot products (DEFINE_TILE: rows x tokens
- * of 16-lane accumulators) or, on AVX2 from PACK_MIN_T tokens on, outer
- * products over 16 rows of W packed transposed (DEFINE_PACKED: each lane a
- * vector over the 16 rows), the same multiply-adds in the same order. This file is compiled with -ffp-contract=fast (see the
- * Makefile) so the multiply-add fuses where the target has FMA. */
+ * of 16-lane accumulators) or, on AVX2 from 3 tokens on, outer products:
+ * over the tokens of X packed transposed while X is small (DEFINE_XPACKED:
+ * each lane a vector over 16 or 8 tokens, W read in place), else over 16
+ * rows of W packed transposed (DEFINE_PACKED: each lane a vector over the
+ * 16 rows), the same multiply-adds in the same order. This file is
+ * compiled with -ffp-contract=fast (see the Makefile) so the multiply-add
+ * fuses where the target has FMA. */
 #include "asn/core.h"
 #include "asn/cpu.h"
 #include "asn/linalg.h"
@@ -404,6 +407,120 @@ static inline __attribute__((always_inline)) void pack_tail(const float *W, int 
             NAME##_tile(x, ldx, K, Wp, N, b, y, ldy, rn);                                          \
     } while (0)
 
+/* The mirror image for fewer tokens: X packed (xpack), W read in place.
+ * Output (t, j) lane l is p_l[j][t], fed W[j][k] * X[t][k] for k = l,
+ * l + 16, ... in increasing k, here as a vector over TV * VW tokens per
+ * row: per k, TV loads of the packed tokens and R broadcasts of W[j][k]
+ * straight from the rows, R * TV multiply-adds (6 rows x 16 tokens on
+ * AVX2: 12 accumulators, 2 token vectors and a broadcast). The lanes run
+ * one after the other over XPACK_KB blocks of 16 k: lane l reads one
+ * float from each of the tile's row lines, which stay in L1 for the 16
+ * lanes, so W is read from memory once and never packed; meanwhile lanes
+ * 0 .. R-1 of the first group of tokens fetch the next tile's rows into
+ * L2 (without it, 58 against 73 GFLOPS at T = 8, N = 32768). Sums kept in
+ * sum[] between blocks, the tree over whole vectors, the bias after, as
+ * DEFINE_PACKED does; then each row's vector of tokens is stored down a
+ * column of Y.
+ *
+ * The pack, per group of GW = TV * VW tokens: Xp[g][l][b][t] = X[GW g +
+ * t][16 b + l], the group's width rounded up to VW (zero tokens past T,
+ * computed and not stored), GW * 16 * roundup(K, 16) / 16 floats apart. */
+enum { XPACK_KB = 64 };
+
+static size_t xpack_floats(int T, int K, int GW)
+{
+    return (size_t)((T + GW - 1) / GW) * GW * (size_t)((K + 15) / 16) * 16;
+}
+
+#define DEFINE_XPACKED(NAME, TARGET, V, VW, R, TV)                                                 \
+    static inline __attribute__((always_inline)) void NAME##_tile(const float *Xp, int K,          \
+                                                                  const float *W, int ldw, int TN, \
+                                                                  int rn, int tn, const float *bias, \
+                                                                  float *Y, int ldy,               \
+                                                                  const float *next, int nnext)    \
+    {                                                                                              \
+        V sum[16][R][TV];                                                                          \
+        int nb = (K + 15) / 16, G = TN * VW;                                                       \
+        const float *w_[R];                                                                        \
+        _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) /* rows past rn: row 0 again */       \
+            w_[r] = W + (size_t)(r < rn ? r : 0) * ldw;                                            \
+        for (int b0 = 0; b0 < nb; b0 += XPACK_KB) {                                                \
+            for (int l = 0; l < 16; l++) {                                                         \
+                int n = l < K ? (K - l + 15) / 16 : 0, bend = b0 + XPACK_KB < n ? b0 + XPACK_KB : n; \
+                V acc[R][TV];                                                                      \
+                _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)                               \
+                    _Pragma("GCC unroll 4") for (int p = 0; p < TN; p++)                           \
+                        acc[r][p] = b0 ? sum[l][r][p] : (V){0};                                    \
+                const float *xp = Xp + (size_t)l * nb * G;                                         \
+                /* lane l < nnext fetches the next tile's row l into L2 */                         \
+                const float *pf = l < nnext ? next + (size_t)l * ldw : NULL;                       \
+                for (int b = b0; b < bend; b++) {                                                  \
+                    V x[TV];                                                                       \
+                    if (pf)                                                                        \
+                        __builtin_prefetch(pf + (size_t)b * 16, 0, 2);                             \
+                    _Pragma("GCC unroll 4") for (int p = 0; p < TN; p++) {                         \
+                        memcpy(&x[p], xp + (size_t)b * G + p * VW, sizeof x[p]);                   \
+                        IN_REG(x[p]);                                                              \
+                    }                                                                              \
+                    _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) {                         \
+                        float ws = w_[r][(size_t)b * 16 + l]; /* broadcast */                      \
+                        _Pragma("GCC unroll 4") for (int p = 0; p < TN; p++)                       \
+                            acc[r][p] += x[p] * ws;                                                \
+                    }                                                                              \
+                }                                                                                  \
+                _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)                               \
+                    _Pragma("GCC unroll 4") for (int p = 0; p < TN; p++)                           \
+                        sum[l][r][p] = acc[r][p];                                                  \
+            }                                                                                      \
+        }                                                                                          \
+        for (int r = 0; r < rn; r++)                                                               \
+            for (int p = 0; p < TN; p++) {                                                         \
+                V s[8];                                                                            \
+                _Pragma("GCC unroll 8") for (int l = 0; l < 8; l++)                                \
+                    s[l] = sum[l][r][p] + sum[l + 8][r][p];                                        \
+                _Pragma("GCC unroll 4") for (int h = 4; h > 0; h /= 2)                             \
+                    _Pragma("GCC unroll 8") for (int l = 0; l < h; l++)                            \
+                        s[l] += s[l + h];                                                          \
+                s[0] += bias ? bias[r] : 0.0f; /* + 0 without a bias, as the tiles do */           \
+                for (int t = 0; t < VW && p * VW + t < tn; t++)                                    \
+                    Y[(size_t)(p * VW + t) * ldy + r] = s[0][t];                                   \
+            }                                                                                      \
+    }                                                                                              \
+                                                                                                   \
+    TARGET static void NAME(const float *Xp, int T, int K, const float *W, int ldw, int nrows,     \
+                            const float *bias, float *Y, int ldy)                                  \
+    {                                                                                              \
+        enum { GW = TV * VW };                                                                     \
+        size_t gstride = (size_t)GW * ((K + 15) / 16) * 16;                                        \
+        for (int r0 = 0; r0 < nrows; r0 += R) {                                                    \
+            int rn = nrows - r0 < R ? nrows - r0 : R;                                              \
+            const float *w = W + (size_t)r0 * ldw, *b = bias ? bias + r0 : NULL;                   \
+            int nn = nrows - r0 - R < R ? nrows - r0 - R : R;                                      \
+            for (int t0 = 0; t0 < T; t0 += GW) {                                                   \
+                int tn = T - t0 < GW ? T - t0 : GW, TN = (tn + VW - 1) / VW;                       \
+                const float *xp = Xp + (size_t)(t0 / GW) * gstride;                                \
+                int nnext = t0 ? 0 : nn > 0 ? nn : 0; /* with the first group of tokens */        \
+                float *y = Y + (size_t)t0 * ldy + r0;                                              \
+                switch (TN) {                                                                      \
+                case 1: NAME##_tile(xp, K, w, ldw, 1, rn, tn, b, y, ldy, w + (size_t)R * ldw, nnext); break; \
+                case 2: XPACKED_CASE(NAME, R, TV, 2); break;                                          \
+                case 3: XPACKED_CASE(NAME, R, TV, 3); break;                                          \
+                case 4: XPACKED_CASE(NAME, R, TV, 4); break;                                          \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+#define XPACKED_CASE(NAME, R, TV, N)                                                                \
+    do {                                                                                           \
+        if (TV >= N)                                                                               \
+            NAME##_tile(xp, K, w, ldw, N, rn, tn, b, y, ldy, w + (size_t)R * ldw, nnext);          \
+    } while (0)
+
+typedef void (*xpacked_fn)(const float *, int, int, const float *, int, int, const float *, float *, int);
+typedef void (*xpack_fn)(const float *, int, int, int, int, float *);
+static xpack_fn xpack_impl;
+
 typedef void (*packed_fn)(const float *, int, int, int, const float *, int, int, const float *, float *, int,
                           float *);
 
@@ -423,9 +540,10 @@ static dot_fn dot_impl;
  * registers: 2 x 3, 12 accumulator halves + 2 rows + 1 token; SSE2, 16
  * registers: 1 x 3, 12 accumulator quarters. A single token (decode, W
  * streamed from memory) takes 4, 6 and 3 rows, the fastest counts there.
- * From PACK_MIN_T tokens on, AVX2 takes packed_avx2 instead (DEFINE_PACKED:
- * 6 tokens x 16 rows, 115-120 GFLOPS against the 2 x 3 tiles' 85-102 at
- * T = 512). */
+ * From 3 tokens on, AVX2 takes the outer products instead: xpacked_avx2
+ * (DEFINE_XPACKED: 6 rows x 16 tokens; 12 x 8 up to 8 tokens) while X is
+ * at most XPACK_MAX_FLOATS, else packed_avx2 (DEFINE_PACKED: 6 tokens x 16
+ * rows, 115-120 GFLOPS against the 2 x 3 tiles' 85-102 at T = 512). */
 DEFINE_BLOCK(block_avx512, V4_TARGET, tile16, 5, 5, 4)
 DEFINE_BLOCK(block_avx2, V3_TARGET, tile8, 2, 3, 6)
 DEFINE_BLOCK(block_base, V1_TARGET, tile4, 1, 3, 3)
@@ -435,6 +553,26 @@ DEFINE_DOT(dot_base, V1_TARGET, tile4)
 DEFINE_COLS16(cols16_avx512, V4_TARGET, v16, 16)
 DEFINE_COLS16(cols16_avx2, V3_TARGET, v8, 8)
 DEFINE_COLS16(cols16_base, V1_TARGET, v4, 4)
+/* r[i][j] becomes r[j][i]. */
+static inline __attribute__((always_inline)) void transpose8(v8 r[8])
+{
+    v8 t[8], u[8];
+    _Pragma("GCC unroll 4") for (int i = 0; i < 8; i += 2) {
+        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+    _Pragma("GCC unroll 2") for (int i = 0; i < 8; i += 4)
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
+            u[i + h * 2] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+            u[i + h * 2 + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        }
+    /* u[c], c < 4: columns c and c + 4 of rows 0-3; u[4 + c]: of rows 4-7 */
+    _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+        r[c] = __builtin_shufflevector(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+        r[c + 4] = __builtin_shufflevector(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    }
+}
+
 /* 16 rows packed for the tiles above, an 8 x 8 transpose at a time; the
  * `next` rows after them are fetched into L2 meanwhile, to be there when
  * their turn comes after this pack's tiles. */
@@ -446,23 +584,10 @@ V3_TARGET static void pack_avx2(const float *W, int ldw, int nrows, int K, float
             __builtin_prefetch(W + (size_t)(16 + i) * ldw + b * 16, 0, 2);
         _Pragma("GCC unroll 2") for (int rh = 0; rh < 16; rh += 8)
             _Pragma("GCC unroll 2") for (int kh = 0; kh < 16; kh += 8) {
-                v8 r[8], t[8], u[8];
+                v8 r[8];
                 _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
                     memcpy(&r[i], W + (size_t)(rh + i) * ldw + b * 16 + kh, sizeof r[i]);
-                _Pragma("GCC unroll 4") for (int i = 0; i < 8; i += 2) {
-                    t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-                    t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-                }
-                _Pragma("GCC unroll 2") for (int i = 0; i < 8; i += 4)
-                    _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
-                        u[i + h * 2] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-                        u[i + h * 2 + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-                    }
-                /* u[c], c < 4: columns c and c + 4 of rows 0-3; u[4 + c]: of rows 4-7 */
-                _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
-                    r[c] = __builtin_shufflevector(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-                    r[c + 4] = __builtin_shufflevector(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-                }
+                transpose8(r);
                 _Pragma("GCC unroll 8") for (int c = 0; c < 8; c++)
                     memcpy(Wp + ((size_t)(kh + c) * nb + b) * 16 + rh, &r[c], sizeof r[c]);
             }
@@ -470,9 +595,40 @@ V3_TARGET static void pack_avx2(const float *W, int ldw, int nrows, int K, float
     pack_tail(W, ldw, nrows, K, full, Wp);
 }
 DEFINE_PACKED(packed_avx2, V3_TARGET, v8, 8, 6, pack_avx2)
+/* xpack with VW = 8, an 8 x 8 transpose at a time (8 tokens by 8 k), the
+ * blocks past T or K one float at a time */
+V3_TARGET static void xpack_avx2(const float *X, int T, int ldx, int K, int GW, float *Xp)
+{
+    int nb = (K + 15) / 16;
+    for (int t0 = 0; t0 < T; t0 += GW) {
+        int tn = T - t0 < GW ? T - t0 : GW, G = (tn + 7) / 8 * 8;
+        float *xp = Xp + (size_t)(t0 / GW) * GW * nb * 16;
+        for (int p = 0; p < G; p += 8)
+            for (int k0 = 0; k0 < nb * 16; k0 += 8) {
+                float *d = xp + ((size_t)(k0 % 16) * nb + k0 / 16) * G + p; /* + j * nb * G: k0 + j */
+                if (p + 8 <= tn && k0 + 8 <= K) {
+                    v8 r[8];
+                    _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
+                        memcpy(&r[i], X + (size_t)(t0 + p + i) * ldx + k0, sizeof r[i]);
+                    transpose8(r);
+                    _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
+                        memcpy(d + (size_t)j * nb * G, &r[j], sizeof r[j]);
+                } else {
+                    for (int j = 0; j < 8; j++)
+                        for (int i = 0; i < 8; i++)
+                            d[(size_t)j * nb * G + i] =
+                                p + i < tn && k0 + j < K ? X[(size_t)(t0 + p + i) * ldx + k0 + j] : 0.0f;
+                }
+            }
+    }
+}
+/* X packed: 6 rows x 16 tokens, and 12 rows x 8 tokens for up to 8 tokens */
+DEFINE_XPACKED(xpacked_avx2, V3_TARGET, v8, 8, 6, 2)
+DEFINE_XPACKED(xpacked8_avx2, V3_TARGET, v8, 8, 12, 1)
 
 static block_fn block_impl;
 static packed_fn packed_impl; /* NULL: the tiles only */
+static xpacked_fn xpacked_impl, xpacked8_impl; /* NULL: none */
 
 /* Chooses the kernels once (pick_block's pthread_once). */
 static void choose_kernels(void)
@@ -482,11 +638,13 @@ static void choose_kernels(void)
     if (force && !strcmp(force, "base"))
         block_impl = block_base, dot_impl = dot_base, cols16_impl = cols16_base;
     else if (force && !strcmp(force, "avx2"))
-        block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2, packed_impl = packed_avx2;
+        block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2, packed_impl = packed_avx2,
+        xpacked_impl = xpacked_avx2, xpacked8_impl = xpacked8_avx2, xpack_impl = xpack_avx2;
     else if (asn_cpu_has(ASN_CPU_V4))
         block_impl = block_avx512, dot_impl = dot_avx512, cols16_impl = cols16_avx512;
     else if (asn_cpu_has(ASN_CPU_AVX2 | ASN_CPU_FMA))
-        block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2, packed_impl = packed_avx2;
+        block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2, packed_impl = packed_avx2,
+        xpacked_impl = xpacked_avx2, xpacked8_impl = xpacked8_avx2, xpack_impl = xpack_avx2;
     else
         block_impl = block_base, dot_impl = dot_base, cols16_impl = cols16_base;
 }
@@ -501,6 +659,7 @@ DEFINE_COLS16(cols16_generic, , v4, 4)
 
 static block_fn block_impl;
 static packed_fn packed_impl; /* none here */
+static xpacked_fn xpacked_impl, xpacked8_impl;
 
 static void choose_kernels(void)
 {
@@ -528,10 +687,11 @@ static block_fn pick_block(void)
 
 /* ------------------------------------------------------------- driver */
 
-enum { ROWS_PER_BLOCK = 16 };
+enum { ROWS_PER_BLOCK = 16, XPACK_ROWS = 48 };
 
-/* From this many tokens on, the packed outer products (where the target
- * has them) replace the tiles. Measured on AVX2, one core, K = 768: with W
+/* From this many tokens on, the W-packed outer products (where the target
+ * has them, and X is too large to be packed instead) replace the tiles.
+ * Measured (before the X-packed tiles) on AVX2, one core, K = 768: with W
  * streamed from memory (N = 32768), as a model's weights are, packed 57
  * against the tiles' 44 GFLOPS at 8 tokens, 76 against 65 at 16, 93
  * against 82 at 32, a tie at 4; with W in L3 the tiles stay ahead up to
@@ -541,11 +701,32 @@ enum { PACK_MIN_T = 8 };
 /* The floats of the pack (DEFINE_PACKED) for K (16 rows, K rounded up to 16). */
 static size_t pack_floats(int K) { return (size_t)(K + 15) / 16 * 256; }
 
+/* X packed (DEFINE_XPACKED) rather than W from XPACK_MIN_T tokens while
+ * the pack, T x K floats, is at most XPACK_MAX_FLOATS (2 MB), so that it
+ * stays in L2 while every tile of rows passes over it. Measured on AVX2,
+ * one core, GFLOPS X-packed against W-packed (the tiles below 8 tokens):
+ * K = 768, N = 32768 (W streamed from memory): 73 / 63 at T = 8, 89 / 82
+ * at 16, 106 / 97 at 32, 115 / 106 at 64, 27 / 23 at 3, 57 / 35 at 6, a
+ * tie at 2; K = 3072, N = 768, T = 32: 104 / 64; T = 512, K = 768, N =
+ * 3072: 119-121 / 115; past the bound X-packed falls behind (98 / 110 at
+ * T = 256, K = 3072, N = 768), ties at 128 x 3072 and 1024 x 768. */
+enum { XPACK_MIN_T = 3, XPACK_MAX_FLOATS = 1 << 19 };
+
 /* The packed kernel for T tokens, or NULL for the tiles. */
 static packed_fn pick_packed(int T)
 {
     pick_block();
     return T >= PACK_MIN_T ? packed_impl : NULL;
+}
+
+/* The X-packed kernel for T tokens (and its group width in *gw), or NULL. */
+static xpacked_fn pick_xpacked(int T, int K, int *gw)
+{
+    pick_block();
+    if (T < XPACK_MIN_T || (size_t)T * (size_t)K > XPACK_MAX_FLOATS || !xpacked_impl)
+        return NULL;
+    *gw = T <= 8 ? 8 : 16;
+    return T <= 8 ? xpacked8_impl : xpacked_impl;
 }
 
 typedef struct mm_task {
@@ -560,7 +741,9 @@ typedef struct mm_task {
     int ldy;
     asn_pool *pool;
     block_fn block;
-    packed_fn packed; /* NULL: block */
+    packed_fn packed;   /* NULL: block */
+    xpacked_fn xpacked; /* NULL: packed or block */
+    const float *Xp;    /* X packed for xpacked */
 } mm_task;
 
 /* Rows [r0, r0 + rn) of W (f32, stride ldw) times every token; Wp: room
@@ -568,7 +751,9 @@ typedef struct mm_task {
 static void mm_rows(const mm_task *m, const float *W, int ldw, int r0, int rn, float *Wp)
 {
     const float *bias = m->bias ? m->bias + r0 : NULL;
-    if (m->packed)
+    if (m->xpacked)
+        m->xpacked(m->Xp, m->T, m->K, W, ldw, rn, bias, m->Y + r0, m->ldy);
+    else if (m->packed)
         m->packed(m->X, m->T, m->ldx, m->K, W, ldw, rn, bias, m->Y + r0, m->ldy, Wp);
     else
         m->block(m->X, m->T, m->ldx, m->K, W, ldw, rn, bias, m->Y + r0, m->ldy);
@@ -581,17 +766,19 @@ static void mm_run(void *arg, int ith, int nth)
     asn_split(m->N, ith, nth, ROWS_PER_BLOCK, &lo, &hi);
     if (hi <= lo)
         return;
-    size_t pack = m->packed ? pack_floats(m->K) : 0;
+    size_t pack = m->packed && !m->xpacked ? pack_floats(m->K) : 0;
     if (m->wtype == ASN_T_F32) {
         float *Wp = pack ? asn_pool_scratch(m->pool, ith, pack * sizeof(float)) : NULL;
         mm_rows(m, (const float *)(m->W + (size_t)lo * m->row_bytes), m->K, lo, hi - lo, Wp);
         return;
     }
-    /* ROWS_PER_BLOCK rows dequantized into buf, then the pack after them */
-    size_t nbuf = (size_t)ROWS_PER_BLOCK * (size_t)m->K;
+    /* nr rows dequantized into buf, then the pack after them; X packed takes
+     * XPACK_ROWS, a multiple of its tiles' 6 and 12 rows */
+    int nr = m->xpacked ? XPACK_ROWS : ROWS_PER_BLOCK;
+    size_t nbuf = (size_t)nr * (size_t)m->K;
     float *buf = asn_pool_scratch(m->pool, ith, (nbuf + pack) * sizeof(float));
-    for (int r0 = lo; r0 < hi; r0 += ROWS_PER_BLOCK) {
-        int rn = hi - r0 < ROWS_PER_BLOCK ? hi - r0 : ROWS_PER_BLOCK;
+    for (int r0 = lo; r0 < hi; r0 += nr) {
+        int rn = hi - r0 < nr ? hi - r0 : nr;
         for (int r = 0; r < rn; r++)
             asn_dequantize_row(m->wtype, m->W + (size_t)(r0 + r) * m->row_bytes,
                                buf + (size_t)r * m->K, m->K);
@@ -602,15 +789,28 @@ static void mm_run(void *arg, int ith, int nth)
 void asn_matmul(asn_pool *pool, const float *X, int T, int ldx, int K, const void *W,
                 uint32_t wtype, int N, const float *bias, float *Y, int ldy)
 {
+    int gw = 0;
     mm_task m = {X, T, ldx, K, W, wtype, asn_ttype_row_bytes(wtype, K), N, bias, Y, ldy, pool,
-                 pick_block(), pick_packed(T)};
+                 pick_block(), pick_packed(T), pick_xpacked(T, K, &gw), NULL};
+    if (m.xpacked) { /* packed once, read by every thread */
+        float *Xp = asn_pool_shared_scratch(pool, xpack_floats(T, K, gw) * sizeof(float));
+        xpack_impl(X, T, ldx, K, gw, Xp);
+        m.Xp = Xp;
+    }
     asn_pool_run(pool, mm_run, &m);
 }
 
 void asn_matmul_f32(const float *X, int T, int ldx, int K, const float *W, int ldw, int N, float *Y, int ldy)
 {
+    int gw = 0;
+    xpacked_fn xpacked = pick_xpacked(T, K, &gw);
     packed_fn packed = pick_packed(T);
-    if (packed && N > 0) {
+    if (xpacked && N > 0) {
+        float *Xp = asn_xmalloc(xpack_floats(T, K, gw) * sizeof(float));
+        xpack_impl(X, T, ldx, K, gw, Xp);
+        xpacked(Xp, T, K, W, ldw, N, NULL, Y, ldy);
+        free(Xp);
+    } else if (packed && N > 0) {
         float *Wp = asn_xmalloc(pack_floats(K) * sizeof(float));
         packed(X, T, ldx, K, W, ldw, N, NULL, Y, ldy, Wp);
         free(Wp);

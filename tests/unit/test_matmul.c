@@ -60,18 +60,24 @@ typedef struct shape {
 } shape;
 
 /* T and N around every tile size (1..8 tokens or rows, remainders of 2, 3,
- * 5, 6, 8), K around 16; the last ones span several row chunks. From 8
- * tokens on, AVX2 takes the packed outer products (16 rows packed, tiles
- * of 6 tokens, the last 7..11 tokens in two tiles, K in blocks of 512):
- * the last line has T around those splits, rows past a multiple of 16, K
- * under 16 (lanes with no term), and K past one and two blocks of 512
- * with a partial last 16. */
+ * 5, 6, 8), K around 16; the last ones span several row chunks. From 3
+ * tokens on, while T x K is at most 2^19, AVX2 takes outer products over X
+ * packed (groups of 16 tokens, of 8 up to 8 tokens, the last group padded;
+ * tiles of 6 rows, 12 up to 8 tokens; K in blocks of 1024): the shapes
+ * from 3 tokens on, the last lines with T in 8..77 around 8 and 16, rows
+ * past multiples of 6 and 12, K under 16 (lanes with no term) and past
+ * 1024 with a partial last 16. Past 2^19 it packs 16 rows of W instead
+ * (tiles of 6 tokens, the last 7..11 tokens in two tiles, K in blocks of
+ * 512): the last two shapes, rows past 16, K past one and two blocks. */
 static const shape shapes[] = {
     {1, 1, 1},    {1, 7, 5},     {2, 3, 15},   {3, 5, 16},   {4, 6, 17},   {5, 9, 31},
     {6, 11, 32},  {7, 13, 33},   {8, 17, 47},  {9, 10, 64},  {10, 12, 100}, {11, 19, 129},
     {13, 23, 255}, {16, 16, 256}, {17, 25, 257}, {1, 67, 768}, {3, 31, 768}, {25, 40, 1000},
     {2, 150, 1000}, {7, 130, 1024}, {64, 70, 96},
     {8, 16, 16},  {12, 33, 48},  {19, 47, 769}, {23, 17, 1537}, {8, 20, 5}, {30, 16, 1}, {14, 49, 1045},
+    {8, 25, 100}, {8, 12, 1040},  {9, 13, 35},  {16, 6, 80},  {17, 31, 513}, {24, 7, 15},  {31, 50, 200},
+    {32, 37, 768}, {33, 11, 3},   {40, 19, 600}, {47, 26, 1100}, {63, 5, 64},  {64, 23, 17},
+    {65, 20, 100}, {77, 33, 530}, {520, 21, 1010}, {600, 17, 1537},
 };
 
 /* Runs every shape on the kernel this process picked; fused: which model
