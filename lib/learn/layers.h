@@ -161,6 +161,9 @@ void asn_nn_pertoken_forward(float *out, float *lp, const float *x, const asn_nn
 #define ASN_NN_PTFAST_CMAX 1.0f
 #define ASN_NN_PTFAST_NODES (ASN_NN_PTFAST_NI * ASN_NN_PTFAST_DEG + 1)
 typedef struct asn_nn_ptfast {
+    /* row[j][k] = coef[k][j], padded with 0: interval j's coefficients in
+     * 32 bytes, one load per token (the AVX2 lookups) */
+    float row[ASN_NN_PTFAST_NI][8];
     float K;          /* t = K - x */
     float tc;         /* c: the first interval's start */
     float thead, tend; /* exact below thead (the head) and from tend (16 c) */

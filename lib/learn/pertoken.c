@@ -184,9 +184,38 @@ static inline void a2_geo(a2v t, int32_t base, a2i *j, a2v *u)
     a2_geo1(t.a, base, &j->a, &u->a);
     a2_geo1(t.b, base, &j->b, &u->b);
 }
-static inline a2v a2_lut64(const float *tab, a2i j)
+/* c[d] = T->coef[d][j] for 8 tokens, their rows (T->row: byte offsets
+ * 32 j in q) transposed: a[k] holds the low halves (coefficients 0-3) of
+ * tokens k and k + 4, b[k] the high halves (4-7); two gathers (vgatherdps)
+ * per coefficient cost more */
+static inline void a2_coefs1(const asn_nn_ptfast *T, const int32_t *q, __m256 *c)
 {
-    return (a2v){_mm256_i32gather_ps(tab, j.a, 4), _mm256_i32gather_ps(tab, j.b, 4)};
+    const char *r = (const char *)T->row;
+    __m256 a[4], b[4];
+    for (int k = 0; k < 4; k++) {
+        const float *r0 = (const float *)(r + q[k]), *r1 = (const float *)(r + q[k + 4]);
+        a[k] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(r0)), _mm_loadu_ps(r1), 1);
+        b[k] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(r0 + 4)), _mm_loadu_ps(r1 + 4), 1);
+    }
+    __m256 t[8] = {_mm256_unpacklo_ps(a[0], a[1]), _mm256_unpacklo_ps(a[2], a[3]),
+                   _mm256_unpackhi_ps(a[0], a[1]), _mm256_unpackhi_ps(a[2], a[3]),
+                   _mm256_unpacklo_ps(b[0], b[1]), _mm256_unpacklo_ps(b[2], b[3]),
+                   _mm256_unpackhi_ps(b[0], b[1]), _mm256_unpackhi_ps(b[2], b[3])};
+    for (int d = 0; d <= ASN_NN_PTFAST_DEG; d++) {
+        const __m256 lo = t[2 * (d / 2)], hi = t[2 * (d / 2) + 1];
+        c[d] = d % 2 ? _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 2, 3, 2)) : _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(1, 0, 1, 0));
+    }
+}
+static inline void a2_coefs(const asn_nn_ptfast *T, a2i j, a2v *c)
+{
+    int32_t q[16] __attribute__((aligned(32)));
+    _mm256_store_si256((__m256i *)q, _mm256_slli_epi32(j.a, 5));
+    _mm256_store_si256((__m256i *)(q + 8), _mm256_slli_epi32(j.b, 5));
+    __m256 ca[ASN_NN_PTFAST_DEG + 1], cb[ASN_NN_PTFAST_DEG + 1];
+    a2_coefs1(T, q, ca);
+    a2_coefs1(T, q + 8, cb);
+    for (int d = 0; d <= ASN_NN_PTFAST_DEG; d++)
+        c[d] = (a2v){ca[d], cb[d]};
 }
 static inline uint32_t a2_mask_out1(__m256 t, float lo, float hi)
 {
@@ -199,7 +228,7 @@ static inline uint32_t a2_mask_out(a2v t, float lo, float hi)
     return a2_mask_out1(t.a, lo, hi) | a2_mask_out1(t.b, lo, hi) << 8;
 }
 #define vgeo a2_geo
-#define vlut64 a2_lut64
+#define vlut_coefs a2_coefs
 #define vmask_out a2_mask_out
 #define vset a2_set
 #define vadd a2_add
@@ -407,6 +436,7 @@ void asn_nn_pertoken_expsum(const float *x, int n, float m, double *sum, double 
 /* ------------------------------------------------------------- fast pass */
 
 _Static_assert(ASN_NN_PTFAST_NI == 64 || ASN_NN_PTFAST_NI == 32, "the lookups (vlut64) hold 32 or 64 intervals");
+_Static_assert(ASN_NN_PTFAST_DEG < 8, "an interval's coefficients fill one row of 8 (asn_nn_ptfast.row)");
 
 /* The inverse of the Vandermonde matrix of the nodes u_i = (1 - cos(pi i /
  * DEG)) / 2 (Chebyshev-Lobatto on [0, 1]): coef_k = sum_i inv[k][i] y_i.
@@ -480,6 +510,9 @@ int asn_nn_pertoken_fast_setup(asn_nn_ptfast *T, const asn_nn_pertoken *f, float
                 s += inv[k][i] * yn[j * D + i];
             T->coef[k][j] = (float)s;
         }
+    for (int j = 0; j < NI; j++)
+        for (int k = 0; k < 8; k++)
+            T->row[j][k] = k <= D ? T->coef[k][j] : 0.0f;
     return 0;
 }
 

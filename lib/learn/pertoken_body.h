@@ -15,6 +15,8 @@
  *                            low 19 bits of t's mantissa as a fraction in
  *                            [0, 1) (exact), for t > 0
  *   vlut64(tab, j)           tab[j] lane by lane (64 entries)
+ *   vlut_coefs(T, j, c)      (optional, in place of vlut64) c[d] =
+ *                            T->coef[d][j] lane by lane, d = 0..DEG
  *   vmask_out(t, lo, hi)     bit l set where t < lo or t >= hi
  * Every operation is lane-wise and correctly rounded, so every instruction
  * set gives the same bits. */
@@ -175,6 +177,15 @@ static void SFX(pt_forward)(float *out, float *lpo, const float *x, const asn_nn
     }
 }
 
+#ifndef vlut_coefs
+static inline void SFX(pt_coefs)(const asn_nn_ptfast *T, VI j, V *c)
+{
+    for (int d = 0; d <= ASN_NN_PTFAST_DEG; d++)
+        c[d] = vlut64(T->coef[d], j);
+}
+#define vlut_coefs SFX(pt_coefs)
+#endif
+
 /* The fast pass (layers.h, asn_nn_ptfast): each token the polynomial of its
  * interval of t = K - x, by Horner; the tokens of the head and beyond the
  * last interval, gathered a group at a time, through the exact kernel (the
@@ -197,9 +208,11 @@ static void SFX(pt_fast)(float *out, const float *x, const asn_nn_pertoken *f, c
             VI j;
             V u;
             vgeo(t, base, &j, &u);
-            V p = vlut64(T->coef[ASN_NN_PTFAST_DEG], j);
+            V c[ASN_NN_PTFAST_DEG + 1];
+            vlut_coefs(T, j, c);
+            V p = c[ASN_NN_PTFAST_DEG];
             for (int d = ASN_NN_PTFAST_DEG - 1; d >= 0; d--)
-                p = vfma(p, u, vlut64(T->coef[d], j));
+                p = vfma(p, u, c[d]);
             while (m) { /* before the store: out may be x */
                 const int l = i + __builtin_ctz(m);
                 xb[ne] = x[i0 + l];
@@ -274,4 +287,5 @@ static void SFX(pt_expsum)(const float *x, int n, float m, double *sum, double *
 #undef VI
 #undef vgeo
 #undef vlut64
+#undef vlut_coefs
 #undef vmask_out
