@@ -193,9 +193,9 @@ static inline void a2_coefs1(const asn_nn_ptfast *T, const int32_t *q, __m256 *c
     const char *r = (const char *)T->row;
     __m256 a[4], b[4];
     for (int k = 0; k < 4; k++) {
-        const float *r0 = (const float *)(r + q[k]), *r1 = (const float *)(r + q[k + 4]);
-        a[k] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(r0)), _mm_loadu_ps(r1), 1);
-        b[k] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(r0 + 4)), _mm_loadu_ps(r1 + 4), 1);
+        const __m256 r0 = _mm256_loadu_ps((const float *)(r + q[k])), r1 = _mm256_loadu_ps((const float *)(r + q[k + 4]));
+        a[k] = _mm256_permute2f128_ps(r0, r1, 0x20);
+        b[k] = _mm256_permute2f128_ps(r0, r1, 0x31);
     }
     __m256 t[8] = {_mm256_unpacklo_ps(a[0], a[1]), _mm256_unpacklo_ps(a[2], a[3]),
                    _mm256_unpackhi_ps(a[0], a[1]), _mm256_unpackhi_ps(a[2], a[3]),
