@@ -688,7 +688,7 @@ static void choose_kernels(void)
 #endif
 
 /* The kernels, chosen on first use by whichever thread gets there first
- * (attention calls asn_matmul_f32 from every worker). */
+ * (attention calls asn_dot_cols16 from every worker). */
 static block_fn pick_block(void)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -815,21 +815,22 @@ void asn_matmul(asn_pool *pool, const float *X, int T, int ldx, int K, const voi
 
 void asn_matmul_f32(const float *X, int T, int ldx, int K, const float *W, int ldw, int N, float *Y, int ldy)
 {
+    if (N <= 0)
+        return;
     int gw = 0;
-    xpacked_fn xpacked = pick_xpacked(T, K, &gw);
-    packed_fn packed = pick_packed(T);
-    if (xpacked && N > 0) {
-        float *Xp = asn_xmalloc(xpack_floats(T, K, gw) * sizeof(float));
-        xpack_impl(X, T, ldx, K, gw, Xp);
-        xpacked(Xp, T, K, W, ldw, N, NULL, Y, ldy);
-        free(Xp);
-    } else if (packed && N > 0) {
-        float *Wp = asn_xmalloc(pack_floats(K) * sizeof(float));
-        packed(X, T, ldx, K, W, ldw, N, NULL, Y, ldy, Wp);
-        free(Wp);
-    } else {
-        pick_block()(X, T, ldx, K, W, ldw, N, NULL, Y, ldy);
+    mm_task m = {X, T, ldx, K, NULL, ASN_T_F32, 0, N, NULL, Y, ldy, NULL,
+                 pick_block(), pick_packed(T), pick_xpacked(T, K, &gw), NULL};
+    /* this call's own buffer (it runs in any thread): X packed, or the pack of W */
+    float *buf = NULL;
+    if (m.xpacked) {
+        buf = asn_xmalloc(xpack_floats(T, K, gw) * sizeof(float));
+        xpack_impl(X, T, ldx, K, gw, buf);
+        m.Xp = buf;
+    } else if (m.packed) {
+        buf = asn_xmalloc(pack_floats(K) * sizeof(float));
     }
+    mm_rows(&m, W, ldw, 0, N, m.xpacked ? NULL : buf);
+    free(buf);
 }
 
 void asn_dot_cols16(const float *x, int K, const float *Wt, float *out)
