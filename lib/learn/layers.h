@@ -165,8 +165,7 @@ typedef struct asn_nn_ptfast {
      * 32 bytes, one load per token (the AVX2 lookups) */
     float row[ASN_NN_PTFAST_NI][8];
     float K;          /* t = K - x */
-    float tc;         /* c: the first interval's start */
-    float thead, tend; /* exact below thead (the head) and from tend (16 c) */
+    float thead, tend; /* exact below thead (c: the first interval's start, the head's edge) and from tend (16 c) */
     int32_t ibase;    /* float bits of c >> 19: the first interval's index */
     float coef[ASN_NN_PTFAST_DEG + 1][ASN_NN_PTFAST_NI]; /* coef[k][j]: u^k, interval j */
 } asn_nn_ptfast;
