@@ -35,7 +35,7 @@ SAMPLER_OPTS   ?= --num-epochs 8 --token-batch-size 8 --gradient-accumulation-st
 # heavier than any of theirs.
 TRAIN_TOP      ?= 1
 # Reward-driven fine-tuning after imitation (train-sampler --rl, reward =
-# filter-topk's final score of round 1's kept candidates): RL_STEPS
+# filter-topk's final score of the candidates it imitated): RL_STEPS
 # optimizer steps, 0 for none.
 RL_STEPS ?= 0
 # or a sampler made elsewhere (e.g. by the rl target below) used as is
