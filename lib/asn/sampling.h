@@ -67,7 +67,7 @@ typedef struct asn_proc {
 typedef struct asn_heuristic {
     char *name;
     double weight;
-    char id[13];       /* first 12 hex of SHA-256 of canonical {name, processors} */
+    char id[13];       /* first 12 hex of SHA-256 of canonical {name, processors} (asn_heuristic_id) */
     json_t *processors; /* normalized list [{name, params}] (params always present) */
     int n;
     asn_proc *procs;
@@ -102,7 +102,9 @@ json_t *asn_heuristic_json(const asn_heuristic *h);
  * reference; processors must be an array). */
 json_t *asn_processors_normalized(const json_t *processors);
 /* The heuristic id asn_heuristic_init gives (name, processors): the first
- * 12 hex digits of SHA-256 of canonical {name, normalized processors}. */
+ * 12 hex digits of SHA-256 of canonical {name, normalized processors}.
+ * asn_heuristic_init first puts "sha256:" and the file's digest in place of
+ * a learned processor's sampler path: the id names the sampler's bytes. */
 void asn_heuristic_id(const char *name, const json_t *processors, char id[13]);
 
 /* A heuristics file: `sampling_pipelines: [{name, weight, processors}]`, or

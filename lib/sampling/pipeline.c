@@ -321,7 +321,11 @@ int asn_heuristic_init(asn_heuristic *h, const char *name, const json_t *process
             return -1;
         }
     h->name = asn_xstrdup(name);
-    asn_heuristic_id(name, h->processors, h->id);
+    json_t *idp = json_deep_copy(h->processors);
+    for (int i = 0; i < h->n; i++)
+        asn_learned_id_params(&h->procs[i], json_object_get(json_array_get(idp, i), "params"));
+    asn_heuristic_id(name, idp, h->id);
+    json_decref(idp);
     return 0;
 }
 

@@ -37,6 +37,7 @@ struct asn_learned {
     struct timespec mtime;
     int refs; /* processors holding it */
     asn_sampler *s;
+    char sha256[65]; /* of the file's bytes: the heuristic id hashes this, not the path */
 };
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -88,6 +89,11 @@ static struct asn_learned *acquire(const char *path, asn_err *e)
         l->refs++;
     } else {
         asn_sampler *s = asn_sampler_load(path, e);
+        char sha[65];
+        if (s && asn_sha256_file(path, sha, e)) {
+            asn_sampler_free(s);
+            s = NULL;
+        }
         if (s) {
             l = asn_xcalloc(1, sizeof *l);
             l->dev = st.st_dev;
@@ -96,6 +102,7 @@ static struct asn_learned *acquire(const char *path, asn_err *e)
             l->mtime = st.st_mtim;
             l->refs = 1;
             l->s = s;
+            memcpy(l->sha256, sha, sizeof sha);
             l->next = cache;
             cache = l;
             /* sampling threads each call OpenBLAS on their own rows: it must
@@ -225,6 +232,17 @@ const asn_sampler *asn_learned_sampler(const asn_proc *p)
         return NULL;
     const learned_params *a = p->params;
     return a->held ? a->held->s : NULL;
+}
+
+void asn_learned_id_params(const asn_proc *p, json_t *params)
+{
+    const learned_params *a = p->params;
+    if (p->kind != ASN_PROC_LEARNED || !a || !a->held)
+        return;
+    char v[72];
+    snprintf(v, sizeof v, "sha256:%s", a->held->sha256);
+    json_object_set_new(params, strcmp(p->iface->name, "learned") ? "sampler_checkpoint_path" : "path",
+                        json_string(v));
 }
 
 /* --------------------------------------------------------------- applying */

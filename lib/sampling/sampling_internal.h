@@ -26,6 +26,11 @@ struct asn_workspace {
 
 /* Frees the learned processor's workspaces (proc_learned.c). */
 void asn_learned_ws_free(struct asn_learned_ws *l);
+/* For the heuristic id: a learned processor's params (a copy) with the
+ * sampler file's path replaced by "sha256:" and the file's digest, so that
+ * the id (and with it every draw) follows the sampler, not where it lies;
+ * other kinds are left alone. */
+void asn_learned_id_params(const asn_proc *p, json_t *params);
 
 /* Makes every buffer hold V entries. */
 void asn_ws_reserve(asn_workspace *ws, int V);

@@ -227,12 +227,40 @@ n_prompts = sum(1 for l in open(sys.argv[2]) if l.strip())
 assert len(recs) == n_prompts * 3 * 2, len(recs)
 for r in recs:
     h = r["heuristic"]
-    canon = json.dumps({"name": h["name"], "processors": h["processors"]}, sort_keys=True,
+    # a learned processor's path counts by its file's bytes, not its name
+    procs = json.loads(json.dumps(h["processors"]))
+    for p in procs:
+        if p["name"] == "learned":
+            p["params"]["path"] = "sha256:" + hashlib.sha256(open(p["params"]["path"], "rb").read()).hexdigest()
+    canon = json.dumps({"name": h["name"], "processors": procs}, sort_keys=True,
                        separators=(",", ":"), ensure_ascii=False)
     assert h["id"] == hashlib.sha256(canon.encode()).hexdigest()[:12], h
     assert 2 <= r["n_tokens"] <= 8
 assert len({tuple(r["tokens"]) for r in recs}) > 1
 PYEOF
+# the id (and every draw) follows the sampler's bytes: the same file under
+# another name gives the same ids and tokens; other bytes under the same
+# name, other ids
+mkdir -p "$TMP/elsewhere"
+sed "s|$FIX/|$TMP/elsewhere/|g" "$TMP/h.yaml" > "$TMP/h2.yaml"
+cp "$FIX"/*.gguf "$TMP/elsewhere/"
+G2() { "$BIN/gen-candidates" -m "$M" -H "$TMP/h2.yaml" --only "top_k then learned" --only "learned local" \
+        --only "learned equivariant" -n 8 --min-new-tokens 2 --seeds 0-1 -t 1 "$P" 2>/dev/null; }
+ids_tokens() { $PY -c 'import json,sys
+for l in open(sys.argv[1]): r = json.loads(l); print(r["id"], r["heuristic"]["id"], r["tokens"])' "$1"; }
+G2 > "$TMP/g4"
+ids_tokens "$TMP/g1" > "$TMP/g1.ids"
+ids_tokens "$TMP/g4" > "$TMP/g4.ids"
+check "gen-candidates: a copied sampler file gives the same ids and tokens" cmp "$TMP/g1.ids" "$TMP/g4.ids"
+check "... though the records name the other path" grep -q elsewhere "$TMP/g4"
+printf 'x' >> "$TMP/elsewhere/net.gguf"
+G2 > "$TMP/g5"
+ids_tokens "$TMP/g5" > "$TMP/g5.ids"
+n_new=$($PY -c 'import json,sys
+a = {json.loads(l)["heuristic"]["name"]: json.loads(l)["heuristic"]["id"] for l in open(sys.argv[1])}
+b = {json.loads(l)["heuristic"]["name"]: json.loads(l)["heuristic"]["id"] for l in open(sys.argv[2])}
+print(sum(a[k] != b[k] for k in a))' "$TMP/g1" "$TMP/g5" 2>/dev/null)
+check "... and other bytes under the same name change that heuristic's id (only its)" [ "${n_new:-0}" = 1 ]
 GEN() { "$BIN/generate" -m "$M" --heuristics "$TMP/h.yaml" --heuristic "top_k then learned" -n 12 -s 3 "$@" "Once upon a time"; }
 expect_status "generate with a learned heuristic" 0 GEN -t 1
 cp "$TMP/out" "$TMP/s1"
