@@ -76,11 +76,16 @@ static inline V gen_load(const float *p, int k)
 static inline void gen_store(float *p, V v, int k) { memcpy(p, &v, (size_t)k * sizeof(float)); }
 typedef uint32_t pt_vu __attribute__((vector_size(64)));
 #define VI pt_vi
-static inline void gen_geo(V t, int32_t base, pt_vi *j, V *u)
+static inline uint32_t gen_geo(V t, int32_t base, pt_vi *j, V *u)
 {
     pt_vu b = (pt_vu)t;
-    *j = ((pt_vi)(b >> (23 - ASN_NN_PTFAST_OCT_BITS)) - base) & (ASN_NN_PTFAST_NI - 1);
+    pt_vi jr = (pt_vi)(b >> (23 - ASN_NN_PTFAST_OCT_BITS)) - base;
+    *j = jr & (ASN_NN_PTFAST_NI - 1);
     *u = (V)(((b << ASN_NN_PTFAST_OCT_BITS) & 0x7FFFFFu) | 0x3F800000u) - 1.0f;
+    uint32_t m = 0;
+    for (int l = 0; l < VL; l++)
+        m |= (uint32_t)((jr[l] & ~(ASN_NN_PTFAST_NI - 1)) != 0) << l;
+    return m;
 }
 static inline V gen_lut64(const float *tab, pt_vi j)
 {
@@ -89,16 +94,14 @@ static inline V gen_lut64(const float *tab, pt_vi j)
         r[l] = tab[j[l]];
     return r;
 }
-static inline uint32_t gen_mask_out(V t, float lo, float hi)
+static inline V gen_keep_ge(V x, V t, float lo)
 {
-    uint32_t m = 0;
-    for (int l = 0; l < VL; l++)
-        m |= (uint32_t)(t[l] < lo || t[l] >= hi) << l;
-    return m;
+    pt_vi m = t >= lo;
+    return (V)(m & (pt_vi)x);
 }
+#define vkeep_ge gen_keep_ge
 #define vgeo gen_geo
 #define vlut64 gen_lut64
-#define vmask_out gen_mask_out
 #define vset gen_set
 #define vadd gen_add
 #define vsub gen_sub
@@ -147,6 +150,14 @@ static inline __m256 a2_scale1(__m256 p, __m256 n)
     return _mm256_mul_ps(_mm256_mul_ps(p, a2_pow2(n1)), a2_pow2(n2));
 }
 static inline a2v a2_scale(a2v p, a2v n) { return A2_2(a2_scale1, p, n); }
+/* n added to p's exponent field: p * 2^n when that is normal */
+static inline __m256 a2_scale_normal1(__m256 p, __m256 n)
+{
+    return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23)));
+}
+static inline a2v a2_scale_normal(a2v p, a2v n) { return A2_2(a2_scale_normal1, p, n); }
+static inline __m256 a2_keep_ge1(__m256 x, __m256 t, float lo) { return _mm256_and_ps(x, _mm256_cmp_ps(t, _mm256_set1_ps(lo), _CMP_GE_OQ)); }
+static inline a2v a2_keep_ge(a2v x, a2v t, float lo) { return (a2v){a2_keep_ge1(x.a, t.a, lo), a2_keep_ge1(x.b, t.b, lo)}; }
 static inline a2v a2_load(const float *p, int k)
 {
     if (k == VL)
@@ -171,18 +182,21 @@ typedef struct a2i {
     __m256i a, b;
 } a2i;
 #define VI a2i
-static inline void a2_geo1(__m256 t, int32_t base, __m256i *j, __m256 *u)
+/* j as the byte offset of its row in T->row (32 j) */
+static inline uint32_t a2_geo1(__m256 t, int32_t base, __m256i *q, __m256 *u)
 {
     __m256i b = _mm256_castps_si256(t);
-    *j = _mm256_and_si256(_mm256_sub_epi32(_mm256_srli_epi32(b, 23 - ASN_NN_PTFAST_OCT_BITS), _mm256_set1_epi32(base)), _mm256_set1_epi32(ASN_NN_PTFAST_NI - 1));
+    __m256i jr = _mm256_sub_epi32(_mm256_srli_epi32(b, 23 - ASN_NN_PTFAST_OCT_BITS - 5), _mm256_set1_epi32(base * 32));
+    *q = _mm256_and_si256(jr, _mm256_set1_epi32((ASN_NN_PTFAST_NI - 1) * 32));
     __m256i f = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi32(b, ASN_NN_PTFAST_OCT_BITS), _mm256_set1_epi32(0x7FFFFF)),
                                 _mm256_set1_epi32(0x3F800000));
     *u = _mm256_sub_ps(_mm256_castsi256_ps(f), _mm256_set1_ps(1.0f));
+    __m256i in = _mm256_cmpeq_epi32(_mm256_and_si256(jr, _mm256_set1_epi32(~(ASN_NN_PTFAST_NI * 32 - 1))), _mm256_setzero_si256());
+    return ~(uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(in)) & 0xFFu;
 }
-static inline void a2_geo(a2v t, int32_t base, a2i *j, a2v *u)
+static inline uint32_t a2_geo(a2v t, int32_t base, a2i *j, a2v *u)
 {
-    a2_geo1(t.a, base, &j->a, &u->a);
-    a2_geo1(t.b, base, &j->b, &u->b);
+    return a2_geo1(t.a, base, &j->a, &u->a) | a2_geo1(t.b, base, &j->b, &u->b) << 8;
 }
 /* c[d] = T->coef[d][j] for 8 tokens, their rows (T->row: byte offsets
  * 32 j in q) transposed: a[k] holds the low halves (coefficients 0-3) of
@@ -206,30 +220,22 @@ static inline void a2_coefs1(const asn_nn_ptfast *T, const int32_t *q, __m256 *c
         c[d] = d % 2 ? _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 2, 3, 2)) : _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(1, 0, 1, 0));
     }
 }
-static inline void a2_coefs(const asn_nn_ptfast *T, a2i j, a2v *c)
+/* each half of 16 tokens looked up and evaluated before the other (fewer
+ * registers live at once) */
+static inline __m256 a2_poly1(const asn_nn_ptfast *T, __m256i j, __m256 u)
 {
-    int32_t q[16] __attribute__((aligned(32)));
-    _mm256_store_si256((__m256i *)q, _mm256_slli_epi32(j.a, 5));
-    _mm256_store_si256((__m256i *)(q + 8), _mm256_slli_epi32(j.b, 5));
-    __m256 ca[ASN_NN_PTFAST_DEG + 1], cb[ASN_NN_PTFAST_DEG + 1];
-    a2_coefs1(T, q, ca);
-    a2_coefs1(T, q + 8, cb);
-    for (int d = 0; d <= ASN_NN_PTFAST_DEG; d++)
-        c[d] = (a2v){ca[d], cb[d]};
+    int32_t q[8] __attribute__((aligned(32)));
+    _mm256_store_si256((__m256i *)q, j);
+    __m256 c[ASN_NN_PTFAST_DEG + 1];
+    a2_coefs1(T, q, c);
+    __m256 p = c[ASN_NN_PTFAST_DEG];
+    for (int d = ASN_NN_PTFAST_DEG - 1; d >= 0; d--)
+        p = _mm256_fmadd_ps(p, u, c[d]);
+    return p;
 }
-static inline uint32_t a2_mask_out1(__m256 t, float lo, float hi)
-{
-    __m256 m = _mm256_or_ps(_mm256_cmp_ps(t, _mm256_set1_ps(lo), _CMP_LT_OQ),
-                            _mm256_cmp_ps(t, _mm256_set1_ps(hi), _CMP_GE_OQ));
-    return (uint32_t)_mm256_movemask_ps(m);
-}
-static inline uint32_t a2_mask_out(a2v t, float lo, float hi)
-{
-    return a2_mask_out1(t.a, lo, hi) | a2_mask_out1(t.b, lo, hi) << 8;
-}
+static inline a2v a2_poly(const asn_nn_ptfast *T, a2i j, a2v u) { return (a2v){a2_poly1(T, j.a, u.a), a2_poly1(T, j.b, u.b)}; }
 #define vgeo a2_geo
-#define vlut_coefs a2_coefs
-#define vmask_out a2_mask_out
+#define vpoly a2_poly
 #define vset a2_set
 #define vadd a2_add
 #define vsub a2_sub
@@ -241,6 +247,8 @@ static inline uint32_t a2_mask_out(a2v t, float lo, float hi)
 #define vclamp170(x) a2_min(a2_max(x, a2_set(-170.0f)), a2_set(170.0f))
 #define vround a2_round
 #define vscale a2_scale
+#define vscale_normal a2_scale_normal
+#define vkeep_ge a2_keep_ge
 #define vloadn a2_load
 #define vstoren a2_store
 #include "learn/pertoken_body.h"
@@ -277,6 +285,11 @@ static inline a5v a5_round(a5v x) { return A5_1(a5_round1, x); }
 static inline __m512 a5_clamp1(__m512 x) { return _mm512_range_ps(x, _mm512_set1_ps(170.0f), 2); }
 static inline a5v a5_clamp170(a5v x) { return A5_1(a5_clamp1, x); }
 static inline a5v a5_scale(a5v p, a5v n) { return A5_2(_mm512_scalef_ps, p, n); }
+static inline __m512 a5_keep_ge1(__m512 x, __m512 t, float lo)
+{
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(t, _mm512_set1_ps(lo), _CMP_GE_OQ), x);
+}
+static inline a5v a5_keep_ge(a5v x, a5v t, float lo) { return (a5v){a5_keep_ge1(x.a, t.a, lo), a5_keep_ge1(x.b, t.b, lo)}; }
 static inline __mmask16 a5_mask(int k) { return (__mmask16)(k >= 16 ? 0xffff : k <= 0 ? 0 : (1u << k) - 1); }
 static inline a5v a5_load(const float *p, int k)
 {
@@ -291,18 +304,19 @@ typedef struct a5i {
     __m512i a, b;
 } a5i;
 #define VI a5i
-static inline void a5_geo1(__m512 t, int32_t base, __m512i *j, __m512 *u)
+static inline uint32_t a5_geo1(__m512 t, int32_t base, __m512i *j, __m512 *u)
 {
     __m512i b = _mm512_castps_si512(t);
-    *j = _mm512_and_si512(_mm512_sub_epi32(_mm512_srli_epi32(b, 23 - ASN_NN_PTFAST_OCT_BITS), _mm512_set1_epi32(base)), _mm512_set1_epi32(ASN_NN_PTFAST_NI - 1));
+    __m512i jr = _mm512_sub_epi32(_mm512_srli_epi32(b, 23 - ASN_NN_PTFAST_OCT_BITS), _mm512_set1_epi32(base));
+    *j = _mm512_and_si512(jr, _mm512_set1_epi32(ASN_NN_PTFAST_NI - 1));
     __m512i f = _mm512_or_si512(_mm512_and_si512(_mm512_slli_epi32(b, ASN_NN_PTFAST_OCT_BITS), _mm512_set1_epi32(0x7FFFFF)),
                                 _mm512_set1_epi32(0x3F800000));
     *u = _mm512_sub_ps(_mm512_castsi512_ps(f), _mm512_set1_ps(1.0f));
+    return _mm512_test_epi32_mask(jr, _mm512_set1_epi32(~(ASN_NN_PTFAST_NI - 1)));
 }
-static inline void a5_geo(a5v t, int32_t base, a5i *j, a5v *u)
+static inline uint32_t a5_geo(a5v t, int32_t base, a5i *j, a5v *u)
 {
-    a5_geo1(t.a, base, &j->a, &u->a);
-    a5_geo1(t.b, base, &j->b, &u->b);
+    return a5_geo1(t.a, base, &j->a, &u->a) | a5_geo1(t.b, base, &j->b, &u->b) << 16;
 }
 /* two 32-entry permutes (vpermi2ps), the one of bit 5 of the index kept */
 static inline __m512 a5_lut64_1(const float *tab, __m512i j)
@@ -314,18 +328,8 @@ static inline __m512 a5_lut64_1(const float *tab, __m512i j)
     return _mm512_mask_blend_ps(_mm512_test_epi32_mask(j, _mm512_set1_epi32(32)), lo, hi);
 }
 static inline a5v a5_lut64(const float *tab, a5i j) { return (a5v){a5_lut64_1(tab, j.a), a5_lut64_1(tab, j.b)}; }
-static inline uint32_t a5_mask_out1(__m512 t, float lo, float hi)
-{
-    return (uint32_t)(_mm512_cmp_ps_mask(t, _mm512_set1_ps(lo), _CMP_LT_OQ) |
-                      _mm512_cmp_ps_mask(t, _mm512_set1_ps(hi), _CMP_GE_OQ));
-}
-static inline uint32_t a5_mask_out(a5v t, float lo, float hi)
-{
-    return a5_mask_out1(t.a, lo, hi) | a5_mask_out1(t.b, lo, hi) << 16;
-}
 #define vgeo a5_geo
 #define vlut64 a5_lut64
-#define vmask_out a5_mask_out
 #define vset a5_set
 #define vadd a5_add
 #define vsub a5_sub
@@ -337,6 +341,7 @@ static inline uint32_t a5_mask_out(a5v t, float lo, float hi)
 #define vclamp170 a5_clamp170
 #define vround a5_round
 #define vscale a5_scale
+#define vkeep_ge a5_keep_ge
 #define vloadn a5_load
 #define vstoren a5_store
 #include "learn/pertoken_body.h"

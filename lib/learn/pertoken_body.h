@@ -9,15 +9,23 @@
  *   vclamp170(x)             x clamped to [-170, 170]
  *   vround(x)                to the nearest integer, ties to even
  *   vscale(p, n)             p * 2^n rounded once, n an integer in [-246, 246]
+ *   vscale_normal(p, n)      (optional) the same where p * 2^n is normal
+ *   vkeep_ge(x, t, lo)       t >= lo ? x : 0
  *   vloadn(p, k), vstoren(p, v, k)  the first k lanes (the others load as 0)
  * and, for the fast pass, VI (a vector of VL int32) and
- *   vgeo(t, base, &j, &u)    j = ((bits(t) >> 19) - base) & 63 and u = the
- *                            low 19 bits of t's mantissa as a fraction in
- *                            [0, 1) (exact), for t > 0
+ *   vgeo(t, base, &j, &u)    the interval j = ((bits(t) >> 19) - base) & 63
+ *                            (as the level's vpoly or vlut64 takes it) and
+ *                            u = the low 19 bits of t's mantissa as a
+ *                            fraction in [0, 1) (exact); returns the mask
+ *                            of lanes (bit l for lane l) where
+ *                            (bits(t) >> 19) - base is not in [0, 64): t
+ *                            below the first interval (or negative) or
+ *                            from the end of the last
  *   vlut64(tab, j)           tab[j] lane by lane (64 entries)
- *   vlut_coefs(T, j, c)      (optional, in place of vlut64) c[d] =
- *                            T->coef[d][j] lane by lane, d = 0..DEG
- *   vmask_out(t, lo, hi)     bit l set where t < lo or t >= hi
+ *   vpoly(T, j, u)           (optional, in place of vlut64) the polynomial
+ *                            of interval j at u, lane by lane: c[d] =
+ *                            T->coef[d][j], then Horner from c[DEG] down
+ *                            (fma(p, u, c[d])), as the default does
  * Every operation is lane-wise and correctly rounded, so every instruction
  * set gives the same bits. */
 
@@ -28,18 +36,36 @@
  * reduction's rounding put back, q of degree 5 (near-minimax for (e^r - 1) /
  * r on |r| <= 0.354). The correction is off the chain of dependent steps,
  * which is what bounds the speed here. */
-static inline V SFX(pt_exp)(V x)
+static inline V SFX(pt_exp_parts)(V x, V *n)
 {
-    x = vclamp170(x);
-    V n = vround(vmul(x, vset(1.44269504088896341f)));
-    V r = vfma(n, vset(-0.693147182f), x);
-    V rc = vfma(n, vset(1.90465429995e-09f), r);
+    *n = vround(vmul(x, vset(1.44269504088896341f)));
+    V r = vfma(*n, vset(-0.693147182f), x);
+    V rc = vfma(*n, vset(1.90465429995e-09f), r);
     V q = vfma(vset(1.3935451844e-03f), r, vset(8.3705982496e-03f));
     q = vfma(q, r, vset(4.1666448366e-02f));
     q = vfma(q, r, vset(1.6666491938e-01f));
     q = vfma(q, r, vset(5.0000000152e-01f));
     q = vfma(q, r, vset(1.0000000121e+00f));
-    return vscale(vfma(rc, q, vset(1.0f)), n);
+    return vfma(rc, q, vset(1.0f)); /* e^r, in [0.7, 1.42] */
+}
+static inline V SFX(pt_exp)(V x)
+{
+    V n;
+    V p = SFX(pt_exp_parts)(vclamp170(x), &n);
+    return vscale(p, n);
+}
+
+/* pt_exp(t) for t in [-100, 0] where it is at least 2^-124 (t >= -86),
+ * else 0: the product by 2^n is then exact, so vscale_normal may be the
+ * cheaper sum of n and the exponent field. */
+#ifndef vscale_normal
+#define vscale_normal vscale
+#endif
+static inline V SFX(pt_exp_tail0)(V t)
+{
+    V n;
+    V p = SFX(pt_exp_parts)(t, &n);
+    return vkeep_ge(vscale_normal(p, n), t, -86.0f);
 }
 
 /* out = l + logsigmoid(l * scale + thr); logsigmoid(z) = min(z, 0) -
@@ -177,13 +203,15 @@ static void SFX(pt_forward)(float *out, float *lpo, const float *x, const asn_nn
     }
 }
 
-#ifndef vlut_coefs
-static inline void SFX(pt_coefs)(const asn_nn_ptfast *T, VI j, V *c)
+#ifndef vpoly
+static inline V SFX(pt_poly)(const asn_nn_ptfast *T, VI j, V u)
 {
-    for (int d = 0; d <= ASN_NN_PTFAST_DEG; d++)
-        c[d] = vlut64(T->coef[d], j);
+    V p = vlut64(T->coef[ASN_NN_PTFAST_DEG], j);
+    for (int d = ASN_NN_PTFAST_DEG - 1; d >= 0; d--)
+        p = vfma(p, u, vlut64(T->coef[d], j));
+    return p;
 }
-#define vlut_coefs SFX(pt_coefs)
+#define vpoly SFX(pt_poly)
 #endif
 
 /* The fast pass (layers.h, asn_nn_ptfast): each token the polynomial of its
@@ -194,7 +222,7 @@ static void SFX(pt_fast)(float *out, const float *x, const asn_nn_pertoken *f, c
 {
     int32_t pos[PT_GROUP];
     float xb[PT_GROUP], ob[PT_GROUP];
-    const float K = T->K, lo = T->thead, hi = T->tend;
+    const float K = T->K; /* t = K - x: the first interval from T->thead, the last to T->tend */
     const int32_t base = T->ibase;
     for (int i0 = 0; i0 < n; i0 += PT_GROUP) {
         const int gn = n - i0 < PT_GROUP ? n - i0 : PT_GROUP;
@@ -202,17 +230,12 @@ static void SFX(pt_fast)(float *out, const float *x, const asn_nn_pertoken *f, c
         for (int i = 0; i < gn; i += VL) {
             const int k = gn - i < VL ? gn - i : VL;
             V t = vsub(vset(K), vloadn(x + i0 + i, k));
-            uint32_t m = vmask_out(t, lo, hi);
-            if (k < VL)
-                m &= (1u << k) - 1;
             VI j;
             V u;
-            vgeo(t, base, &j, &u);
-            V c[ASN_NN_PTFAST_DEG + 1];
-            vlut_coefs(T, j, c);
-            V p = c[ASN_NN_PTFAST_DEG];
-            for (int d = ASN_NN_PTFAST_DEG - 1; d >= 0; d--)
-                p = vfma(p, u, c[d]);
+            uint32_t m = vgeo(t, base, &j, &u);
+            if (k < VL)
+                m &= (1u << k) - 1;
+            V p = vpoly(T, j, u);
             while (m) { /* before the store: out may be x */
                 const int l = i + __builtin_ctz(m);
                 xb[ne] = x[i0 + l];
@@ -229,34 +252,30 @@ static void SFX(pt_fast)(float *out, const float *x, const asn_nn_pertoken *f, c
     }
 }
 
-/* Sums over n values of e = exp(x - m) and of e (x - m) (-inf entries add
- * 0), for a row's log-sum-exp and entropy: token i goes to lane i mod 32 of
+/* Sums over n values of e = exp(x - m) and of e (x - m) (-inf entries and
+ * those below m - 86 add 0: at most 2^-124 each, beside the 1 of the
+ * maximum), for a row's log-sum-exp and entropy: token i goes to lane i mod 32 of
  * 32 float sums whatever VL is, which are added in lane order in double. */
 static void SFX(pt_expsum)(const float *x, int n, float m, double *sum, double *wsum)
 {
     enum { NV = 32 / VL };
-    V s[NV], w[NV];
-    for (int q = 0; q < NV; q++)
-        s[q] = w[q] = vset(0.0f);
-    float tail[32];
-    for (int i = 0; i < n; i += 32) {
-        const float *p = x + i;
-        if (n - i < 32) { /* the last values, padded with -inf */
-            for (int j = 0; j < 32; j++)
-                tail[j] = i + j < n ? x[i + j] : -INFINITY;
-            p = tail;
-        }
-        for (int q = 0; q < NV; q++) {
-            V t = vmax(vsub(vloadn(p + q * VL, VL), vset(m)), vset(-170.0f)); /* exp(-170) = 0 */
-            V e = SFX(pt_exp)(t);
-            s[q] = vadd(s[q], e);
-            w[q] = vfma(e, t, w[q]);
-        }
-    }
-    float ls[32], lw[32];
+    float ls[32], lw[32], tail[32];
+    const int nf = n & ~31; /* whole groups of 32; the rest padded with -inf */
+    for (int j = 0; j < 32; j++)
+        tail[j] = nf + j < n ? x[nf + j] : -INFINITY;
+    /* one group of VL lanes at a time: two accumulators live, not 2 NV */
     for (int q = 0; q < NV; q++) {
-        vstoren(ls + q * VL, s[q], VL);
-        vstoren(lw + q * VL, w[q], VL);
+        V s = vset(0.0f), w = vset(0.0f);
+        for (int i = 0; i <= nf; i += 32) {
+            if (i == n)
+                break;
+            V t = vmax(vsub(vloadn((i < nf ? x + i : tail) + q * VL, VL), vset(m)), vset(-100.0f));
+            V e = SFX(pt_exp_tail0)(t); /* 0 below -86 (-inf: 0 * -100) */
+            s = vadd(s, e);
+            w = vfma(e, t, w);
+        }
+        vstoren(ls + q * VL, s, VL);
+        vstoren(lw + q * VL, w, VL);
     }
     double a = 0, b = 0;
     for (int j = 0; j < 32; j++) {
@@ -282,10 +301,11 @@ static void SFX(pt_expsum)(const float *x, int n, float m, double *sum, double *
 #undef vclamp170
 #undef vround
 #undef vscale
+#undef vscale_normal
+#undef vkeep_ge
 #undef vloadn
 #undef vstoren
 #undef VI
 #undef vgeo
 #undef vlut64
-#undef vlut_coefs
-#undef vmask_out
+#undef vpoly
