@@ -36,7 +36,11 @@ static inline int asn_cpu_has(unsigned mask) { return (asn_cpu_features() & mask
  * / and conversions only). Without GCC on x86-64, or under the sanitizers,
  * one copy. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#ifdef ASN_CLONES_AVX2_TOP /* a build that runs as an AVX2-only CPU would (benchmarks of that class) */
+#define ASN_CLONES __attribute__((target_clones("default", "avx2")))
+#else
 #define ASN_CLONES __attribute__((target_clones("default", "avx2", "arch=x86-64-v4")))
+#endif
 #else
 #define ASN_CLONES
 #endif

@@ -752,35 +752,18 @@ void asn_nn_equi_backward(float *dlp, float *dr, float *dc, float *dd, double *a
 
 /* ------------------------------------------------------------- log_softmax */
 
-ASN_CLONES
+/* the scan and the exp sums in pertoken.c: one kernel per instruction set,
+ * the one asn_nn_pertoken_level picks */
 asn_nn_lse asn_nn_lse_block(const float *x, int n, int *bad)
 {
-    vf mx = vsplat(-INFINITY), mn = vsplat(INFINITY), nan = vsplat(0.0f);
-    vi cnt = {0};
-    VEC_LOOP((size_t)n, {
-        vf v = vload(x + i, k);
-        if (k < VL) /* pad with -inf */
-            v = vsel(vlanes(k), v, vsplat(-INFINITY));
-        /* NaN or +inf make nan NaN (x * 0), -inf does not */
-        nan += vsel(v < vsplat(-FLT_MAX), vsplat(0.0f), v) * 0.0f;
-        mx = vmax(mx, v);
-        cnt -= v > vsplat(-INFINITY); /* true is -1 */
-        mn = vmin(mn, vsel(v > vsplat(-INFINITY), v, vsplat(INFINITY)));
-    });
     asn_nn_lse s = {-INFINITY, 0, 0, 0, INFINITY};
-    float lanes[VL], nl[VL], ml[VL];
-    memcpy(lanes, &mx, sizeof lanes);
-    memcpy(nl, &nan, sizeof nl);
-    memcpy(ml, &mn, sizeof ml);
-    for (int j = 0; j < VL; j++) {
-        if (nl[j] != 0.0f)
-            *bad = 1;
-        if (lanes[j] > s.max)
-            s.max = lanes[j];
-        if (ml[j] < s.min)
-            s.min = ml[j];
-        s.count += cnt[j];
-    }
+    float mx, mn;
+    int nan;
+    asn_nn_pertoken_scan(x, n, &mx, &mn, &s.count, &nan);
+    if (nan)
+        *bad = 1;
+    s.max = mx;
+    s.min = mn;
     if (s.max == -INFINITY || !(s.max <= FLT_MAX))
         return s;
     asn_nn_pertoken_expsum(x, n, s.max, &s.sum, &s.wsum);

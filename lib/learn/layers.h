@@ -154,16 +154,14 @@ void asn_nn_pertoken_forward(float *out, float *lp, const float *x, const asn_nn
 #ifndef ASN_NN_PTFAST_OCT_BITS
 #define ASN_NN_PTFAST_OCT_BITS 4 /* 2^this intervals per octave */
 #endif
-#ifndef ASN_NN_PTFAST_DEG
-#define ASN_NN_PTFAST_DEG 4
-#endif
+#define ASN_NN_PTFAST_DEG 3 /* 4 coefficients: one row of 16 bytes (degree 4 measured no closer in KL) */
 #define ASN_NN_PTFAST_HEAD 4.0f
 #define ASN_NN_PTFAST_CMAX 1.0f
 #define ASN_NN_PTFAST_NODES (ASN_NN_PTFAST_NI * ASN_NN_PTFAST_DEG + 1)
 typedef struct asn_nn_ptfast {
-    /* row[j][k] = coef[k][j], padded with 0: interval j's coefficients in
-     * 32 bytes, one load per token (the AVX2 lookups) */
-    float row[ASN_NN_PTFAST_NI][8];
+    /* row[j][k] = coef[k][j]: interval j's coefficients in 16 bytes, one
+     * load per token (the AVX2 lookups) */
+    float row[ASN_NN_PTFAST_NI][ASN_NN_PTFAST_DEG + 1];
     float K;          /* t = K - x */
     float thead, tend; /* exact below thead (c: the first interval's start, the head's edge) and from tend (16 c) */
     int32_t ibase;    /* float bits of c >> 19: the first interval's index */
@@ -175,6 +173,10 @@ void asn_nn_pertoken_fast_forward(float *out, const float *x, const asn_nn_perto
  * force(level) caps it (tests and benchmarks; -1 lifts the cap). */
 int asn_nn_pertoken_level(void);
 void asn_nn_pertoken_force(int level);
+/* The scan of asn_nn_lse_block: the largest of n values, the smallest
+ * finite one (+inf when none), the count of those above -inf, and *bad = 1
+ * when one is NaN or +inf (else 0). */
+void asn_nn_pertoken_scan(const float *x, int n, float *max, float *min, int64_t *count, int *bad);
 /* The exp pass of asn_nn_lse_block, with the same exp and the same bits on
  * every instruction set: sum of exp(x - m) and of exp(x - m) (x - m) over n
  * values (-inf adds 0). */

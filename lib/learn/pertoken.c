@@ -100,6 +100,28 @@ static inline V gen_keep_ge(V x, V t, float lo)
     return (V)(m & (pt_vi)x);
 }
 #define vkeep_ge gen_keep_ge
+static inline V gen_sel_gt(V a, V c, V x, V y)
+{
+    pt_vi m = a > c;
+    return (V)((m & (pt_vi)x) | (~m & (pt_vi)y));
+}
+static inline uint32_t gen_mask_gt(V a, V c)
+{
+    uint32_t m = 0;
+    for (int l = 0; l < VL; l++)
+        m |= (uint32_t)(a[l] > c[l]) << l;
+    return m;
+}
+static inline uint32_t gen_mask_nlt(V a, V c)
+{
+    uint32_t m = 0;
+    for (int l = 0; l < VL; l++)
+        m |= (uint32_t)!(a[l] < c[l]) << l;
+    return m;
+}
+#define vsel_gt gen_sel_gt
+#define vmask_gt gen_mask_gt
+#define vmask_nlt gen_mask_nlt
 #define vgeo gen_geo
 #define vlut64 gen_lut64
 #define vset gen_set
@@ -158,6 +180,18 @@ static inline __m256 a2_scale_normal1(__m256 p, __m256 n)
 static inline a2v a2_scale_normal(a2v p, a2v n) { return A2_2(a2_scale_normal1, p, n); }
 static inline __m256 a2_keep_ge1(__m256 x, __m256 t, float lo) { return _mm256_and_ps(x, _mm256_cmp_ps(t, _mm256_set1_ps(lo), _CMP_GE_OQ)); }
 static inline a2v a2_keep_ge(a2v x, a2v t, float lo) { return (a2v){a2_keep_ge1(x.a, t.a, lo), a2_keep_ge1(x.b, t.b, lo)}; }
+static inline __m256 a2_sel_gt1(__m256 a, __m256 c, __m256 x, __m256 y) { return _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, c, _CMP_GT_OQ)); }
+static inline a2v a2_sel_gt(a2v a, a2v c, a2v x, a2v y) { return (a2v){a2_sel_gt1(a.a, c.a, x.a, y.a), a2_sel_gt1(a.b, c.b, x.b, y.b)}; }
+static inline uint32_t a2_mask_gt(a2v a, a2v c)
+{
+    return (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(a.a, c.a, _CMP_GT_OQ)) |
+           (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(a.b, c.b, _CMP_GT_OQ)) << 8;
+}
+static inline uint32_t a2_mask_nlt(a2v a, a2v c)
+{
+    return (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(a.a, c.a, _CMP_NLT_UQ)) |
+           (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(a.b, c.b, _CMP_NLT_UQ)) << 8;
+}
 static inline a2v a2_load(const float *p, int k)
 {
     if (k == VL)
@@ -182,56 +216,45 @@ typedef struct a2i {
     __m256i a, b;
 } a2i;
 #define VI a2i
-/* j as the byte offset of its row in T->row (32 j) */
+/* j as the byte offset of its row in T->row (16 j) */
 static inline uint32_t a2_geo1(__m256 t, int32_t base, __m256i *q, __m256 *u)
 {
     __m256i b = _mm256_castps_si256(t);
-    __m256i jr = _mm256_sub_epi32(_mm256_srli_epi32(b, 23 - ASN_NN_PTFAST_OCT_BITS - 5), _mm256_set1_epi32(base * 32));
-    *q = _mm256_and_si256(jr, _mm256_set1_epi32((ASN_NN_PTFAST_NI - 1) * 32));
+    __m256i jr = _mm256_sub_epi32(_mm256_srli_epi32(b, 23 - ASN_NN_PTFAST_OCT_BITS - 4), _mm256_set1_epi32(base * 16));
+    *q = _mm256_and_si256(jr, _mm256_set1_epi32((ASN_NN_PTFAST_NI - 1) * 16));
     __m256i f = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi32(b, ASN_NN_PTFAST_OCT_BITS), _mm256_set1_epi32(0x7FFFFF)),
                                 _mm256_set1_epi32(0x3F800000));
     *u = _mm256_sub_ps(_mm256_castsi256_ps(f), _mm256_set1_ps(1.0f));
-    __m256i in = _mm256_cmpeq_epi32(_mm256_and_si256(jr, _mm256_set1_epi32(~(ASN_NN_PTFAST_NI * 32 - 1))), _mm256_setzero_si256());
+    __m256i in = _mm256_cmpeq_epi32(_mm256_and_si256(jr, _mm256_set1_epi32(~(ASN_NN_PTFAST_NI * 16 - 1))), _mm256_setzero_si256());
     return ~(uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(in)) & 0xFFu;
 }
 static inline uint32_t a2_geo(a2v t, int32_t base, a2i *j, a2v *u)
 {
     return a2_geo1(t.a, base, &j->a, &u->a) | a2_geo1(t.b, base, &j->b, &u->b) << 8;
 }
-/* c[d] = T->coef[d][j] for 8 tokens, their rows (T->row: byte offsets
- * 32 j in q) transposed: a[k] holds the low halves (coefficients 0-3) of
- * tokens k and k + 4, b[k] the high halves (4-7); two gathers (vgatherdps)
- * per coefficient cost more */
-static inline void a2_coefs1(const asn_nn_ptfast *T, const int32_t *q, __m256 *c)
+/* The polynomial of 8 tokens' intervals (T->row: byte offsets 16 j in q)
+ * at u: their rows, two tokens (k, k + 4) to a register, transposed in
+ * each 128-bit half into c[d] = T->coef[d][j] (4 gathers cost more). Each
+ * half of a vector of 16 tokens goes through this in turn (fewer registers
+ * live at once). */
+static inline __m256 a2_pair(const char *r, int32_t q0, int32_t q1)
 {
-    const char *r = (const char *)T->row;
-    __m256 a[4], b[4];
-    for (int k = 0; k < 4; k++) {
-        const __m256 r0 = _mm256_loadu_ps((const float *)(r + q[k])), r1 = _mm256_loadu_ps((const float *)(r + q[k + 4]));
-        a[k] = _mm256_permute2f128_ps(r0, r1, 0x20);
-        b[k] = _mm256_permute2f128_ps(r0, r1, 0x31);
-    }
-    __m256 t[8] = {_mm256_unpacklo_ps(a[0], a[1]), _mm256_unpacklo_ps(a[2], a[3]),
-                   _mm256_unpackhi_ps(a[0], a[1]), _mm256_unpackhi_ps(a[2], a[3]),
-                   _mm256_unpacklo_ps(b[0], b[1]), _mm256_unpacklo_ps(b[2], b[3]),
-                   _mm256_unpackhi_ps(b[0], b[1]), _mm256_unpackhi_ps(b[2], b[3])};
-    for (int d = 0; d <= ASN_NN_PTFAST_DEG; d++) {
-        const __m256 lo = t[2 * (d / 2)], hi = t[2 * (d / 2) + 1];
-        c[d] = d % 2 ? _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 2, 3, 2)) : _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(1, 0, 1, 0));
-    }
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps((const float *)(r + q0))),
+                                _mm_loadu_ps((const float *)(r + q1)), 1);
 }
-/* each half of 16 tokens looked up and evaluated before the other (fewer
- * registers live at once) */
 static inline __m256 a2_poly1(const asn_nn_ptfast *T, __m256i j, __m256 u)
 {
     int32_t q[8] __attribute__((aligned(32)));
     _mm256_store_si256((__m256i *)q, j);
-    __m256 c[ASN_NN_PTFAST_DEG + 1];
-    a2_coefs1(T, q, c);
-    __m256 p = c[ASN_NN_PTFAST_DEG];
-    for (int d = ASN_NN_PTFAST_DEG - 1; d >= 0; d--)
-        p = _mm256_fmadd_ps(p, u, c[d]);
-    return p;
+    __asm__("" : : "r"(q) : "memory"); /* read back as loads: cheaper than vpextrd */
+    const char *r = (const char *)T->row;
+    const __m256 a0 = a2_pair(r, q[0], q[4]), a1 = a2_pair(r, q[1], q[5]), a2 = a2_pair(r, q[2], q[6]),
+                 a3 = a2_pair(r, q[3], q[7]);
+    const __m256 t0 = _mm256_unpacklo_ps(a0, a1), t1 = _mm256_unpacklo_ps(a2, a3), t2 = _mm256_unpackhi_ps(a0, a1),
+                 t3 = _mm256_unpackhi_ps(a2, a3);
+    const __m256 c0 = _mm256_shuffle_ps(t0, t1, _MM_SHUFFLE(1, 0, 1, 0)), c1 = _mm256_shuffle_ps(t0, t1, _MM_SHUFFLE(3, 2, 3, 2)),
+                 c2 = _mm256_shuffle_ps(t2, t3, _MM_SHUFFLE(1, 0, 1, 0)), c3 = _mm256_shuffle_ps(t2, t3, _MM_SHUFFLE(3, 2, 3, 2));
+    return _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_fmadd_ps(c3, u, c2), u, c1), u, c0);
 }
 static inline a2v a2_poly(const asn_nn_ptfast *T, a2i j, a2v u) { return (a2v){a2_poly1(T, j.a, u.a), a2_poly1(T, j.b, u.b)}; }
 #define vgeo a2_geo
@@ -249,6 +272,9 @@ static inline a2v a2_poly(const asn_nn_ptfast *T, a2i j, a2v u) { return (a2v){a
 #define vscale a2_scale
 #define vscale_normal a2_scale_normal
 #define vkeep_ge a2_keep_ge
+#define vsel_gt a2_sel_gt
+#define vmask_gt a2_mask_gt
+#define vmask_nlt a2_mask_nlt
 #define vloadn a2_load
 #define vstoren a2_store
 #include "learn/pertoken_body.h"
@@ -290,6 +316,19 @@ static inline __m512 a5_keep_ge1(__m512 x, __m512 t, float lo)
     return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(t, _mm512_set1_ps(lo), _CMP_GE_OQ), x);
 }
 static inline a5v a5_keep_ge(a5v x, a5v t, float lo) { return (a5v){a5_keep_ge1(x.a, t.a, lo), a5_keep_ge1(x.b, t.b, lo)}; }
+static inline __m512 a5_sel_gt1(__m512 a, __m512 c, __m512 x, __m512 y)
+{
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, c, _CMP_GT_OQ), y, x);
+}
+static inline a5v a5_sel_gt(a5v a, a5v c, a5v x, a5v y) { return (a5v){a5_sel_gt1(a.a, c.a, x.a, y.a), a5_sel_gt1(a.b, c.b, x.b, y.b)}; }
+static inline uint32_t a5_mask_gt(a5v a, a5v c)
+{
+    return (uint32_t)_mm512_cmp_ps_mask(a.a, c.a, _CMP_GT_OQ) | (uint32_t)_mm512_cmp_ps_mask(a.b, c.b, _CMP_GT_OQ) << 16;
+}
+static inline uint32_t a5_mask_nlt(a5v a, a5v c)
+{
+    return (uint32_t)_mm512_cmp_ps_mask(a.a, c.a, _CMP_NLT_UQ) | (uint32_t)_mm512_cmp_ps_mask(a.b, c.b, _CMP_NLT_UQ) << 16;
+}
 static inline __mmask16 a5_mask(int k) { return (__mmask16)(k >= 16 ? 0xffff : k <= 0 ? 0 : (1u << k) - 1); }
 static inline a5v a5_load(const float *p, int k)
 {
@@ -342,6 +381,9 @@ static inline a5v a5_lut64(const float *tab, a5i j) { return (a5v){a5_lut64_1(ta
 #define vround a5_round
 #define vscale a5_scale
 #define vkeep_ge a5_keep_ge
+#define vsel_gt a5_sel_gt
+#define vmask_gt a5_mask_gt
+#define vmask_nlt a5_mask_nlt
 #define vloadn a5_load
 #define vstoren a5_store
 #include "learn/pertoken_body.h"
@@ -421,6 +463,23 @@ void asn_nn_pertoken_forward(float *out, float *lp, const float *x, const asn_nn
     }
 }
 
+void asn_nn_pertoken_scan(const float *x, int n, float *max, float *min, int64_t *count, int *bad)
+{
+    switch (asn_nn_pertoken_level()) {
+#ifdef PT_X86
+    case 2:
+        pt_scan_avx512(x, n, max, min, count, bad);
+        return;
+    case 1:
+        pt_scan_avx2(x, n, max, min, count, bad);
+        return;
+#endif
+    default:
+        pt_scan_generic(x, n, max, min, count, bad);
+        return;
+    }
+}
+
 void asn_nn_pertoken_expsum(const float *x, int n, float m, double *sum, double *wsum)
 {
     switch (asn_nn_pertoken_level()) {
@@ -441,7 +500,7 @@ void asn_nn_pertoken_expsum(const float *x, int n, float m, double *sum, double 
 /* ------------------------------------------------------------- fast pass */
 
 _Static_assert(ASN_NN_PTFAST_NI == 64 || ASN_NN_PTFAST_NI == 32, "the lookups (vlut64) hold 32 or 64 intervals");
-_Static_assert(ASN_NN_PTFAST_DEG < 8, "an interval's coefficients fill one row of 8 (asn_nn_ptfast.row)");
+_Static_assert(ASN_NN_PTFAST_DEG == 3, "the AVX2 lookup (a2_poly1) transposes rows of 4 coefficients");
 
 /* The inverse of the Vandermonde matrix of the nodes u_i = (1 - cos(pi i /
  * DEG)) / 2 (Chebyshev-Lobatto on [0, 1]): coef_k = sum_i inv[k][i] y_i.
@@ -515,8 +574,8 @@ int asn_nn_pertoken_fast_setup(asn_nn_ptfast *T, const asn_nn_pertoken *f, float
             T->coef[k][j] = (float)s;
         }
     for (int j = 0; j < NI; j++)
-        for (int k = 0; k < 8; k++)
-            T->row[j][k] = k <= D ? T->coef[k][j] : 0.0f;
+        for (int k = 0; k <= D; k++)
+            T->row[j][k] = T->coef[k][j];
     return 0;
 }
 

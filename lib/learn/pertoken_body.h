@@ -11,6 +11,9 @@
  *   vscale(p, n)             p * 2^n rounded once, n an integer in [-246, 246]
  *   vscale_normal(p, n)      (optional) the same where p * 2^n is normal
  *   vkeep_ge(x, t, lo)       t >= lo ? x : 0
+ *   vsel_gt(a, c, x, y)      a > c ? x : y
+ *   vmask_gt(a, c)           bit l set where a > c (a NaN: clear)
+ *   vmask_nlt(a, c)          bit l set where !(a < c) (a NaN: set)
  *   vloadn(p, k), vstoren(p, v, k)  the first k lanes (the others load as 0)
  * and, for the fast pass, VI (a vector of VL int32) and
  *   vgeo(t, base, &j, &u)    the interval j = ((bits(t) >> 19) - base) & 63
@@ -286,6 +289,46 @@ static void SFX(pt_expsum)(const float *x, int n, float m, double *sum, double *
     *wsum = b;
 }
 
+/* The largest value, the smallest finite one, the count of those above
+ * -inf, and whether a NaN or +inf is among n values: two vectors a step,
+ * four chains of dependent steps (none of these depends on the order). */
+static void SFX(pt_scan)(const float *x, int n, float *max, float *min, int64_t *count, int *bad)
+{
+    V mx[2] = {vset(-INFINITY), vset(-INFINITY)}, mn[2] = {vset(INFINITY), vset(INFINITY)};
+    int64_t cnt = 0;
+    uint32_t nan = 0;
+    for (int i = 0; i < n; i += 2 * VL)
+        for (int h = 0; h < 2; h++) {
+            const int at = i + h * VL, k = n - at < VL ? n - at : VL;
+            if (k <= 0)
+                break;
+            V v = vloadn(x + at, k);
+            if (k < VL) { /* the lanes past the end: -inf */
+                float b[VL];
+                vstoren(b, v, VL);
+                for (int l = k; l < VL; l++)
+                    b[l] = -INFINITY;
+                v = vloadn(b, VL);
+            }
+            mx[h] = vmax(mx[h], v);
+            mn[h] = vmin(mn[h], vsel_gt(v, vset(-INFINITY), v, vset(INFINITY)));
+            cnt += __builtin_popcount(vmask_gt(v, vset(-INFINITY)));
+            nan |= vmask_nlt(v, vset(INFINITY));
+        }
+    float a[VL], b[VL];
+    vstoren(a, vmax(mx[0], mx[1]), VL);
+    vstoren(b, vmin(mn[0], mn[1]), VL);
+    float hi = -INFINITY, lo = INFINITY;
+    for (int l = 0; l < VL; l++) {
+        hi = a[l] > hi ? a[l] : hi;
+        lo = b[l] < lo ? b[l] : lo;
+    }
+    *max = hi;
+    *min = lo;
+    *count = cnt;
+    *bad = nan != 0;
+}
+
 /* the parameters of this copy, so that the next one can define its own */
 #undef V
 #undef VL
@@ -303,6 +346,9 @@ static void SFX(pt_expsum)(const float *x, int n, float m, double *sum, double *
 #undef vscale
 #undef vscale_normal
 #undef vkeep_ge
+#undef vsel_gt
+#undef vmask_gt
+#undef vmask_nlt
 #undef vloadn
 #undef vstoren
 #undef VI

@@ -389,6 +389,54 @@ static void test_pertoken(void)
          "sum %.9g vs %.9g, weighted %.9g vs %.9g", s0, rs, w0, rw);
     T_OK("exp sums of the log-sum-exp: the same bits on every instruction set", same, "differ");
     free(x);
+    /* the scan before it: max, smallest finite, count above -inf, NaN or
+     * +inf; every length up to 70 (the partial vectors) on every level */
+    int scan_ok = 1;
+    char why[200] = "";
+    for (int len = 1; len <= 70 && scan_ok; len++)
+        for (int kind = 0; kind < 4 && scan_ok; kind++) {
+            float *v = randv((size_t)len, -30, 30);
+            if (kind >= 1)
+                v[len / 2] = -INFINITY;
+            if (kind == 2)
+                v[len - 1] = NAN;
+            if (kind == 3)
+                v[0] = INFINITY;
+            float rmax = -INFINITY, rmin = INFINITY;
+            int64_t rcount = 0;
+            int rbad = 0;
+            for (int i = 0; i < len; i++) {
+                if (isnan(v[i]) || v[i] == INFINITY) {
+                    rbad = 1;
+                    continue;
+                }
+                if (v[i] > rmax)
+                    rmax = v[i];
+                if (v[i] > -INFINITY) {
+                    rcount++;
+                    if (v[i] < rmin)
+                        rmin = v[i];
+                }
+            }
+            for (int level = 0; level <= top; level++) {
+                float mx, mn;
+                int64_t cnt;
+                int bad;
+                asn_nn_pertoken_force(level);
+                asn_nn_pertoken_scan(v, len, &mx, &mn, &cnt, &bad);
+                if (bad != rbad || (!rbad && (mx != rmax || mn != rmin || cnt != rcount))) {
+                    scan_ok = 0;
+                    snprintf(why, sizeof why, "level %d, %d values, kind %d: max %g min %g count %lld bad %d "
+                             "(want %g %g %lld %d)", level, len, kind, mx, mn, (long long)cnt, bad, rmax, rmin,
+                             (long long)rcount, rbad);
+                    break;
+                }
+            }
+            asn_nn_pertoken_force(-1);
+            free(v);
+        }
+    T_OK("the log-sum-exp's scan: max, smallest finite, count, NaN/+inf as a plain loop, on every level", scan_ok,
+         "%s", why);
 }
 
 typedef struct map_ctx {
