@@ -28,8 +28,12 @@ WARN     := -Wall -Wextra -Werror -Wno-unused-parameter -Wvla -Wno-psabi
 # -ffp-contract=off: no fused multiply-add, so results do not depend on
 # whether the compiler (or a target clone) happens to use FMA.
 CFLAGS   ?= $(OPT) -g
+# AVX2_TOP=1 (with O=DIR): GCC's target clones stop at AVX2, as on an
+# AVX2-only CPU; with ASN_CPU=avx2 this machine then runs that class's code
+# everywhere (benchmarks of that class)
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC $(WARN) -ffp-contract=off -fno-math-errno -fno-trapping-math \
-             -Ilib $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(CFLAGS) $(SAN_FLAGS)
+             -Ilib $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(CFLAGS) $(SAN_FLAGS) \
+             $(if $(filter 1,$(AVX2_TOP)),-DASN_CLONES_AVX2_TOP)
 LDLIBS    = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -lpthread
 
 ifeq ($(SAN),1)

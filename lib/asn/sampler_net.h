@@ -214,8 +214,8 @@ int asn_sampler_ws_set_fast(asn_sampler_ws *ws, const asn_sampler_fast_opts *o, 
 /* out = the fast pass (above) for a SamplingNetwork; for
  * LocalProbabilityTransform and SimpleDistributionAwareTransform their own
  * fast pass: a token's output is a function of its log-probability alone
- * given the row, evaluated exactly at 257 nodes per row and interpolated
- * (piecewise quartic on 64 intervals, 16 per octave of the distance below
+ * given the row, evaluated exactly at 193 nodes per row and interpolated
+ * (piecewise cubic on 64 intervals, 16 per octave of the distance below
  * the top) for every token but those within 4 nats of the top and those
  * far below the intervals, which take the exact kernel (learn/layers.h,
  * asn_nn_pertoken_fast_*); the same KL bound, and the head bound with the
