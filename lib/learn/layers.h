@@ -173,6 +173,9 @@ void asn_nn_pertoken_fast_forward(float *out, const float *x, const asn_nn_perto
  * force(level) caps it (tests and benchmarks; -1 lifts the cap). */
 int asn_nn_pertoken_level(void);
 void asn_nn_pertoken_force(int level);
+/* asn_nn_trunc_forward's kernel, one per instruction set (the same bits):
+ * out = l + logsigmoid(l scale + thr). */
+void asn_nn_pertoken_trunc(float *out, const float *l, float scale, float thr, int n);
 /* The scan of asn_nn_lse_block: the largest of n values, the smallest
  * finite one (+inf when none), the count of those above -inf, and *bad = 1
  * when one is NaN or +inf (else 0). */

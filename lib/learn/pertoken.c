@@ -120,6 +120,12 @@ static inline uint32_t gen_mask_nlt(V a, V c)
     return m;
 }
 #define vsel_gt gen_sel_gt
+static inline V gen_neg(V x) { return (V)((pt_vi)x ^ (int32_t)0x80000000); }
+static inline V gen_abs(V x) { return (V)((pt_vi)x & 0x7fffffff); }
+static inline V gen_pow2t(V n) { return (V)((__builtin_convertvector(n, pt_vi) + 127) << 23); }
+#define vneg gen_neg
+#define vabs gen_abs
+#define vpow2t gen_pow2t
 #define vmask_gt gen_mask_gt
 #define vmask_nlt gen_mask_nlt
 #define vgeo gen_geo
@@ -182,6 +188,12 @@ static inline __m256 a2_keep_ge1(__m256 x, __m256 t, float lo) { return _mm256_a
 static inline a2v a2_keep_ge(a2v x, a2v t, float lo) { return (a2v){a2_keep_ge1(x.a, t.a, lo), a2_keep_ge1(x.b, t.b, lo)}; }
 static inline __m256 a2_sel_gt1(__m256 a, __m256 c, __m256 x, __m256 y) { return _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, c, _CMP_GT_OQ)); }
 static inline a2v a2_sel_gt(a2v a, a2v c, a2v x, a2v y) { return (a2v){a2_sel_gt1(a.a, c.a, x.a, y.a), a2_sel_gt1(a.b, c.b, x.b, y.b)}; }
+static inline __m256 a2_xor1(__m256 x, int32_t b) { return _mm256_xor_ps(x, _mm256_castsi256_ps(_mm256_set1_epi32(b))); }
+static inline __m256 a2_and1(__m256 x, int32_t b) { return _mm256_and_ps(x, _mm256_castsi256_ps(_mm256_set1_epi32(b))); }
+static inline a2v a2_neg(a2v x) { return (a2v){a2_xor1(x.a, (int32_t)0x80000000), a2_xor1(x.b, (int32_t)0x80000000)}; }
+static inline a2v a2_abs(a2v x) { return (a2v){a2_and1(x.a, 0x7fffffff), a2_and1(x.b, 0x7fffffff)}; }
+static inline __m256 a2_pow2t1(__m256 n) { return a2_pow2(_mm256_cvttps_epi32(n)); }
+static inline a2v a2_pow2t(a2v n) { return A2_1(a2_pow2t1, n); }
 static inline uint32_t a2_mask_gt(a2v a, a2v c)
 {
     return (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(a.a, c.a, _CMP_GT_OQ)) |
@@ -273,6 +285,9 @@ static inline a2v a2_poly(const asn_nn_ptfast *T, a2i j, a2v u) { return (a2v){a
 #define vscale_normal a2_scale_normal
 #define vkeep_ge a2_keep_ge
 #define vsel_gt a2_sel_gt
+#define vneg a2_neg
+#define vabs a2_abs
+#define vpow2t a2_pow2t
 #define vmask_gt a2_mask_gt
 #define vmask_nlt a2_mask_nlt
 #define vloadn a2_load
@@ -321,6 +336,15 @@ static inline __m512 a5_sel_gt1(__m512 a, __m512 c, __m512 x, __m512 y)
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, c, _CMP_GT_OQ), y, x);
 }
 static inline a5v a5_sel_gt(a5v a, a5v c, a5v x, a5v y) { return (a5v){a5_sel_gt1(a.a, c.a, x.a, y.a), a5_sel_gt1(a.b, c.b, x.b, y.b)}; }
+static inline __m512 a5_xor1(__m512 x, int32_t b) { return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(x), _mm512_set1_epi32(b))); }
+static inline __m512 a5_and1(__m512 x, int32_t b) { return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(b))); }
+static inline a5v a5_neg(a5v x) { return (a5v){a5_xor1(x.a, (int32_t)0x80000000), a5_xor1(x.b, (int32_t)0x80000000)}; }
+static inline a5v a5_abs(a5v x) { return (a5v){a5_and1(x.a, 0x7fffffff), a5_and1(x.b, 0x7fffffff)}; }
+static inline __m512 a5_pow2t1(__m512 n)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23));
+}
+static inline a5v a5_pow2t(a5v n) { return A5_1(a5_pow2t1, n); }
 static inline uint32_t a5_mask_gt(a5v a, a5v c)
 {
     return (uint32_t)_mm512_cmp_ps_mask(a.a, c.a, _CMP_GT_OQ) | (uint32_t)_mm512_cmp_ps_mask(a.b, c.b, _CMP_GT_OQ) << 16;
@@ -382,6 +406,9 @@ static inline a5v a5_lut64(const float *tab, a5i j) { return (a5v){a5_lut64_1(ta
 #define vscale a5_scale
 #define vkeep_ge a5_keep_ge
 #define vsel_gt a5_sel_gt
+#define vneg a5_neg
+#define vabs a5_abs
+#define vpow2t a5_pow2t
 #define vmask_gt a5_mask_gt
 #define vmask_nlt a5_mask_nlt
 #define vloadn a5_load
@@ -459,6 +486,25 @@ void asn_nn_pertoken_forward(float *out, float *lp, const float *x, const asn_nn
 #endif
     default:
         pt_forward_generic(out, lp, x, f, f->neg, n);
+        return;
+    }
+}
+
+void asn_nn_pertoken_trunc(float *out, const float *l, float scale, float thr, int n)
+{
+    if (n <= 0)
+        return;
+    switch (asn_nn_pertoken_level()) {
+#ifdef PT_X86
+    case 2:
+        pt_trunc_ref_avx512(out, l, scale, thr, n);
+        return;
+    case 1:
+        pt_trunc_ref_avx2(out, l, scale, thr, n);
+        return;
+#endif
+    default:
+        pt_trunc_ref_generic(out, l, scale, thr, n);
         return;
     }
 }

@@ -12,6 +12,9 @@
  *   vscale_normal(p, n)      (optional) the same where p * 2^n is normal
  *   vkeep_ge(x, t, lo)       t >= lo ? x : 0
  *   vsel_gt(a, c, x, y)      a > c ? x : y
+ *   vneg(x), vabs(x)         x with its sign bit flipped, cleared
+ *   vpow2t(n)                2^trunc(n) for n integral in [-127, 128]
+ *                            (the exponent field (n + 127) << 23 as a float)
  *   vmask_gt(a, c)           bit l set where a > c (a NaN: clear)
  *   vmask_nlt(a, c)          bit l set where !(a < c) (a NaN: set)
  *   vloadn(p, k), vstoren(p, v, k)  the first k lanes (the others load as 0)
@@ -329,6 +332,55 @@ static void SFX(pt_scan)(const float *x, int n, float *max, float *min, int64_t 
     *bad = nan != 0;
 }
 
+/* layers.c's soft truncation, out = l + logsigmoid(l scale + thr), with
+ * its operations in its order (no fused multiply-add; its exp and log1p),
+ * so its bits: logsigmoid(z) = min(z, 0) - log1p(exp(-|z|)). */
+static inline V SFX(ref_exp)(V x)
+{
+    const V lo = vset(-87.3f), hi = vset(88.3f), magic = vset(12582912.0f);
+    const V x0 = x;
+    x = vsel_gt(x, hi, hi, x);
+    x = vsel_gt(lo, x0, lo, x);
+    V n = vsub(vadd(vmul(x, vset(1.44269504088896341f)), magic), magic);
+    V r = vsub(x, vmul(n, vset(0.693359375f)));
+    r = vsub(r, vmul(n, vset(-2.12194440e-4f)));
+    V p = vset(1.9875691500e-4f);
+    p = vadd(vmul(p, r), vset(1.3981999507e-3f));
+    p = vadd(vmul(p, r), vset(8.3334519073e-3f));
+    p = vadd(vmul(p, r), vset(4.1665795894e-2f));
+    p = vadd(vmul(p, r), vset(1.6666665459e-1f));
+    p = vadd(vmul(p, r), vset(5.0000001201e-1f));
+    p = vadd(vadd(vmul(vmul(p, r), r), r), vset(1.0f));
+    return vsel_gt(lo, x0, vset(0.0f), vmul(p, vpow2t(n)));
+}
+static inline V SFX(ref_log1p01)(V e)
+{
+    V u = vadd(vset(1.0f), e);
+    V c = vsub(e, vsub(u, vset(1.0f)));
+    const V big = vset(1.41421356f);
+    V m = vsel_gt(u, big, vmul(u, vset(0.5f)), u);
+    V k = vsel_gt(u, big, vset(0.693147181f), vset(0.0f));
+    V s = vdiv(vsub(m, vset(1.0f)), vadd(m, vset(1.0f)));
+    V z = vmul(s, s);
+    V p = vset(1.0f / 11);
+    p = vadd(vmul(p, z), vset(1.0f / 9));
+    p = vadd(vmul(p, z), vset(1.0f / 7));
+    p = vadd(vmul(p, z), vset(1.0f / 5));
+    p = vadd(vmul(p, z), vset(1.0f / 3));
+    p = vadd(vmul(p, z), vset(1.0f));
+    return vadd(vadd(k, vmul(vmul(vset(2.0f), s), p)), c);
+}
+static void SFX(pt_trunc_ref)(float *out, const float *l, float scale, float thr, int n)
+{
+    for (int i = 0; i < n; i += VL) {
+        const int k = n - i < VL ? n - i : VL;
+        V lv = vloadn(l + i, k);
+        V z = vadd(vmul(lv, vset(scale)), vset(thr));
+        V ls = vsub(vmin(z, vset(0.0f)), SFX(ref_log1p01)(SFX(ref_exp)(vneg(vabs(z)))));
+        vstoren(out + i, vadd(lv, ls), k);
+    }
+}
+
 /* the parameters of this copy, so that the next one can define its own */
 #undef V
 #undef VL
@@ -347,6 +399,9 @@ static void SFX(pt_scan)(const float *x, int n, float *max, float *min, int64_t 
 #undef vscale_normal
 #undef vkeep_ge
 #undef vsel_gt
+#undef vneg
+#undef vabs
+#undef vpow2t
 #undef vmask_gt
 #undef vmask_nlt
 #undef vloadn

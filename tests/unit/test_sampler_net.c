@@ -312,6 +312,50 @@ static void pertoken_ref(double *out, const float *x, int n, const asn_nn_pertok
     }
 }
 
+/* layers.c's soft truncation, one value at a time: Cephes' expf, log1p by
+ * atanh's series (the same operations, in the same order) */
+static float exp_ref(float x)
+{
+    const float x0 = x;
+    if (x > 88.3f)
+        x = 88.3f;
+    if (-87.3f > x0)
+        x = -87.3f;
+    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t e = ((int32_t)n + 127) << 23;
+    float f;
+    memcpy(&f, &e, sizeof f);
+    return -87.3f > x0 ? 0.0f : p * f;
+}
+static float log1p01_ref(float e)
+{
+    float u = 1.0f + e, c = e - (u - 1.0f);
+    int big = u > 1.41421356f;
+    float m = big ? u * 0.5f : u, k = big ? 0.693147181f : 0.0f;
+    float s = (m - 1.0f) / (m + 1.0f), z = s * s, p = 1.0f / 11;
+    p = p * z + 1.0f / 9;
+    p = p * z + 1.0f / 7;
+    p = p * z + 1.0f / 5;
+    p = p * z + 1.0f / 3;
+    p = p * z + 1.0f;
+    return k + 2.0f * s * p + c;
+}
+static float trunc_ref(float l, float scale, float thr)
+{
+    float z = l * scale + thr;
+    float mn = z < 0.0f ? z : 0.0f;
+    return l + (mn - log1p01_ref(exp_ref(-fabsf(z))));
+}
+
 static void test_pertoken(void)
 {
     static const int hs[] = {0, 0, 2, 8, 13, 16, 32, ASN_NN_DIST_MAXH};
@@ -437,6 +481,30 @@ static void test_pertoken(void)
         }
     T_OK("the log-sum-exp's scan: max, smallest finite, count, NaN/+inf as a plain loop, on every level", scan_ok,
          "%s", why);
+    /* the soft truncation: the same float operations one value at a time */
+    int tn = 3000, tr_ok = 1;
+    float *tl = randv((size_t)tn, -120, 40), *to = malloc((size_t)tn * sizeof(float));
+    tl[0] = 0.0f, tl[1] = -0.0f, tl[2] = 1e-30f, tl[3] = -200.0f, tl[4] = 300.0f, tl[5] = -INFINITY;
+    const float scales[3] = {0.7f, 3.1f, 0.01f}, thrs[3] = {2.5f, -40.0f, 0.0f};
+    for (int c = 0; c < 3 && tr_ok; c++)
+        for (int level = 0; level <= top && tr_ok; level++) {
+            asn_nn_pertoken_force(level);
+            for (int len = tn - 37; len <= tn; len += 37) /* partial vectors at the end */
+                asn_nn_pertoken_trunc(to, tl, scales[c], thrs[c], len);
+            for (int i = 0; i < tn; i++) {
+                float want = trunc_ref(tl[i], scales[c], thrs[c]);
+                if (memcmp(&want, &to[i], sizeof want)) {
+                    tr_ok = 0;
+                    snprintf(why, sizeof why, "level %d, l %.9g scale %g thr %g: %.9g, want %.9g", level, tl[i],
+                             scales[c], thrs[c], to[i], want);
+                    break;
+                }
+            }
+        }
+    asn_nn_pertoken_force(-1);
+    T_OK("the soft truncation: the bits of its float operations one value at a time, on every level", tr_ok, "%s",
+         why);
+    free(tl), free(to);
 }
 
 typedef struct map_ctx {
