@@ -359,34 +359,26 @@ void asn_nn_silu_backward(float *dinp, const float *dout, const float *inp, size
     });
 }
 
-ASN_CLONES
+/* the element-wise kernel in pertoken.c, one per instruction set (the
+ * same operations as vexp here, the same bits) */
 void asn_nn_elu1_forward(float *out, int ldo, const float *inp, int ldi, int n, int w)
 {
-    if (w < VL) { /* narrow rows: batches of rows packed into a buffer, so that each vector holds the
+    if (w < 32) { /* narrow rows: batches of rows packed into a buffer, so that each vector holds the
                    * elements of several rows (element-wise, the same bits) */
-        float buf[16 * VL];
-        const int rows = (16 * VL) / w;
+        float buf[512];
+        const int rows = 512 / w;
         for (int r0 = 0; r0 < n; r0 += rows) {
             const int rn = n - r0 < rows ? n - r0 : rows;
             for (int r = 0; r < rn; r++)
                 memcpy(buf + (size_t)r * w, inp + (size_t)(r0 + r) * ldi, (size_t)w * sizeof(float));
-            VEC_LOOP((size_t)rn * w, {
-                vf x = vload(buf + i, k);
-                vstore(buf + i, vsel(x > vsplat(0.0f), x + 1.0f, vexp(vmin(x, vsplat(0.0f)))), k);
-            });
+            asn_nn_pertoken_elu1(buf, buf, rn * w);
             for (int r = 0; r < rn; r++)
                 memcpy(out + (size_t)(r0 + r) * ldo, buf + (size_t)r * w, (size_t)w * sizeof(float));
         }
         return;
     }
-    for (int r = 0; r < n; r++) {
-        float *o = out + (size_t)r * ldo;
-        const float *in = inp + (size_t)r * ldi;
-        VEC_LOOP((size_t)w, {
-            vf x = vload(in + i, k);
-            vstore(o + i, vsel(x > vsplat(0.0f), x + 1.0f, vexp(vmin(x, vsplat(0.0f)))), k);
-        });
-    }
+    for (int r = 0; r < n; r++)
+        asn_nn_pertoken_elu1(out + (size_t)r * ldo, inp + (size_t)r * ldi, w);
 }
 
 ASN_CLONES

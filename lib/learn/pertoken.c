@@ -490,6 +490,25 @@ void asn_nn_pertoken_forward(float *out, float *lp, const float *x, const asn_nn
     }
 }
 
+void asn_nn_pertoken_elu1(float *out, const float *x, int n)
+{
+    if (n <= 0)
+        return;
+    switch (asn_nn_pertoken_level()) {
+#ifdef PT_X86
+    case 2:
+        pt_elu1_ref_avx512(out, x, n);
+        return;
+    case 1:
+        pt_elu1_ref_avx2(out, x, n);
+        return;
+#endif
+    default:
+        pt_elu1_ref_generic(out, x, n);
+        return;
+    }
+}
+
 void asn_nn_pertoken_trunc(float *out, const float *l, float scale, float thr, int n)
 {
     if (n <= 0)

@@ -381,6 +381,16 @@ static void SFX(pt_trunc_ref)(float *out, const float *l, float scale, float thr
     }
 }
 
+/* layers.c's elu + 1 (x > 0 ? x + 1 : exp(min(x, 0))), its bits */
+static void SFX(pt_elu1_ref)(float *out, const float *x, int n)
+{
+    for (int i = 0; i < n; i += VL) {
+        const int k = n - i < VL ? n - i : VL;
+        V v = vloadn(x + i, k);
+        vstoren(out + i, vsel_gt(v, vset(0.0f), vadd(v, vset(1.0f)), SFX(ref_exp)(vmin(v, vset(0.0f)))), k);
+    }
+}
+
 /* the parameters of this copy, so that the next one can define its own */
 #undef V
 #undef VL

@@ -504,6 +504,26 @@ static void test_pertoken(void)
     asn_nn_pertoken_force(-1);
     T_OK("the soft truncation: the bits of its float operations one value at a time, on every level", tr_ok, "%s",
          why);
+    /* elu + 1, in place, every length to 70 */
+    int elu_ok = 1;
+    for (int level = 0; level <= top && elu_ok; level++) {
+        asn_nn_pertoken_force(level);
+        for (int len = 1; len <= 70 && elu_ok; len++) {
+            for (int i = 0; i < len; i++)
+                to[i] = tl[i] * 0.5f;
+            asn_nn_pertoken_elu1(to, to, len);
+            for (int i = 0; i < len; i++) {
+                float x = tl[i] * 0.5f, want = x > 0.0f ? x + 1.0f : exp_ref(x < 0.0f ? x : 0.0f);
+                if (memcmp(&want, &to[i], sizeof want)) {
+                    elu_ok = 0;
+                    snprintf(why, sizeof why, "level %d, x %.9g: %.9g, want %.9g", level, x, to[i], want);
+                    break;
+                }
+            }
+        }
+    }
+    asn_nn_pertoken_force(-1);
+    T_OK("elu + 1: the bits of its float operations one value at a time, on every level", elu_ok, "%s", why);
     free(tl), free(to);
 }
 
