@@ -433,6 +433,20 @@ static void pt_choose(void)
 #endif
 }
 
+/* fn's copy for the level asn_nn_pertoken_level picks, on the arguments */
+#ifdef PT_X86
+#define PT_RUN(fn, ...)                                                                                  \
+    do {                                                                                                 \
+        switch (asn_nn_pertoken_level()) {                                                               \
+        case 2: fn##_avx512(__VA_ARGS__); break;                                                         \
+        case 1: fn##_avx2(__VA_ARGS__); break;                                                           \
+        default: fn##_generic(__VA_ARGS__); break;                                                       \
+        }                                                                                                \
+    } while (0)
+#else
+#define PT_RUN(fn, ...) fn##_generic(__VA_ARGS__)
+#endif
+
 void asn_nn_pertoken_force(int level) { __atomic_store_n(&pt_forced, level, __ATOMIC_RELAXED); }
 
 int asn_nn_pertoken_level(void)
@@ -475,91 +489,31 @@ void asn_nn_pertoken_forward(float *out, float *lp, const float *x, const asn_nn
 {
     if (n <= 0)
         return;
-    switch (asn_nn_pertoken_level()) {
-#ifdef PT_X86
-    case 2:
-        pt_forward_avx512(out, lp, x, f, f->neg, n);
-        return;
-    case 1:
-        pt_forward_avx2(out, lp, x, f, f->neg, n);
-        return;
-#endif
-    default:
-        pt_forward_generic(out, lp, x, f, f->neg, n);
-        return;
-    }
+    PT_RUN(pt_forward, out, lp, x, f, f->neg, n);
 }
 
 void asn_nn_pertoken_elu1(float *out, const float *x, int n)
 {
     if (n <= 0)
         return;
-    switch (asn_nn_pertoken_level()) {
-#ifdef PT_X86
-    case 2:
-        pt_elu1_ref_avx512(out, x, n);
-        return;
-    case 1:
-        pt_elu1_ref_avx2(out, x, n);
-        return;
-#endif
-    default:
-        pt_elu1_ref_generic(out, x, n);
-        return;
-    }
+    PT_RUN(pt_elu1_ref, out, x, n);
 }
 
 void asn_nn_pertoken_trunc(float *out, const float *l, float scale, float thr, int n)
 {
     if (n <= 0)
         return;
-    switch (asn_nn_pertoken_level()) {
-#ifdef PT_X86
-    case 2:
-        pt_trunc_ref_avx512(out, l, scale, thr, n);
-        return;
-    case 1:
-        pt_trunc_ref_avx2(out, l, scale, thr, n);
-        return;
-#endif
-    default:
-        pt_trunc_ref_generic(out, l, scale, thr, n);
-        return;
-    }
+    PT_RUN(pt_trunc_ref, out, l, scale, thr, n);
 }
 
 void asn_nn_pertoken_scan(const float *x, int n, float *max, float *min, int64_t *count, int *bad)
 {
-    switch (asn_nn_pertoken_level()) {
-#ifdef PT_X86
-    case 2:
-        pt_scan_avx512(x, n, max, min, count, bad);
-        return;
-    case 1:
-        pt_scan_avx2(x, n, max, min, count, bad);
-        return;
-#endif
-    default:
-        pt_scan_generic(x, n, max, min, count, bad);
-        return;
-    }
+    PT_RUN(pt_scan, x, n, max, min, count, bad);
 }
 
 void asn_nn_pertoken_expsum(const float *x, int n, float m, double *sum, double *wsum)
 {
-    switch (asn_nn_pertoken_level()) {
-#ifdef PT_X86
-    case 2:
-        pt_expsum_avx512(x, n, m, sum, wsum);
-        return;
-    case 1:
-        pt_expsum_avx2(x, n, m, sum, wsum);
-        return;
-#endif
-    default:
-        pt_expsum_generic(x, n, m, sum, wsum);
-        return;
-    }
+    PT_RUN(pt_expsum, x, n, m, sum, wsum);
 }
 
 /* ------------------------------------------------------------- fast pass */
@@ -648,17 +602,5 @@ void asn_nn_pertoken_fast_forward(float *out, const float *x, const asn_nn_perto
 {
     if (n <= 0)
         return;
-    switch (asn_nn_pertoken_level()) {
-#ifdef PT_X86
-    case 2:
-        pt_fast_avx512(out, x, f, T, n);
-        return;
-    case 1:
-        pt_fast_avx2(out, x, f, T, n);
-        return;
-#endif
-    default:
-        pt_fast_generic(out, x, f, T, n);
-        return;
-    }
+    PT_RUN(pt_fast, out, x, f, T, n);
 }
