@@ -29,7 +29,6 @@ typedef int32_t vi __attribute__((vector_size(64)));
 static inline vf vsplat(float x) { return (vf){0} + x; }
 static inline vf vsel(vi m, vf a, vf b) { return (vf)((m & (vi)a) | (~m & (vi)b)); }
 static inline vf vmin(vf a, vf b) { return vsel(a < b, a, b); }
-static inline vf vmax(vf a, vf b) { return vsel(a > b, a, b); }
 static inline vf vabs(vf a) { return (vf)((vi)a & 0x7fffffff); }
 /* All-ones in the first k lanes. */
 static inline vi vlanes(int k)
