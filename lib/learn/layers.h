@@ -154,7 +154,7 @@ void asn_nn_pertoken_forward(float *out, float *lp, const float *x, const asn_nn
 #ifndef ASN_NN_PTFAST_OCT_BITS
 #define ASN_NN_PTFAST_OCT_BITS 4 /* 2^this intervals per octave */
 #endif
-#define ASN_NN_PTFAST_DEG 3 /* 4 coefficients: one row of 16 bytes (degree 4 measured no closer in KL) */
+#define ASN_NN_PTFAST_DEG 3 /* 4 coefficients: one row of 16 bytes (degree 4: KL 2x lower, both far under 1e-6) */
 #define ASN_NN_PTFAST_HEAD 4.0f
 #define ASN_NN_PTFAST_CMAX 1.0f
 #define ASN_NN_PTFAST_NODES (ASN_NN_PTFAST_NI * ASN_NN_PTFAST_DEG + 1)
