@@ -227,6 +227,11 @@ int main(int argc, char **argv)
     make_row(x, V_max);
     int missed = 0;
 
+#ifndef ASN_CLONES_AVX2_TOP
+    if (getenv("ASN_CPU")) /* it caps asn's kernels, not the copies GCC's resolver picks */
+        printf("note: ASN_CPU does not reach the loops GCC compiles per instruction set (ASN_CLONES); for "
+               "a smaller CPU class, measure a build made by make O=build/avx2top AVX2_TOP=1\n");
+#endif
     printf("bench_sampler_net: forward ms per step (one row, all tokens finite; fastest run, median in "
            "parentheses); OpenBLAS on 1 thread per pool thread\n");
     timing sm[2];

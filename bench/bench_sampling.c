@@ -135,6 +135,11 @@ int main(int argc, char **argv)
     static const char *kinds[] = {"zipf", "flat", "peaked"};
     asn_workspace *ws = asn_workspace_new();
     int fails = 0;
+#ifndef ASN_CLONES_AVX2_TOP
+    if (getenv("ASN_CPU")) /* it caps asn's kernels, not the copies GCC's resolver picks */
+        printf("note: ASN_CPU does not reach the loops GCC compiles per instruction set (ASN_CLONES); for "
+               "a smaller CPU class, measure a build made by make O=build/avx2top AVX2_TOP=1\n");
+#endif
     printf("bench_sampling: ms per step, one thread; baseline = full softmax + full sort (qsort)\n");
     printf("%-13s %-7s %7s %10s %12s %8s %6s\n", "family", "row", "V", "asn ms", "baseline ms", "speedup", "kept");
     for (int k = 0; k < 3; k++)
