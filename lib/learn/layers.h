@@ -163,8 +163,8 @@ typedef struct asn_nn_ptfast {
      * load per token (the AVX2 lookups) */
     float row[ASN_NN_PTFAST_NI][ASN_NN_PTFAST_DEG + 1];
     float K;          /* t = K - x */
-    float thead, tend; /* exact below thead (c: the first interval's start, the head's edge) and from tend (16 c) */
-    int32_t ibase;    /* float bits of c >> 19: the first interval's index */
+    int32_t ibase;    /* float bits of c >> 19: the first interval's index (t below c, the head, and from
+                       * 16 c on take the exact kernel: outside the 64 intervals from ibase) */
     float coef[ASN_NN_PTFAST_DEG + 1][ASN_NN_PTFAST_NI]; /* coef[k][j]: u^k, interval j */
 } asn_nn_ptfast;
 int asn_nn_pertoken_fast_setup(asn_nn_ptfast *t, const asn_nn_pertoken *f, float xmax, float xmin);

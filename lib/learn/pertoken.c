@@ -568,8 +568,6 @@ int asn_nn_pertoken_fast_setup(asn_nn_ptfast *T, const asn_nn_pertoken *f, float
     while ((double)((1 << OCT) - 1) * c < range - ASN_NN_PTFAST_HEAD && c < ASN_NN_PTFAST_CMAX)
         c *= 2;
     T->K = (xmax - ASN_NN_PTFAST_HEAD) + c;
-    T->thead = c;
-    T->tend = (float)(1 << OCT) * c;
     uint32_t cb;
     memcpy(&cb, &c, sizeof cb);
     T->ibase = (int32_t)(cb >> (23 - M));

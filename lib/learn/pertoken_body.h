@@ -228,7 +228,7 @@ static void SFX(pt_fast)(float *out, const float *x, const asn_nn_pertoken *f, c
 {
     int32_t pos[PT_GROUP];
     float xb[PT_GROUP], ob[PT_GROUP];
-    const float K = T->K; /* t = K - x: the first interval from T->thead, the last to T->tend */
+    const float K = T->K; /* t = K - x */
     const int32_t base = T->ibase;
     for (int i0 = 0; i0 < n; i0 += PT_GROUP) {
         const int gn = n - i0 < PT_GROUP ? n - i0 : PT_GROUP;
@@ -272,9 +272,7 @@ static void SFX(pt_expsum)(const float *x, int n, float m, double *sum, double *
     /* one group of VL lanes at a time: two accumulators live, not 2 NV */
     for (int q = 0; q < NV; q++) {
         V s = vset(0.0f), w = vset(0.0f);
-        for (int i = 0; i <= nf; i += 32) {
-            if (i == n)
-                break;
+        for (int i = 0; i < n; i += 32) {
             V t = vmax(vsub(vloadn((i < nf ? x + i : tail) + q * VL, VL), vset(m)), vset(-100.0f));
             V e = SFX(pt_exp_tail0)(t); /* 0 below -86 (-inf: 0 * -100) */
             s = vadd(s, e);

@@ -321,10 +321,14 @@ int asn_heuristic_init(asn_heuristic *h, const char *name, const json_t *process
             return -1;
         }
     h->name = asn_xstrdup(name);
-    json_t *idp = json_deep_copy(h->processors);
+    json_t *idp = NULL; /* a copy, made for a learned processor only */
     for (int i = 0; i < h->n; i++)
-        asn_learned_id_params(&h->procs[i], json_object_get(json_array_get(idp, i), "params"));
-    asn_heuristic_id(name, idp, h->id);
+        if (asn_learned_sampler(&h->procs[i])) {
+            if (!idp)
+                idp = json_deep_copy(h->processors);
+            asn_learned_id_params(&h->procs[i], json_object_get(json_array_get(idp, i), "params"));
+        }
+    asn_heuristic_id(name, idp ? idp : h->processors, h->id);
     json_decref(idp);
     return 0;
 }

@@ -196,13 +196,19 @@ static int check_alias(const asn_sampler *s, const char *file, const char *cls, 
     return 0;
 }
 
+/* The parameter naming the sampler file: learned's or the reference's. */
+static const char *path_key(const asn_proc *p)
+{
+    return strcmp(p->iface->name, "learned") ? "sampler_checkpoint_path" : "path";
+}
+
 /* After the parameters were checked: loads the sampler file named in
  * params, or takes it from the cache, and checks the alias's class name and
  * config against it. Errors name the parameter and the file. */
 static int learned_init(asn_proc *p, const json_t *params, asn_err *e)
 {
     int alias = strcmp(p->iface->name, "learned") != 0;
-    const char *key = alias ? "sampler_checkpoint_path" : "path";
+    const char *key = path_key(p);
     const char *path = json_string_value(json_object_get(params, key));
     if (!path) /* the parameter table requires it */
         return asn_err_set(e, "parameter \"%s\" is required", key);
@@ -241,8 +247,7 @@ void asn_learned_id_params(const asn_proc *p, json_t *params)
         return;
     char v[72];
     snprintf(v, sizeof v, "sha256:%s", a->held->sha256);
-    json_object_set_new(params, strcmp(p->iface->name, "learned") ? "sampler_checkpoint_path" : "path",
-                        json_string(v));
+    json_object_set_new(params, path_key(p), json_string(v));
 }
 
 /* --------------------------------------------------------------- applying */
