@@ -49,7 +49,9 @@ static const asn_tool tool = {
     "Check a candidates file; write the records of the prompts that pass.",
     "A prompt is discarded when one of its records is malformed (fields and\n"
     "types of schemas/candidate.schema.json, id = prompt_id/heuristic id/seed,\n"
-    "heuristic id = digest of its name and processors, n_tokens = len(tokens)),\n"
+    "heuristic id = digest of its name and processors, a learned sampler's\n"
+    "path counted by the digest of the file it names, read now;\n"
+    "n_tokens = len(tokens)),\n"
     "lacks a seed, repeats a (seed, heuristic) pair, lacks one (every heuristic\n"
     "must have every seed of the prompt), has a number of distinct\n"
     "seeds other than --expected-seeds or of heuristics other than the pipelines\n"
@@ -105,6 +107,37 @@ static int converted(const json_t *c)
     return 1;
 }
 
+/* The id of a record's heuristic {name, processors} as gen-candidates
+ * gives it (a learned processor's sampler file read for its digest), kept
+ * per distinct heuristic; NULL, with a reason, when a sampler file cannot
+ * be read. */
+static json_t *ids_seen; /* compact JSON of {name, processors} -> id */
+static const char *heuristic_id(const json_t *h, reasons *r)
+{
+    json_t *canon = json_pack("{s:O,s:O}", "name", json_object_get(h, "name"), "processors",
+                              json_object_get(h, "processors"));
+    char *key = json_dumps(canon, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(canon);
+    if (!ids_seen)
+        ids_seen = json_object();
+    const char *id = json_string_value(json_object_get(ids_seen, key));
+    if (!id) {
+        char digest[13];
+        asn_err e = {0};
+        if (asn_heuristic_id_of(json_string_value(json_object_get(h, "name")), json_object_get(h, "processors"),
+                                digest, &e)) {
+            why(r, "heuristic \"%s\": cannot check its id: %s", json_string_value(json_object_get(h, "name")),
+                e.msg);
+            free(key);
+            return NULL;
+        }
+        json_object_set_new(ids_seen, key, json_string(digest));
+        id = json_string_value(json_object_get(ids_seen, key));
+    }
+    free(key);
+    return id;
+}
+
 /* Structure of one record; a reason when it is wrong. */
 static void check_record(const json_t *c, reasons *r, const char **model_sha)
 {
@@ -125,12 +158,8 @@ static void check_record(const json_t *c, reasons *r, const char **model_sha)
              json_string_value(json_object_get(h, "id")), (long long)json_integer_value(seed));
     if (strcmp(id, json_string_value(json_object_get(c, "id"))))
         why(r, "record %s: id is not prompt_id/heuristic id/seed", json_string_value(json_object_get(c, "id")));
-    json_t *canon = json_pack("{s:O,s:O}", "name", json_object_get(h, "name"), "processors",
-                              json_object_get(h, "processors"));
-    char digest[13];
-    asn_json_digest(canon, 12, digest);
-    json_decref(canon);
-    if (strcmp(digest, json_string_value(json_object_get(h, "id"))))
+    const char *digest = heuristic_id(h, r);
+    if (digest && strcmp(digest, json_string_value(json_object_get(h, "id"))))
         why(r, "heuristic \"%s\": id does not match its name and processors",
             json_string_value(json_object_get(h, "name")));
     if (converted(c))
@@ -592,6 +621,7 @@ int main(int argc, char **argv)
     summarize(&g);
     int status = json_array_size(g.mism) ? 1 : 0;
     verify_free(&g);
+    json_decref(ids_seen);
     asn_close_out(stdout, "-");
     return status;
 }

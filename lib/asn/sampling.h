@@ -106,6 +106,15 @@ json_t *asn_processors_normalized(const json_t *processors);
  * asn_heuristic_init first puts "sha256:" and the file's digest in place of
  * a learned processor's sampler path: the id names the sampler's bytes. */
 void asn_heuristic_id(const char *name, const json_t *processors, char id[13]);
+/* The id asn_heuristic_init gives a heuristic written as a record holds it
+ * (name, processors with sampler paths as written), without building it:
+ * each learned processor's sampler file is read now for its digest. -1
+ * when one cannot be read (the error names the processor and the file). */
+int asn_heuristic_id_of(const char *name, const json_t *processors, char id[13], asn_err *e);
+/* The parameter of processor proc_name naming a sampler file ("path" of
+ * learned, "sampler_checkpoint_path" of adaptive_sampler); NULL for the
+ * other processors. */
+const char *asn_learned_path_param(const char *proc_name);
 
 /* A heuristics file: `sampling_pipelines: [{name, weight, processors}]`, or
  * a bare single pipeline {name, weight, processors}. */

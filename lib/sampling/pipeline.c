@@ -354,6 +354,33 @@ void asn_heuristic_id(const char *name, const json_t *processors, char id[13])
     json_decref(canon);
 }
 
+int asn_heuristic_id_of(const char *name, const json_t *processors, char id[13], asn_err *e)
+{
+    json_t *norm = asn_processors_normalized(processors);
+    size_t i;
+    json_t *obj;
+    json_array_foreach(norm, i, obj) {
+        const char *pname = json_string_value(json_object_get(obj, "name"));
+        const char *key = pname ? asn_learned_path_param(pname) : NULL;
+        json_t *params = json_object_get(obj, "params");
+        const char *path = key ? json_string_value(json_object_get(params, key)) : NULL;
+        if (!path)
+            continue;
+        char sha[65], v[72];
+        if (asn_sha256_file(path, sha, e)) {
+            json_decref(norm);
+            return asn_err_prefix(e, "processor %zu (%s): parameter \"%s\"", i + 1, pname, key);
+        }
+        snprintf(v, sizeof v, "sha256:%s", sha);
+        json_t *pc = json_deep_copy(params); /* params is the record's */
+        json_object_set_new(pc, key, json_string(v));
+        json_object_set_new(obj, "params", pc);
+    }
+    asn_heuristic_id(name, norm, id);
+    json_decref(norm);
+    return 0;
+}
+
 void asn_heuristic_clear(asn_heuristic *h)
 {
     for (int i = 0; i < h->n; i++)

@@ -196,10 +196,17 @@ static int check_alias(const asn_sampler *s, const char *file, const char *cls, 
     return 0;
 }
 
+const char *asn_learned_path_param(const char *proc_name)
+{
+    if (!strcmp(proc_name, "learned"))
+        return "path";
+    return strcmp(proc_name, "adaptive_sampler") ? NULL : "sampler_checkpoint_path";
+}
+
 /* The parameter naming the sampler file: learned's or the reference's. */
 static const char *path_key(const asn_proc *p)
 {
-    return strcmp(p->iface->name, "learned") ? "sampler_checkpoint_path" : "path";
+    return asn_learned_path_param(p->iface->name);
 }
 
 /* After the parameters were checked: loads the sampler file named in

@@ -261,6 +261,21 @@ a = {json.loads(l)["heuristic"]["name"]: json.loads(l)["heuristic"]["id"] for l 
 b = {json.loads(l)["heuristic"]["name"]: json.loads(l)["heuristic"]["id"] for l in open(sys.argv[2])}
 print(sum(a[k] != b[k] for k in a))' "$TMP/g1" "$TMP/g5" 2>/dev/null)
 check "... and other bytes under the same name change that heuristic's id (only its)" [ "${n_new:-0}" = 1 ]
+# verify checks each record's heuristic id the same way, against the
+# sampler file's bytes as they are when it runs
+V() { "$BIN/verify" --expected-seeds 2 "$@"; }
+expect_status "verify: records of learned heuristics" 0 V "$TMP/g1"
+expect_stderr "... keep every prompt" ' 0 discarded'
+check "... and every record" cmp "$TMP/g1" "$TMP/out"
+V "$TMP/g4" > "$TMP/out" 2> "$TMP/err"
+expect_stderr "verify: a sampler file whose bytes changed since: its heuristic's id does not match" \
+    'discarded prompt [^:]+: heuristic "[^"]+": id does not match its name and processors'
+V "$TMP/g5" > "$TMP/out" 2> "$TMP/err"
+expect_stderr "... the records drawn with the new bytes do" ' 0 discarded'
+rm "$TMP/elsewhere/net.gguf"
+V "$TMP/g5" > "$TMP/out" 2> "$TMP/err"
+expect_stderr "verify: a sampler file gone: its prompts discarded, naming processor, parameter and file" \
+    'heuristic "[^"]+": cannot check its id: processor [0-9]+ \(learned\): parameter "path": [^ ]*elsewhere/net\.gguf: No such file'
 GEN() { "$BIN/generate" -m "$M" --heuristics "$TMP/h.yaml" --heuristic "top_k then learned" -n 12 -s 3 "$@" "Once upon a time"; }
 expect_status "generate with a learned heuristic" 0 GEN -t 1
 cp "$TMP/out" "$TMP/s1"
