@@ -176,6 +176,10 @@ void asn_nn_pertoken_force(int level);
 /* asn_nn_trunc_forward's kernel, one per instruction set (the same bits):
  * out = l + logsigmoid(l scale + thr). */
 void asn_nn_pertoken_trunc(float *out, const float *l, float scale, float thr, int n);
+/* The same function with the fast passes' exp and log1p (fused
+ * multiply-adds, no division; within 2 ulp of it), the same bits on every
+ * instruction set: SamplingNetwork's fast pass on its tail tokens. */
+void asn_nn_pertoken_trunc_fast(float *out, const float *l, float scale, float thr, int n);
 /* asn_nn_elu1_forward's kernel on n contiguous values (out may be x). */
 void asn_nn_pertoken_elu1(float *out, const float *x, int n);
 /* The scan of asn_nn_lse_block: the largest of n values, the smallest

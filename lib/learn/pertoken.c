@@ -506,6 +506,13 @@ void asn_nn_pertoken_trunc(float *out, const float *l, float scale, float thr, i
     PT_RUN(pt_trunc_ref, out, l, scale, thr, n);
 }
 
+void asn_nn_pertoken_trunc_fast(float *out, const float *l, float scale, float thr, int n)
+{
+    if (n <= 0)
+        return;
+    PT_RUN(pt_trunc_fast, out, l, scale, thr, n);
+}
+
 void asn_nn_pertoken_scan(const float *x, int n, float *max, float *min, int64_t *count, int *bad)
 {
     PT_RUN(pt_scan, x, n, max, min, count, bad);

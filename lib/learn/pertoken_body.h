@@ -118,6 +118,16 @@ static inline __attribute__((always_inline)) void SFX(pt_trunc_group)(float *out
     }
 }
 
+/* pt_trunc over n values (the fast passes' truncation, SamplingNetwork's
+ * tail tokens) */
+static void SFX(pt_trunc_fast)(float *out, const float *l, float scale, float thr, int n)
+{
+    for (int i = 0; i < n; i += VL) {
+        const int k = n - i < VL ? n - i : VL;
+        vstoren(out + i, SFX(pt_trunc)(vloadn(l + i, k), scale, thr), k);
+    }
+}
+
 /* LocalProbabilityTransform: l = lp + mlp(lp); w holds -wg, -bg, -wu, -bu
  * (NI each). */
 static inline __attribute__((always_inline)) void SFX(pt_local)(float *out, float *lpo, const float *x,

@@ -17,8 +17,9 @@
  *   5. gives each head token its own l' (the transformation head's output)
  *      and each other token l' interpolated in lp (piecewise cubic through
  *      the bins' representatives, see interp_setup); then l =
- *      multiplier (lp + l') and out = l + logsigmoid(l scale + threshold) as
- *      the exact pass, from the token's exact lp.
+ *      multiplier (lp + l') and out = l + logsigmoid(l scale + threshold)
+ *      from the token's exact lp: the head tokens through the exact pass's
+ *      kernel, the others through the per-token fast passes' (2 ulp).
  * Rows of at most exact_max finite tokens go through the exact pass.
  * Everything but the network is O(V) and cheap; the network runs on a few
  * hundred rows whatever V is. */
@@ -372,6 +373,19 @@ static void bin_thread(void *ctx, int ith, int nth)
     }
 }
 
+/* 1 when one of n bins is below b: a test the compiler vectorizes, so that
+ * finding the head's few tokens skips most of the row HEAD_CHUNK tokens at
+ * a time */
+#define HEAD_CHUNK 256
+ASN_CLONES
+static int any_below(const int32_t *restrict bin, int n, int b)
+{
+    int any = 0;
+    for (int i = 0; i < n; i++)
+        any |= bin[i] < b;
+    return any;
+}
+
 /* ------------------------------------------------------------ the output */
 
 typedef struct out_ctx {
@@ -393,11 +407,11 @@ static void out_thread(void *ctx, int ith, int nth)
         int l0 = blk * FB, l1 = l0 + FB < oc->row->n ? l0 + FB : oc->row->n, cn = l1 - l0;
         interp_any(f->tbin + l0, f->bm, f->bq, oc->row->x + l0, cn, oc->hi, oc->lo, oc->mult, oc->b_head, l);
         if (oc->row->idx) {
-            asn_nn_trunc_forward(o, l, oc->scale, oc->thr, cn);
+            asn_nn_pertoken_trunc_fast(o, l, oc->scale, oc->thr, cn);
             for (int i = 0; i < cn; i++)
                 oc->out[oc->row->idx[l0 + i]] = o[i];
         } else {
-            asn_nn_trunc_forward(oc->out + l0, l, oc->scale, oc->thr, cn);
+            asn_nn_pertoken_trunc_fast(oc->out + l0, l, oc->scale, oc->thr, cn);
         }
     }
 }
@@ -581,12 +595,17 @@ int asn_sampler_forward_fast(const asn_sampler *s, asn_sampler_ws *ws, asn_pool 
         if (f->bmin[blk] >= b_head)
             continue;
         int l0 = blk * FB, l1 = l0 + FB < row.n ? l0 + FB : row.n;
-        for (int i = l0; i < l1; i++) {
-            if (f->tbin[i] < b_head) {
-                f->hpos[r] = i;
-                f->rlp[r] = (x[i] - hi) - lo;
-                f->rw[r] = 1.0f;
-                r++;
+        for (int c0 = l0; c0 < l1; c0 += HEAD_CHUNK) {
+            int c1 = c0 + HEAD_CHUNK < l1 ? c0 + HEAD_CHUNK : l1;
+            if (!any_below(f->tbin + c0, c1 - c0, b_head))
+                continue;
+            for (int i = c0; i < c1; i++) {
+                if (f->tbin[i] < b_head) {
+                    f->hpos[r] = i;
+                    f->rlp[r] = (x[i] - hi) - lo;
+                    f->rw[r] = 1.0f;
+                    r++;
+                }
             }
         }
     }
