@@ -480,12 +480,15 @@ QK_INLINE void fused_t(const qjob *j, int r0, uint32_t t, int vnni)
     for (int b = 0; b < j->nsb; b++) {
         int16_t sc[ROWS][16], mn[ROWS][16];
         float D[ROWS], Dm[ROWS];
-        /* The next block of rows, as much of it as this step reads of
-         * this one: the prefetch stays one block ahead. */
-        if (r0 + ROWS < j->N) {
-            const char *next = (const char *)j->W + (size_t)(r0 + ROWS) * j->row_bytes + (size_t)b * ROWS * nb;
+        /* The block of rows after the next, as much of it as this step
+         * reads of this one, into L2: the prefetch stays two blocks ahead.
+         * Measured on Zen 4, 2 threads, 125M Q4_K_M decode against one
+         * block ahead into L1: 336 -> 401 tokens/s (AVX2), 376 -> 458
+         * (AVX-512 VNNI); Q8_0 and the Qwen shape within the noise. */
+        if (r0 + 2 * ROWS < j->N) {
+            const char *next = (const char *)j->W + (size_t)(r0 + 2 * ROWS) * j->row_bytes + (size_t)b * ROWS * nb;
             for (int o = 0; o < ROWS * nb; o += 64)
-                _mm_prefetch(next + o, _MM_HINT_T0);
+                _mm_prefetch(next + o, _MM_HINT_T1);
         }
         for (int r = 0; r < ROWS; r++)
             k_meta(t, row[r] + (size_t)b * nb, sc[r], mn[r], &D[r], &Dm[r]);
