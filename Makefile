@@ -67,7 +67,7 @@ BENCHES  := $(BENCH_SRC:bench/%.c=$(O)/build/bench/%)
 DEPS_OK  := build/.deps-ok
 
 .SECONDARY:
-.PHONY: FORCE all deps deps-cluster deps-report test test-faults test-unit test-san test-arm oracle-llama bench bench-client bench-serve bench-quant bench-kl maskbench fuzz fuzz-totals install clean demo demo-models demo-check
+.PHONY: FORCE all deps deps-cluster deps-oracle deps-report test test-faults test-unit test-san test-arm oracle-llama bench bench-client bench-serve bench-quant bench-kl maskbench fuzz fuzz-totals install clean demo demo-models demo-check
 all: $(TOOLS) $(TESTS) $(REPLAYS) $(BENCHES) $(LIBSO)
 
 # Missing Debian packages are installed (as root) or named with the exact
@@ -81,6 +81,10 @@ deps:
 # rsync, ssh, Slurm, munge); the cluster tests install it themselves
 deps-cluster:
 	@sh scripts/install-deps.sh cluster
+
+# optional: PyTorch, the oracle of two tests (.ci/run installs it)
+deps-oracle:
+	@sh scripts/install-deps.sh oracle
 
 # optional: headless Chromium for the report's rendering checks
 deps-report:

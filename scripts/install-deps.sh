@@ -4,6 +4,10 @@
 #   scripts/install-deps.sh cluster   to run pipelines/full.mk's shards on other
 #                                     hosts: GNU parallel over ssh, or Slurm
 #                                     (the cluster tests run it)
+#   scripts/install-deps.sh oracle    optional: PyTorch, the reference of
+#                                     tests/cli/sampler_torch.sh and
+#                                     sampling_vectors.sh (skipped without
+#                                     it); .ci/run installs it
 #   scripts/install-deps.sh report    optional: headless Chromium, with which
 #                                     tests/cli/report.sh checks how the report
 #                                     renders at 1400 and 800 px (skipped
@@ -24,12 +28,14 @@ cluster)
     # and pipelines/slurm/ (the Slurm client commands and daemons, and munge,
     # which authenticates them); the tests start their own sshd and cluster.
     PKGS="make parallel rsync openssh-client openssh-server slurm-wlm slurm-client munge" ;;
+oracle)
+    PKGS="python3-torch python3-yaml python3-numpy" ;;
 report)
     # the browser that renders the report page in tests/cli/report.sh, and
     # the font the page names first
     PKGS="chromium fonts-dejavu-core" ;;
 *)
-    echo "usage: install-deps.sh [build|cluster|report]" >&2
+    echo "usage: install-deps.sh [build|cluster|oracle|report]" >&2
     exit 2 ;;
 esac
 
