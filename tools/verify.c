@@ -109,17 +109,14 @@ static int converted(const json_t *c)
 
 /* The id of a record's heuristic {name, processors} as gen-candidates
  * gives it (a learned processor's sampler file read for its digest), kept
- * per distinct heuristic; NULL, with a reason, when a sampler file cannot
- * be read. */
-static json_t *ids_seen; /* compact JSON of {name, processors} -> id */
-static const char *heuristic_id(const json_t *h, reasons *r)
+ * in ids_seen (compact JSON of {name, processors} -> id) per distinct
+ * heuristic; NULL, with a reason, when a sampler file cannot be read. */
+static const char *heuristic_id(const json_t *h, json_t *ids_seen, reasons *r)
 {
     json_t *canon = json_pack("{s:O,s:O}", "name", json_object_get(h, "name"), "processors",
                               json_object_get(h, "processors"));
     char *key = json_dumps(canon, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(canon);
-    if (!ids_seen)
-        ids_seen = json_object();
     const char *id = json_string_value(json_object_get(ids_seen, key));
     if (!id) {
         char digest[13];
@@ -139,7 +136,7 @@ static const char *heuristic_id(const json_t *h, reasons *r)
 }
 
 /* Structure of one record; a reason when it is wrong. */
-static void check_record(const json_t *c, reasons *r, const char **model_sha)
+static void check_record(const json_t *c, reasons *r, const char **model_sha, json_t *ids_seen)
 {
     static const char *strs[] = {"id", "prompt_id", "prompt", "generation"};
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
@@ -158,7 +155,7 @@ static void check_record(const json_t *c, reasons *r, const char **model_sha)
              json_string_value(json_object_get(h, "id")), (long long)json_integer_value(seed));
     if (strcmp(id, json_string_value(json_object_get(c, "id"))))
         why(r, "record %s: id is not prompt_id/heuristic id/seed", json_string_value(json_object_get(c, "id")));
-    const char *digest = heuristic_id(h, r);
+    const char *digest = heuristic_id(h, ids_seen, r);
     if (digest && strcmp(digest, json_string_value(json_object_get(h, "id"))))
         why(r, "heuristic \"%s\": id does not match its name and processors",
             json_string_value(json_object_get(h, "name")));
@@ -421,6 +418,7 @@ typedef struct verify_ctx {
     long prompts, kept, written, malformed;
     const char *first_sha;
     json_t *first_sha_owner; /* keeps first_sha alive */
+    json_t *ids_seen;        /* heuristic ids computed (heuristic_id) */
 } verify_ctx;
 
 static void check_options(void)
@@ -455,6 +453,7 @@ static void load_inputs(verify_ctx *g)
     g->discarded = json_array();
     g->picked = json_array();
     g->mism = json_array();
+    g->ids_seen = json_object();
 }
 
 /* The checks of one prompt's group; the reasons it is discarded in rs. */
@@ -470,7 +469,7 @@ static void check_prompt(verify_ctx *g, json_t *group, reasons *rs)
             continue;
         }
         ref = 0;
-        check_record(c, rs, &g->first_sha);
+        check_record(c, rs, &g->first_sha, g->ids_seen);
         if (!json_array_size(rs->list))
             check_constraint(c, rs);
         if (!g->first_sha_owner && !g->model_sha[0] && g->first_sha)
@@ -607,6 +606,7 @@ static void verify_free(verify_ctx *g)
     json_decref(g->mism);
     json_decref(g->picked);
     json_decref(g->first_sha_owner);
+    json_decref(g->ids_seen);
     asn_model_free(g->m);
 }
 
@@ -621,7 +621,6 @@ int main(int argc, char **argv)
     summarize(&g);
     int status = json_array_size(g.mism) ? 1 : 0;
     verify_free(&g);
-    json_decref(ids_seen);
     asn_close_out(stdout, "-");
     return status;
 }

@@ -115,6 +115,9 @@ int asn_heuristic_id_of(const char *name, const json_t *processors, char id[13],
  * learned, "sampler_checkpoint_path" of adaptive_sampler); NULL for the
  * other processors. */
 const char *asn_learned_path_param(const char *proc_name);
+/* What such a parameter becomes in the processors a heuristic id hashes:
+ * the string "sha256:" and the file's digest (new reference). */
+json_t *asn_learned_id_value(const char *sha256);
 
 /* A heuristics file: `sampling_pipelines: [{name, weight, processors}]`, or
  * a bare single pipeline {name, weight, processors}. */

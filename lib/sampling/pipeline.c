@@ -366,14 +366,13 @@ int asn_heuristic_id_of(const char *name, const json_t *processors, char id[13],
         const char *path = key ? json_string_value(json_object_get(params, key)) : NULL;
         if (!path)
             continue;
-        char sha[65], v[72];
+        char sha[65];
         if (asn_sha256_file(path, sha, e)) {
             json_decref(norm);
             return asn_err_prefix(e, "processor %zu (%s): parameter \"%s\"", i + 1, pname, key);
         }
-        snprintf(v, sizeof v, "sha256:%s", sha);
         json_t *pc = json_deep_copy(params); /* params is the record's */
-        json_object_set_new(pc, key, json_string(v));
+        json_object_set_new(pc, key, asn_learned_id_value(sha));
         json_object_set_new(obj, "params", pc);
     }
     asn_heuristic_id(name, norm, id);

@@ -247,14 +247,19 @@ const asn_sampler *asn_learned_sampler(const asn_proc *p)
     return a->held ? a->held->s : NULL;
 }
 
+json_t *asn_learned_id_value(const char *sha256)
+{
+    char v[72];
+    snprintf(v, sizeof v, "sha256:%s", sha256);
+    return json_string(v);
+}
+
 void asn_learned_id_params(const asn_proc *p, json_t *params)
 {
     const learned_params *a = p->params;
     if (p->kind != ASN_PROC_LEARNED || !a || !a->held)
         return;
-    char v[72];
-    snprintf(v, sizeof v, "sha256:%s", a->held->sha256);
-    json_object_set_new(params, path_key(p), json_string(v));
+    json_object_set_new(params, path_key(p), asn_learned_id_value(a->held->sha256));
 }
 
 /* --------------------------------------------------------------- applying */
