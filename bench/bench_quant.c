@@ -11,7 +11,12 @@
  *     file and threads, and asn ÷ llama.cpp; with LLAMA_BATCHED=path/to/
  *     llama-batched: its decode speed at 32 and 256 sequences (-kvu, a
  *     20-token prompt, -n 64) beside asn's streams.
- * Usage: bench_quant [-t THREADS] MODEL.gguf...   (no model: limits only)
+ * Usage: bench_quant [-t THREADS] [-r ROUNDS] MODEL.gguf...   (no model:
+ * limits only). With -r, each model is measured ROUNDS times, asn and
+ * llama.cpp alternately, and a last line gives each figure's median and
+ * the ratio of the medians: on a shared or virtual machine, whose
+ * bandwidth moves from one minute to the next, a single run can be off by
+ * a quarter either way.
  * Run it on an idle machine: a build on another core halves every figure. */
 #include "asn/cpu.h"
 #include "asn/linalg.h"
@@ -236,11 +241,71 @@ static double llama_batched(const char *bin, const char *path, int threads, int 
     return v;
 }
 
+/* The median of n figures (n <= 16), sorted in place. */
+static double median(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int k = i; k > 0 && v[k] < v[k - 1]; k--) {
+            double t = v[k];
+            v[k] = v[k - 1], v[k - 1] = t;
+        }
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
+
+/* One model, `rounds` times: asn's figures and llama.cpp's (where given)
+ * per round, then the medians. */
+static void bench_model(const char *path, int threads, int rounds, const char *lb, const char *lbat)
+{
+    enum { MAXR = 16, NF = 8 }; /* asn pp tg s32 s256, llama pp tg s32 s256 */
+    double v[NF][MAXR] = {{0}};
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    for (int r = 0; r < rounds; r++) {
+        figures f = measure(path, threads);
+        v[0][r] = f.pp, v[1][r] = f.tg, v[2][r] = f.s32, v[3][r] = f.s256;
+        printf("%-28s asn: prefill %7.1f  decode %6.1f  32 streams %7.1f  256 streams %7.1f tok/s\n", name,
+               f.pp, f.tg, f.s32, f.s256);
+        if (lb) {
+            llama_bench(lb, path, threads, &v[4][r], &v[5][r]);
+            printf("%-28s llama.cpp: prefill %7.1f  decode %6.1f   asn/llama.cpp: prefill %.2f  decode %.2f\n",
+                   "", v[4][r], v[5][r], ratio(f.pp, v[4][r]), ratio(f.tg, v[5][r]));
+        }
+        if (lbat) {
+            v[6][r] = llama_batched(lbat, path, threads, 32), v[7][r] = llama_batched(lbat, path, threads, 256);
+            printf("%-28s llama-batched: 32 streams %7.1f  256 streams %7.1f   asn/llama.cpp: %.2f / %.2f\n", "",
+                   v[6][r], v[7][r], ratio(f.s32, v[6][r]), ratio(f.s256, v[7][r]));
+        }
+        fflush(stdout);
+    }
+    if (rounds < 2)
+        return;
+    double m[NF];
+    for (int i = 0; i < NF; i++)
+        m[i] = median(v[i], rounds);
+    printf("%-28s median of %d: asn %.1f / %.1f / %.1f / %.1f", "", rounds, m[0], m[1], m[2], m[3]);
+    if (lb || lbat)
+        printf("  llama.cpp %.1f / %.1f / %.1f / %.1f  asn/llama.cpp %.2f / %.2f / %.2f / %.2f", m[4], m[5], m[6],
+               m[7], ratio(m[0], m[4]), ratio(m[1], m[5]), ratio(m[2], m[6]), ratio(m[3], m[7]));
+    printf("  (prefill / decode / 32 / 256 streams)\n");
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
-    int threads = 2, first = 1;
-    if (argc > 2 && !strcmp(argv[1], "-t"))
-        threads = atoi(argv[2]), first = 3;
+    int threads = 2, rounds = 1, first = 1;
+    for (; first + 1 < argc && argv[first][0] == '-'; first += 2) {
+        if (!strcmp(argv[first], "-t"))
+            threads = atoi(argv[first + 1]);
+        else if (!strcmp(argv[first], "-r"))
+            rounds = atoi(argv[first + 1]);
+        else
+            break;
+    }
+    if (threads < 1 || rounds < 1 || rounds > 16) {
+        fprintf(stderr, "usage: bench_quant [-t THREADS] [-r ROUNDS (1-16)] MODEL.gguf...\n");
+        return 2;
+    }
     int v4 = asn_cpu_has(ASN_CPU_AVX512F), vnni = asn_cpu_has(ASN_CPU_AVX512VNNI);
     double bw = read_bandwidth(threads);
     printf("bench_quant: %d threads; read bandwidth %.1f GB/s; peak f32 FMA %.0f GFLOPS (%s); "
@@ -250,23 +315,7 @@ int main(int argc, char **argv)
            vnni ? "AVX-512 VNNI" : "AVX2 maddubs");
     printf("integer kernel: %s\n", asn_qmatmul_kernel());
     const char *lb = getenv("LLAMA_BENCH"), *lbat = getenv("LLAMA_BATCHED");
-    for (int i = first; i < argc; i++) {
-        figures f = measure(argv[i], threads);
-        const char *name = strrchr(argv[i], '/') ? strrchr(argv[i], '/') + 1 : argv[i];
-        printf("%-28s asn: prefill %7.1f  decode %6.1f  32 streams %7.1f  256 streams %7.1f tok/s\n", name,
-               f.pp, f.tg, f.s32, f.s256);
-        if (lb) {
-            double pp, tg;
-            llama_bench(lb, argv[i], threads, &pp, &tg);
-            printf("%-28s llama.cpp: prefill %7.1f  decode %6.1f   asn/llama.cpp: prefill %.2f  decode %.2f\n",
-                   "", pp, tg, pp > 0 ? f.pp / pp : 0, tg > 0 ? f.tg / tg : 0);
-        }
-        if (lbat) {
-            double b32 = llama_batched(lbat, argv[i], threads, 32), b256 = llama_batched(lbat, argv[i], threads, 256);
-            printf("%-28s llama-batched: 32 streams %7.1f  256 streams %7.1f   asn/llama.cpp: %.2f / %.2f\n", "",
-                   b32, b256, b32 > 0 ? f.s32 / b32 : 0, b256 > 0 ? f.s256 / b256 : 0);
-        }
-        fflush(stdout);
-    }
+    for (int i = first; i < argc; i++)
+        bench_model(argv[i], threads, rounds, lb, lbat);
     return 0;
 }
