@@ -188,9 +188,11 @@ bench-serve: all
 # tests/fixtures; Q8_0 and Q4_K_M made by llama.cpp's llama-quantize, which
 # LLAMA_QUANTIZE names), timed by bench_quant with the figures of
 # LLAMA_BENCH (llama-bench) and LLAMA_BATCHED (llama-batched) beside asn's
-# when set. BENCH_DIR holds the models (about 4 GB).
+# when set. BENCH_DIR holds the models (about 4 GB). BENCH_ROUNDS: each model
+# measured that many times, asn and llama.cpp alternately, with the medians.
 BENCH_DIR ?= build/bench/models
 BENCH_QTYPES ?= Q8_0 Q4_K_M
+BENCH_ROUNDS ?= 3
 bench-quant: all
 	@mkdir -p $(BENCH_DIR)
 	@[ -f $(BENCH_DIR)/llama-125m-F32.gguf ] || /usr/bin/python3 tests/fixtures/make_shape_models.py llama-125m \
@@ -200,7 +202,7 @@ bench-quant: all
 	@for s in llama-125m qwen2.5-0.5b; do for q in $(BENCH_QTYPES); do f=$(BENCH_DIR)/$$s-$$q.gguf; \
 	  [ -f $$f ] || { [ -n "$(LLAMA_QUANTIZE)" ] && "$(LLAMA_QUANTIZE)" $(BENCH_DIR)/$$s-F32.gguf $$f $$q >/dev/null 2>&1; } \
 	  || echo "bench-quant: $$f missing (set LLAMA_QUANTIZE=path/to/llama-quantize)"; done; done
-	@$(O)/build/bench/bench_quant $(BENCH_DIR)/*.gguf
+	@$(O)/build/bench/bench_quant -r $(BENCH_ROUNDS) $(BENCH_DIR)/*.gguf
 
 # The engine's tests on ARM (aarch64): cross-compiled and run under qemu, the
 # NEON kernels and the portable ones against the same float64 references
