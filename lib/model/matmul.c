@@ -36,14 +36,43 @@ typedef float v4 __attribute__((vector_size(16)));
 
 /* The lanes of one vector reduced pairwise, (i, i + width/2) first, down to
  * (i, i+1); with the parts added first ((i, i+8) across parts, ...) this is
- * the one tree of every kernel: (i, i+8), (i, i+4), (i, i+2), (i, i+1). */
-static inline __attribute__((always_inline)) float hsum_v16(v16 a)
+ * the one tree of every kernel: (i, i+8), (i, i+4), (i, i+2), (i, i+1).
+ *
+ * hsum_v16_many: res[i] = the sum of a[i]'s 16 lanes by that tree, for i < n, sixteen
+ * sums at a time: each level adds the lanes the tree adds, gathered from two
+ * vectors by one permute each (vpermt2ps), so that the pairs of a level
+ * share one vector add. After level 1, vector m holds the eight pair sums
+ * of a[2m] then those of a[2m + 1]; after level 4, lane q is a[q]'s sum.
+ * A tile of 5 x 5 tokens spent 200 shuffles and adds on its sums one at
+ * a time, against 90 here: 73 -> 79 GFLOPS at T = 256, K = 256 on one
+ * Zen 4 core, none at K = 896, where the sums are a smaller share. */
+static inline __attribute__((always_inline)) void hsum_v16_many(const v16 *a, int n, float *res)
 {
-    a += __builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
-    a += __builtin_shufflevector(a, a, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
-    a += __builtin_shufflevector(a, a, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
-    a += __builtin_shufflevector(a, a, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
-    return a[0];
+    for (int g = 0; g < n; g += 16) {
+        v16 x[16], b[8], c[4], d[2];
+        _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++)
+            x[i] = g + i < n ? a[g + i] : (v16){0};
+        _Pragma("GCC unroll 8") for (int m = 0; m < 8; m++)
+            b[m] = __builtin_shufflevector(x[2 * m], x[2 * m + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20,
+                                           21, 22, 23) +
+                   __builtin_shufflevector(x[2 * m], x[2 * m + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27,
+                                           28, 29, 30, 31);
+        _Pragma("GCC unroll 4") for (int m = 0; m < 4; m++)
+            c[m] = __builtin_shufflevector(b[2 * m], b[2 * m + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24,
+                                           25, 26, 27) +
+                   __builtin_shufflevector(b[2 * m], b[2 * m + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28,
+                                           29, 30, 31);
+        _Pragma("GCC unroll 2") for (int m = 0; m < 2; m++)
+            d[m] = __builtin_shufflevector(c[2 * m], c[2 * m + 1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24,
+                                           25, 28, 29) +
+                   __builtin_shufflevector(c[2 * m], c[2 * m + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26,
+                                           27, 30, 31);
+        v16 e = __builtin_shufflevector(d[0], d[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30) +
+                __builtin_shufflevector(d[0], d[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+        _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++)
+            if (g + i < n)
+                res[g + i] = e[i];
+    }
 }
 
 static inline __attribute__((always_inline)) float hsum_v8(v8 a)
@@ -60,6 +89,16 @@ static inline __attribute__((always_inline)) float hsum_v4(v4 a)
     a += __builtin_shufflevector(a, a, 1, 0, 3, 2);
     return a[0];
 }
+
+/* The narrower vectors' sums one at a time (their tiles hold few). */
+#define HSUM_MANY_EACH(NAME, V, HSUM)                                                              \
+    static inline __attribute__((always_inline)) void NAME(const V *a, int n, float *res)          \
+    {                                                                                              \
+        _Pragma("GCC unroll 16") for (int i = 0; i < n; i++)                                       \
+            res[i] = HSUM(a[i]);                                                                   \
+    }
+HSUM_MANY_EACH(hsum_v8_many, v8, hsum_v8)
+HSUM_MANY_EACH(hsum_v4_many, v4, hsum_v4)
 
 enum { MAXR = 8, MAXT = 8 };
 
@@ -90,7 +129,7 @@ enum { MAXR = 8, MAXT = 8 };
  * operands), or accumulators spill to the stack. NAME##_any: a tile of
  * rn <= R rows and tn <= TT tokens, with R and the token count
  * compile-time constants in every call to NAME. */
-#define DEFINE_TILE(NAME, V, VW, HSUM)                                                            \
+#define DEFINE_TILE(NAME, V, VW, HSUM_MANY)                                                            \
     static inline __attribute__((always_inline)) V NAME##_load(const float *p)                    \
     {                                                                                             \
         V v;                                                                                      \
@@ -159,14 +198,20 @@ enum { MAXR = 8, MAXT = 8 };
                     _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)                           \
                         acc[r][t][p] += NAME##_load(wb[r] + p * VW) * NAME##_load(xb[t] + p * VW); \
         }                                                                                         \
+        V folded[MAXR * MAXT];                                                                    \
+        float sums[MAXR * MAXT];                                                                  \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                       \
             _Pragma("GCC unroll 8") for (int t = 0; t < T; t++) {                                 \
                 /* parts folded (i, i+8), then (i, i+4) while lanes span parts */                 \
                 _Pragma("GCC unroll 8") for (int h = NP / 2; h > 0; h /= 2)                       \
                     _Pragma("GCC unroll 8") for (int p = 0; p < h; p++)                           \
                         acc[r][t][p] += acc[r][t][p + h];                                         \
-                out[r * MAXT + t] = HSUM(acc[r][t][0]);                                           \
+                folded[r * T + t] = acc[r][t][0];                                                 \
             }                                                                                     \
+        HSUM_MANY(folded, R * T, sums);                                                           \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                                       \
+            _Pragma("GCC unroll 8") for (int t = 0; t < T; t++)                                   \
+                out[r * MAXT + t] = sums[r * T + t];                                              \
     }                                                                                             \
                                                                                                   \
     static inline __attribute__((always_inline)) void NAME##_any(const float *x, int ldx,         \
@@ -191,9 +236,9 @@ enum { MAXR = 8, MAXT = 8 };
         }                                                                                         \
     }
 
-DEFINE_TILE(tile16, v16, 16, hsum_v16)
-DEFINE_TILE(tile8, v8, 8, hsum_v8)
-DEFINE_TILE(tile4, v4, 4, hsum_v4)
+DEFINE_TILE(tile16, v16, 16, hsum_v16_many)
+DEFINE_TILE(tile8, v8, 8, hsum_v8_many)
+DEFINE_TILE(tile4, v4, 4, hsum_v4_many)
 
 /* Multiplies all T rows of X by `nrows` rows of W (f32, stride ldw) in tiles
  * of RR rows by TT tokens. Rows go in chunks of about 256 KB so that a chunk
