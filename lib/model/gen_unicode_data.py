@@ -30,7 +30,7 @@ import os
 import sys
 
 MAX_CP = 0x110000
-GROUP = {  # must match enum asn_ucat in vocab_internal.h
+GROUP = {  # must match enum asn_ucat in tok_internal.h
     "Cn": 0,
     "Nd": 1, "Nl": 1, "No": 1,
     "Lu": 2, "Ll": 2, "Lt": 2, "Lm": 2, "Lo": 2,

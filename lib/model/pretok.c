@@ -22,7 +22,7 @@
  * Each regex re-splits every piece of the previous one; text between
  * matches stays a piece of its own (nothing is dropped). */
 #define PCRE2_CODE_UNIT_WIDTH 8
-#include "vocab_internal.h"
+#include "tok_internal.h"
 
 #include <pcre2.h>
 #include <stdio.h>

@@ -11,7 +11,7 @@
  * table maps two numbers to (rank, result) and no text is built while
  * merging. A final symbol that is no token is written, as in llama.cpp,
  * byte by byte through the one-byte tokens of its text (if any). */
-#include "vocab_internal.h"
+#include "tok_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * is the vocabulary token with the highest score (ties: the leftmost
  * pair), and write a symbol that is no token as its bytes through the
  * <0xXX> byte tokens. */
-#include "vocab_internal.h"
+#include "tok_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -17,7 +17,7 @@
  * keeps all its jamo), so Korean text tokenizes as llama.cpp does, not as
  * the original model.
  * BOS ([CLS]) and SEP are added around the whole text by vocab.c. */
-#include "vocab_internal.h"
+#include "tok_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * lowercase and decomposition maps of WordPiece's normalizer, UTF-8
  * decoding and encoding with llama.cpp's tolerance for bad input, and the
  * GPT-2 byte-to-unicode alphabet of byte-level BPE. */
-#include "vocab_internal.h"
+#include "tok_internal.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
  * ids back into bytes (token_to_piece, detokenize, and a stream for
  * generation loops). The algorithms themselves are in tok_spm.c,
  * tok_bpe.c and tok_wpm.c, the pre-tokenizers in pretok.c. */
-#include "vocab_internal.h"
+#include "tok_internal.h"
 
 #include <ctype.h>
 #include <stdio.h>

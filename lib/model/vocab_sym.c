@@ -2,7 +2,7 @@
  * lookup of a token's text in the vocabulary's hash table, and the growing
  * id array. vocab.c and tok_spm.c, tok_bpe.c, tok_wpm.c build on these;
  * nothing here calls back into them. */
-#include "vocab_internal.h"
+#include "tok_internal.h"
 
 #include <string.h>
 
@@ -44,6 +44,12 @@ int32_t asn_sym_find(const asn_vocab *v, const char *s, size_t n)
         if (len == n && !memcmp(t, s, n))
             return id;
     }
+}
+
+int32_t asn_tok_find(const asn_vocab *v, const char *s, size_t n)
+{
+    int32_t id = asn_sym_find(v, s, n);
+    return id < v->n ? id : -1;
 }
 
 void asn_ids_push(asn_ids *a, int32_t id)

@@ -1,9 +1,9 @@
-/* vocab_internal.h — what the tokenizer files (vocab.c, vocab_sym.c, tok_spm.c,
+/* tok_internal.h — what the tokenizer files (vocab.c, vocab_sym.c, tok_spm.c,
  * tok_bpe.c, tok_wpm.c, pretok.c, unicode.c) share and nobody else sees: the vocab
  * struct, its hash tables, code point classes, llama.cpp-compatible UTF-8
  * decoding, the byte-level alphabet and the pre-tokenizer interface. */
-#ifndef ASN_VOCAB_INTERNAL_H
-#define ASN_VOCAB_INTERNAL_H
+#ifndef ASN_TOK_INTERNAL_H
+#define ASN_TOK_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -176,11 +176,7 @@ uint64_t asn_str_hash(const void *p, size_t n);
 /* Symbol id of these bytes, -1 if none. */
 int32_t asn_sym_find(const asn_vocab *v, const char *s, size_t n);
 /* Token id (< v->n) of these bytes, -1 if none. */
-static inline int32_t asn_tok_find(const asn_vocab *v, const char *s, size_t n)
-{
-    int32_t id = asn_sym_find(v, s, n);
-    return id < v->n ? id : -1;
-}
+int32_t asn_tok_find(const asn_vocab *v, const char *s, size_t n);
 
 /* Growable id array. */
 typedef struct asn_ids {
