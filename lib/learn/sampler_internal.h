@@ -1,10 +1,15 @@
 /* learn/sampler_internal.h — what sampler_net.c lends sampler_fast.c (the
  * fast inference pass of SamplingNetwork): the row scan and the network run
- * on weighted representatives. Not a public API. */
+ * on weighted representatives; the bound on sizes that sampler_config.c
+ * and sampler_file.c share. Not a public API. */
 #ifndef ASN_LEARN_SAMPLER_INTERNAL_H
 #define ASN_LEARN_SAMPLER_INTERNAL_H
 
 #include "asn/sampler_net.h"
+
+/* The largest hidden size a config or a sampler file may give (sizes stay
+ * far from int overflow). */
+#define ASN__SAMPLER_MAX_DIM 65536
 
 /* A row after the scan: its finite logits, their positions in the row
  * (NULL when every logit is finite), log-sum-exp, largest and smallest
