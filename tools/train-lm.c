@@ -1,8 +1,8 @@
 /* train-lm — trains a small Llama language model on a text corpus and
  * writes it as a GGUF file the model library (and llama.cpp) loads: token
  * stream, random windows, AdamW with warmup and a decaying schedule,
- * validation, checkpoints and resume. The model math is lib/learn/lm.c,
- * the optimizer lib/learn/optim.c. */
+ * validation, checkpoints and resume. The model math is lib/learn/lm.c
+ * and lm_layers.c, its files lm_file.c, the optimizer lib/learn/optim.c. */
 #include "asn/gguf.h"
 #include "asn/lm.h"
 #include "asn/optim.h"

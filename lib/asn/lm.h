@@ -70,6 +70,7 @@ void asn_lm_free(asn_lm *lm); /* NULL-safe */
 const asn_lm_config *asn_lm_cfg(const asn_lm *lm);
 size_t asn_lm_n_params(const asn_lm *lm);
 float *asn_lm_params(asn_lm *lm);
+const float *asn_lm_params_const(const asn_lm *lm);
 float *asn_lm_grads(asn_lm *lm);
 size_t asn_lm_n_tensors(const asn_lm *lm);
 const asn_lm_tensor *asn_lm_tensor_at(const asn_lm *lm, size_t i);
