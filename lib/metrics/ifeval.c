@@ -1,245 +1,21 @@
 /* ifeval.c — instruction-following checks: the 25 instructions of Google's
  * IFEval registry (instruction_following_eval/instructions.py, strict mode),
- * the reference project's older func_name constraints, and the Python
- * str / re semantics that every verifier shares (PCRE2 in Unicode mode,
- * Unicode white space and case). */
+ * the reference project's older func_name constraints, and the Python re
+ * semantics that every verifier shares (PCRE2 in Unicode mode). Python's
+ * str semantics are pystr.c's, the language detection langdetect.c's. */
 #include "asn/verifiers.h"
 #include "asn/sbuf.h"
 #include "asn/json.h"
+#include "metrics/pystr.h"
 
 #include <ctype.h>
-#include <locale.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <wctype.h>
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
-
-/* ------------------------------------------------------- small strings */
-
-static char *xstrndup(const char *s, size_t n)
-{
-    char *r = asn_xmalloc(n + 1);
-    memcpy(r, s, n);
-    r[n] = 0;
-    return r;
-}
-
-/* Decodes one code point at s (n > 0 bytes left); *len = bytes used. A
- * malformed byte decodes as itself (never happens on jansson's strings). */
-static uint32_t u8dec(const char *s, size_t n, size_t *len)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    size_t k = u[0] < 0x80 ? 1 : u[0] >= 0xF0 ? 4 : u[0] >= 0xE0 ? 3 : u[0] >= 0xC0 ? 2 : 0;
-    if (k == 0 || k > n) {
-        *len = 1;
-        return u[0];
-    }
-    for (size_t i = 1; i < k; i++)
-        if ((u[i] & 0xC0) != 0x80) {
-            *len = 1;
-            return u[0];
-        }
-    *len = k;
-    if (k == 1)
-        return u[0];
-    if (k == 2)
-        return ((uint32_t)(u[0] & 0x1F) << 6) | (u[1] & 0x3F);
-    if (k == 3)
-        return ((uint32_t)(u[0] & 0x0F) << 12) | ((uint32_t)(u[1] & 0x3F) << 6) | (u[2] & 0x3F);
-    return ((uint32_t)(u[0] & 0x07) << 18) | ((uint32_t)(u[1] & 0x3F) << 12) | ((uint32_t)(u[2] & 0x3F) << 6) |
-           (u[3] & 0x3F);
-}
-
-static size_t u8enc(uint32_t cp, char *out)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-/* Number of code points (Python's len). */
-static size_t u8count(const char *s)
-{
-    size_t k = 0, n = strlen(s), l;
-    for (size_t i = 0; i < n; i += l) {
-        u8dec(s + i, n - i, &l);
-        k++;
-    }
-    return k;
-}
-
-/* ------------------------------------------------ Python str semantics */
-
-/* str.isspace(): the characters Python strips and splits on. */
-static int py_space(uint32_t c)
-{
-    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
-           c == 0x3000;
-}
-
-/* Case mapping from glibc's built-in C.UTF-8 locale, through a locale
- * object so the process locale is never touched. */
-static locale_t utf8_loc;
-static pthread_once_t loc_once = PTHREAD_ONCE_INIT;
-static void loc_init(void) { utf8_loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0); }
-
-static uint32_t cp_lower(uint32_t c)
-{
-    if (c < 0x80)
-        return (uint32_t)tolower((int)c);
-    pthread_once(&loc_once, loc_init);
-    return utf8_loc ? (uint32_t)towlower_l((wint_t)c, utf8_loc) : c;
-}
-static uint32_t cp_upper(uint32_t c)
-{
-    if (c < 0x80)
-        return (uint32_t)toupper((int)c);
-    pthread_once(&loc_once, loc_init);
-    return utf8_loc ? (uint32_t)towupper_l((wint_t)c, utf8_loc) : c;
-}
-static int cp_isupper(uint32_t c)
-{
-    if (c < 0x80)
-        return c >= 'A' && c <= 'Z';
-    pthread_once(&loc_once, loc_init);
-    return utf8_loc && iswupper_l((wint_t)c, utf8_loc);
-}
-static int cp_islower(uint32_t c)
-{
-    if (c < 0x80)
-        return c >= 'a' && c <= 'z';
-    pthread_once(&loc_once, loc_init);
-    return utf8_loc && iswlower_l((wint_t)c, utf8_loc);
-}
-static int cp_isalpha(uint32_t c)
-{
-    if (c < 0x80)
-        return isalpha((int)c);
-    pthread_once(&loc_once, loc_init);
-    return utf8_loc && iswalpha_l((wint_t)c, utf8_loc);
-}
-
-/* Byte span of s without leading/trailing Python white space. */
-static void strip_span(const char *s, size_t n, size_t *b, size_t *e)
-{
-    size_t i = 0, l;
-    while (i < n) {
-        uint32_t c = u8dec(s + i, n - i, &l);
-        if (!py_space(c))
-            break;
-        i += l;
-    }
-    *b = i;
-    size_t end = n;
-    while (end > i) { /* back over one character at a time */
-        size_t k = end - 1;
-        while (k > i && ((unsigned char)s[k] & 0xC0) == 0x80 && end - k < 4)
-            k--;
-        uint32_t c = u8dec(s + k, end - k, &l);
-        if (k + l != end) { /* a stray continuation byte: not white space */
-            break;
-        }
-        if (!py_space(c))
-            break;
-        end = k;
-    }
-    *e = end;
-}
-
-char *asn_py_strip(const char *s)
-{
-    size_t b, e;
-    strip_span(s, strlen(s), &b, &e);
-    return xstrndup(s + b, e - b);
-}
-
-/* A case mapping changes a character's UTF-8 length by at most one byte
- * up (U+0250 -> U+2C6F is 2 -> 3), so twice the input always fits. */
-static char *map_case(const char *s, uint32_t (*f)(uint32_t))
-{
-    size_t n = strlen(s), l, k = 0;
-    char *o = asn_xmalloc(2 * n + 1);
-    for (size_t i = 0; i < n; i += l) {
-        unsigned char c0 = (unsigned char)s[i];
-        if (c0 < 0x80) {
-            o[k++] = (char)f(c0);
-            l = 1;
-        } else {
-            k += u8enc(f(u8dec(s + i, n - i, &l)), o + k);
-        }
-    }
-    o[k] = 0;
-    return o;
-}
-char *asn_py_lower(const char *s) { return map_case(s, cp_lower); }
-char *asn_py_upper(const char *s) { return map_case(s, cp_upper); }
-
-static int case_test(const char *s, int (*want)(uint32_t), int (*other)(uint32_t))
-{
-    size_t n = strlen(s), l;
-    int cased = 0;
-    for (size_t i = 0; i < n; i += l) {
-        uint32_t c = u8dec(s + i, n - i, &l);
-        if (other(c))
-            return 0;
-        if (want(c))
-            cased = 1;
-    }
-    return cased;
-}
-int asn_py_isupper(const char *s) { return case_test(s, cp_isupper, cp_islower); }
-int asn_py_islower(const char *s) { return case_test(s, cp_islower, cp_isupper); }
-
-/* Python's s.split() with no argument: tokens between white-space runs.
- * Calls f(token, len, arg) for each. */
-static void py_split_ws(const char *s, void (*f)(const char *, size_t, void *), void *arg)
-{
-    size_t n = strlen(s), i = 0, l, start = 0;
-    int in = 0;
-    while (i < n) {
-        uint32_t c = u8dec(s + i, n - i, &l);
-        if (py_space(c)) {
-            if (in)
-                f(s + start, i - start, arg);
-            in = 0;
-        } else if (!in) {
-            in = 1;
-            start = i;
-        }
-        i += l;
-    }
-    if (in)
-        f(s + start, n - start, arg);
-}
-
-static int starts_with(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
-static int ends_with(const char *s, const char *p)
-{
-    size_t n = strlen(s), m = strlen(p);
-    return n >= m && !memcmp(s + n - m, p, m);
-}
 
 /* --------------------------------------------------------------- regexes */
 
@@ -332,7 +108,7 @@ static void re_each(const asn_regex *re, const char *s, void (*f)(size_t, size_t
             size_t l;
             if (at >= n)
                 break;
-            u8dec(s + at, n - at, &l);
+            asn__u8dec(s + at, n - at, &l);
             at += l;
             opts = 0;
             continue;
@@ -472,8 +248,8 @@ static uint32_t first_cp(tok t)
 {
     size_t l;
     for (size_t i = 0; i < t.n; i += l) {
-        uint32_t c = u8dec(t.s + i, t.n - i, &l);
-        if (cp_isalpha(c) || (c >= '0' && c <= '9'))
+        uint32_t c = asn__u8dec(t.s + i, t.n - i, &l);
+        if (asn__cp_isalpha(c) || (c >= '0' && c <= '9'))
             return c;
         if (!closing_punct(c) && c != '(' && c != '[' && c != 0x201C && c != 0x2018)
             return c;
@@ -490,7 +266,7 @@ static int ends_sentence(tok t, const tok *next)
         size_t k = n - 1;
         while (k > 0 && ((unsigned char)t.s[k] & 0xC0) == 0x80)
             k--;
-        uint32_t c = u8dec(t.s + k, n - k, &l);
+        uint32_t c = asn__u8dec(t.s + k, n - k, &l);
         if (!closing_punct(c))
             break;
         n = k;
@@ -505,13 +281,13 @@ static int ends_sentence(tok t, const tok *next)
     if (!next)
         return 1;
     uint32_t nc = first_cp(*next);
-    int next_lower = cp_islower(nc);
+    int next_lower = asn__cp_islower(nc);
     /* an ellipsis ends a sentence only before a capital */
     if (n >= 2 && t.s[n - 2] == '.')
         return !next_lower;
     size_t wn = n - 1; /* the word without its final period */
     const char *w = t.s;
-    while (wn > 0 && !cp_isalpha((unsigned char)w[0]) && !(w[0] >= '0' && w[0] <= '9') &&
+    while (wn > 0 && !asn__cp_isalpha((unsigned char)w[0]) && !(w[0] >= '0' && w[0] <= '9') &&
            ((unsigned char)w[0] < 0x80)) /* leading quotes and brackets */
         w++, wn--;
     if (wn == 0)
@@ -527,10 +303,10 @@ static int ends_sentence(tok t, const tok *next)
     size_t letters = 0;
     int dotted = 0, other = 0;
     for (size_t i = 0; i < wn; i += l) {
-        uint32_t c = u8dec(w + i, wn - i, &l);
+        uint32_t c = asn__u8dec(w + i, wn - i, &l);
         if (c == '.')
             dotted = 1;
-        else if (cp_isalpha(c))
+        else if (asn__cp_isalpha(c))
             letters++;
         else
             other = 1;
@@ -552,7 +328,7 @@ static int ends_sentence(tok t, const tok *next)
 size_t asn_ifeval_count_sentences(const char *text)
 {
     toks t = {0};
-    py_split_ws(text, tok_cb, &t);
+    asn__py_split_ws(text, tok_cb, &t);
     size_t count = 0;
     int open = 0;
     for (size_t i = 0; i < t.n; i++) {
@@ -624,7 +400,7 @@ static void apply_rules(char **s, rule *r, size_t n)
 
 static void upper_cb(const char *s, size_t n, void *arg)
 {
-    char *w = xstrndup(s, n);
+    char *w = asn__xstrndup(s, n);
     if (asn_py_isupper(w))
         ++*(size_t *)arg;
     free(w);
@@ -642,267 +418,9 @@ size_t asn_ifeval_count_capital_words(const char *text)
     s = b.buf;
     apply_rules(&s, nltk_end, sizeof nltk_end / sizeof *nltk_end);
     size_t k = 0;
-    py_split_ws(s, upper_cb, &k);
+    asn__py_split_ws(s, upper_cb, &k);
     free(s);
     return k;
-}
-
-/* ---------------------------------------------------- language detection */
-
-/* Frequent, fairly distinctive function words of the languages written in
- * Latin script (lower case). */
-typedef struct lang_words {
-    const char *code;
-    const char *const *w;
-} lang_words;
-
-#define WORDS(...) (const char *const[]){__VA_ARGS__, NULL}
-static const lang_words latin_langs[] = {
-    {"en", WORDS("the", "and", "of", "to", "is", "in", "that", "it", "you", "for", "with", "are", "this", "was",
-                 "be", "have", "not", "on", "as", "they", "your", "what", "can", "will", "at", "by", "from",
-                 "or", "an", "we", "has", "i", "my", "do", "which", "would", "there", "their")},
-    {"es", WORDS("el", "la", "los", "las", "de", "que", "y", "en", "un", "una", "es", "por", "con", "para",
-                 "no", "se", "del", "al", "lo", "como", "más", "pero", "sus", "muy", "está", "son",
-                 "también", "yo", "ser", "hay", "fue", "este", "esta")},
-    {"pt", WORDS("o", "os", "as", "de", "que", "e", "em", "um", "uma", "é", "não", "do", "da", "dos", "das",
-                 "no", "na", "para", "com", "por", "se", "mais", "mas", "como", "ao", "você", "eu", "são",
-                 "também", "muito", "isso", "foi", "seu", "sua")},
-    {"fr", WORDS("le", "la", "les", "de", "des", "et", "est", "un", "une", "que", "qui", "en", "du", "pas",
-                 "pour", "dans", "ce", "il", "elle", "je", "vous", "nous", "sur", "avec", "au", "aux", "mais",
-                 "sont", "ne", "on", "très", "ou", "cette", "être")},
-    {"de", WORDS("der", "die", "das", "und", "ist", "nicht", "ein", "eine", "zu", "den", "dem", "mit", "von",
-                 "sie", "es", "ich", "auf", "für", "auch", "sich", "des", "im", "wir", "sind", "dass", "aber",
-                 "wie", "oder", "kann", "bei", "werden", "wird")},
-    {"it", WORDS("il", "lo", "la", "le", "gli", "di", "che", "e", "è", "un", "una", "per", "non", "con",
-                 "del", "della", "sono", "si", "ma", "come", "anche", "più", "al", "nel", "io", "questo",
-                 "molto", "ho", "essere", "alla")},
-    {"nl", WORDS("de", "het", "een", "en", "van", "is", "dat", "niet", "ik", "je", "op", "te", "zijn", "met",
-                 "voor", "die", "er", "maar", "ook", "als", "wat", "aan", "om", "hij", "naar", "wordt")},
-    {"pl", WORDS("i", "w", "nie", "na", "się", "z", "jest", "to", "że", "do", "jak", "co", "ale", "o",
-                 "tak", "dla", "od", "po", "jego", "są", "za", "czy", "by", "już", "ich", "oraz")},
-    {"sw", WORDS("na", "ya", "wa", "kwa", "ni", "za", "la", "katika", "hii", "kuwa", "cha", "pia", "lakini",
-                 "au", "yake", "hiyo", "sana", "kama", "hakuna", "mimi", "wewe", "sisi", "huo", "vya")},
-    {"fi", WORDS("ja", "on", "ei", "se", "että", "oli", "hän", "olla", "mutta", "kun", "niin", "tämä",
-                 "myös", "kuin", "mitä", "ovat", "minä", "sinä", "voi", "jos", "vain", "ole", "joka")},
-    {"tr", WORDS("ve", "bir", "bu", "da", "de", "için", "ile", "çok", "ne", "gibi", "daha", "olarak", "var",
-                 "ama", "ben", "sen", "mi", "değil", "her", "olan")},
-    {"id", WORDS("dan", "yang", "di", "ini", "itu", "dengan", "untuk", "tidak", "dari", "dalam", "akan",
-                 "ada", "saya", "kami", "anda", "juga", "atau", "pada", "adalah", "bisa")},
-    {"sv", WORDS("och", "att", "det", "som", "en", "är", "på", "för", "med", "inte", "jag", "har", "av",
-                 "till", "den", "om", "ett", "men", "var", "vi", "så")},
-    {"da", WORDS("og", "at", "det", "som", "en", "er", "på", "for", "med", "ikke", "jeg", "har", "af", "til",
-                 "den", "om", "et", "men", "var", "vi", "så")},
-    {"ro", WORDS("și", "de", "la", "în", "este", "un", "o", "că", "nu", "cu", "pe", "pentru", "care", "mai",
-                 "din", "se", "sunt", "ce", "al", "ca")},
-    {"cs", WORDS("a", "je", "se", "na", "v", "že", "to", "s", "z", "do", "jsem", "ale", "jak", "o", "pro",
-                 "by", "jsou", "tak", "k", "co")},
-    {"hu", WORDS("a", "az", "és", "hogy", "nem", "egy", "is", "van", "meg", "de", "ez", "már", "csak", "mint",
-                 "vagy", "volt", "én", "még")},
-    {"vi", WORDS("là", "và", "của", "có", "không", "được", "cho", "một", "những", "các", "với", "người",
-                 "này", "trong", "đã", "để", "tôi", "bạn")},
-};
-static const lang_words deva_langs[] = {
-    {"hi", WORDS("है", "हैं", "के", "की", "में", "और", "का", "से", "नहीं", "यह", "था", "पर", "भी", "लिए", "एक")},
-    {"mr", WORDS("आहे", "आणि", "या", "ते", "हे", "आहेत", "नाही", "त्या", "म्हणून", "मध्ये", "होते", "व", "की")},
-    {"ne", WORDS("छ", "र", "मा", "हो", "छन्", "गर्न", "पनि", "यो", "थियो", "भएको", "लागि", "गरेको", "छैन")},
-};
-
-/* All function words of a family of languages, sorted, so each word of
- * the text costs one binary search. */
-typedef struct word_entry {
-    const char *w;
-    int lang;
-} word_entry;
-
-typedef struct word_index {
-    const lang_words *langs;
-    size_t nl, n;
-    word_entry *v;
-    pthread_once_t once;
-} word_index;
-
-static int entry_cmp(const void *a, const void *b)
-{
-    return strcmp(((const word_entry *)a)->w, ((const word_entry *)b)->w);
-}
-
-static word_index latin_index = {latin_langs, sizeof latin_langs / sizeof *latin_langs, 0, NULL, PTHREAD_ONCE_INIT};
-static word_index deva_index = {deva_langs, sizeof deva_langs / sizeof *deva_langs, 0, NULL, PTHREAD_ONCE_INIT};
-
-static void index_build(word_index *x)
-{
-    size_t cap = 0;
-    for (size_t k = 0; k < x->nl; k++)
-        for (const char *const *w = x->langs[k].w; *w; w++) {
-            asn_grow((void **)&x->v, &cap, x->n + 1, sizeof *x->v);
-            x->v[x->n++] = (word_entry){*w, (int)k};
-        }
-    qsort(x->v, x->n, sizeof *x->v, entry_cmp);
-}
-static void latin_build(void) { index_build(&latin_index); }
-static void deva_build(void) { index_build(&deva_index); }
-
-static void index_score(const word_index *x, const char *w, size_t *score)
-{
-    word_entry key = {w, 0};
-    const word_entry *hit = bsearch(&key, x->v, x->n, sizeof *x->v, entry_cmp);
-    if (!hit)
-        return;
-    const word_entry *a = hit, *b = hit;
-    while (a > x->v && !strcmp(a[-1].w, w))
-        a--;
-    while (b + 1 < x->v + x->n && !strcmp(b[1].w, w))
-        b++;
-    for (; a <= b; a++)
-        score[a->lang]++;
-}
-
-/* Scores each language by how many of the text's words are its function
- * words (at most the first 2000 words). */
-static const char *by_words(const char *text, word_index *x, int letters_only)
-{
-    pthread_once(&x->once, x == &latin_index ? latin_build : deva_build);
-    size_t n = strlen(text), l, words = 0;
-    size_t score[32] = {0};
-    char w[64];
-    size_t wn = 0;
-    int too_long = 0;
-    for (size_t i = 0; i <= n && words < 2000; i += l) {
-        uint32_t c = i < n ? u8dec(text + i, n - i, &l) : 0;
-        if (i == n)
-            l = 1;
-        int part = c && (letters_only ? cp_isalpha(c) : !(py_space(c) || (c < 0x80 && ispunct((int)c)) ||
-                                                           c == 0x964 || c == 0x965));
-        if (part) {
-            char buf[4];
-            size_t k = u8enc(cp_lower(c), buf);
-            if (wn + k < sizeof w) {
-                memcpy(w + wn, buf, k);
-                wn += k;
-            } else {
-                too_long = 1;
-            }
-        } else if (wn) {
-            w[wn] = 0;
-            if (!too_long) /* no function word is that long */
-                index_score(x, w, score);
-            words++;
-            wn = 0;
-            too_long = 0;
-        }
-    }
-    size_t best = 0;
-    for (size_t k = 1; k < x->nl; k++)
-        if (score[k] > score[best])
-            best = k;
-    return x->langs[best].code;
-}
-
-enum {
-    SC_LATIN, SC_GREEK, SC_CYRILLIC, SC_ARMENIAN, SC_HEBREW, SC_ARABIC, SC_DEVANAGARI, SC_BENGALI,
-    SC_GURMUKHI, SC_GUJARATI, SC_ORIYA, SC_TAMIL, SC_TELUGU, SC_KANNADA, SC_MALAYALAM, SC_SINHALA, SC_THAI,
-    SC_GEORGIAN, SC_HANGUL, SC_KANA, SC_HAN, SC_OTHER, N_SC
-};
-static const char *const sc_code[N_SC] = {
-    [SC_GREEK] = "el", [SC_ARMENIAN] = "hy", [SC_HEBREW] = "he", [SC_BENGALI] = "bn",
-    [SC_GURMUKHI] = "pa", [SC_GUJARATI] = "gu", [SC_ORIYA] = "or", [SC_TAMIL] = "ta",
-    [SC_TELUGU] = "te", [SC_KANNADA] = "kn", [SC_MALAYALAM] = "ml", [SC_SINHALA] = "si",
-    [SC_THAI] = "th", [SC_GEORGIAN] = "ka", [SC_HANGUL] = "ko",
-};
-
-static int script_of(uint32_t c)
-{
-    if (c < 0x250)
-        return SC_LATIN;
-    if (c >= 0x1E00 && c <= 0x1EFF)
-        return SC_LATIN;
-    static const struct { uint32_t lo, hi; int sc; } t[] = {
-        {0x370, 0x3FF, SC_GREEK},        {0x1F00, 0x1FFF, SC_GREEK},     {0x400, 0x52F, SC_CYRILLIC},
-        {0x530, 0x58F, SC_ARMENIAN},     {0x590, 0x5FF, SC_HEBREW},      {0x600, 0x6FF, SC_ARABIC},
-        {0x750, 0x77F, SC_ARABIC},       {0xFB50, 0xFDFF, SC_ARABIC},    {0xFE70, 0xFEFF, SC_ARABIC},
-        {0x900, 0x97F, SC_DEVANAGARI},   {0x980, 0x9FF, SC_BENGALI},     {0xA00, 0xA7F, SC_GURMUKHI},
-        {0xA80, 0xAFF, SC_GUJARATI},     {0xB00, 0xB7F, SC_ORIYA},       {0xB80, 0xBFF, SC_TAMIL},
-        {0xC00, 0xC7F, SC_TELUGU},       {0xC80, 0xCFF, SC_KANNADA},     {0xD00, 0xD7F, SC_MALAYALAM},
-        {0xD80, 0xDFF, SC_SINHALA},      {0xE00, 0xE7F, SC_THAI},        {0x10A0, 0x10FF, SC_GEORGIAN},
-        {0x1100, 0x11FF, SC_HANGUL},     {0x3130, 0x318F, SC_HANGUL},    {0xAC00, 0xD7AF, SC_HANGUL},
-        {0x3040, 0x30FF, SC_KANA},       {0x31F0, 0x31FF, SC_KANA},      {0xFF66, 0xFF9F, SC_KANA},
-        {0x3400, 0x4DBF, SC_HAN},        {0x4E00, 0x9FFF, SC_HAN},       {0xF900, 0xFAFF, SC_HAN},
-        {0x20000, 0x2FFFF, SC_HAN},
-    };
-    for (size_t i = 0; i < sizeof t / sizeof *t; i++)
-        if (c >= t[i].lo && c <= t[i].hi)
-            return t[i].sc;
-    return SC_OTHER;
-}
-
-static int has_any(const char *text, const uint32_t *set, size_t n)
-{
-    size_t len = strlen(text), l;
-    for (size_t i = 0; i < len; i += l) {
-        uint32_t c = cp_lower(u8dec(text + i, len - i, &l));
-        for (size_t k = 0; k < n; k++)
-            if (c == set[k])
-                return 1;
-    }
-    return 0;
-}
-
-const char *asn_ifeval_detect_language(const char *text)
-{
-    size_t cnt[N_SC] = {0}, n = strlen(text), l, letters = 0;
-    for (size_t i = 0; i < n; i += l) {
-        uint32_t c = u8dec(text + i, n - i, &l);
-        if (!cp_isalpha(c))
-            continue;
-        cnt[script_of(c)]++;
-        letters++;
-    }
-    if (!letters)
-        return NULL;
-    int best = 0;
-    for (int s = 1; s < N_SC; s++)
-        if (cnt[s] > cnt[best])
-            best = s;
-    /* Japanese mixes kana and kanji; Chinese has no kana */
-    if ((best == SC_HAN || best == SC_KANA) && cnt[SC_KANA] * 10 >= cnt[SC_HAN] + cnt[SC_KANA])
-        return "ja";
-    if (best == SC_HAN)
-        return "zh-cn";
-    if (sc_code[best])
-        return sc_code[best];
-    if (best == SC_CYRILLIC) {
-        static const uint32_t uk[] = {0x456, 0x457, 0x454, 0x491};
-        static const uint32_t mk[] = {0x453, 0x45C, 0x455, 0x459, 0x45A, 0x45F, 0x458};
-        static const uint32_t ru[] = {0x44B, 0x44D, 0x451};
-        static const uint32_t bg[] = {0x44A};
-        if (has_any(text, uk, 4))
-            return "uk";
-        if (has_any(text, mk, 7))
-            return "mk";
-        if (has_any(text, bg, 1) && !has_any(text, ru, 3))
-            return "bg";
-        return "ru";
-    }
-    if (best == SC_ARABIC) {
-        static const uint32_t ur[] = {0x679, 0x688, 0x691, 0x6BA, 0x6D2, 0x6C1, 0x6BE};
-        static const uint32_t fa[] = {0x67E, 0x686, 0x698, 0x6AF, 0x6CC, 0x6A9};
-        if (has_any(text, ur, 7))
-            return "ur";
-        if (has_any(text, fa, 6))
-            return "fa";
-        return "ar";
-    }
-    if (best == SC_DEVANAGARI)
-        return by_words(text, &deva_index, 0);
-    if (best == SC_LATIN) {
-        /* Vietnamese is unmistakable by its letters */
-        static const uint32_t vi[] = {0x1A1, 0x1B0, 0x111, 0x103, 0x1EA1, 0x1EA3, 0x1EA5, 0x1EA7, 0x1EAD,
-                                      0x1EBF, 0x1EC1, 0x1EC7, 0x1ECB, 0x1ECD, 0x1ED1, 0x1ED3, 0x1EDB, 0x1EE5};
-        if (has_any(text, vi, sizeof vi / sizeof *vi))
-            return "vi";
-        return by_words(text, &latin_index, 1);
-    }
-    return "other";
 }
 
 /* ------------------------------------------------------- JSON, as Python */
@@ -1226,7 +744,7 @@ static size_t re_split(const asn_regex *re, const char *s, tok **v)
 static int blank(tok t)
 {
     size_t b, e;
-    strip_span(t.s, t.n, &b, &e);
+    asn__strip_span(t.s, t.n, &b, &e);
     return b == e;
 }
 
@@ -1351,7 +869,7 @@ static int ck_letter_frequency(const char *id, const json_t *k, const char *valu
     if (kw_str(k, "letter", &str, e) || kw_int(k, "let_frequency", &n, e) ||
         kw_relation(k, "let_relation", &at_least, e))
         return -1;
-    if (u8count(str) != 1)
+    if (asn__u8count(str) != 1)
         return asn_err_set(e, "argument \"letter\" must be one character, not \"%s\"", str);
     char *s1 = asn_py_strip(str), *letter = asn_py_lower(s1), *low = asn_py_lower(value);
     free(s1);
@@ -1437,15 +955,15 @@ static int ck_nth_paragraph_first_word(const char *id, const json_t *k, const ch
     *ok = 0;
     if ((size_t)nth <= count) {
         size_t b, en;
-        strip_span(v[nth - 1].s, v[nth - 1].n, &b, &en);
+        asn__strip_span(v[nth - 1].s, v[nth - 1].n, &b, &en);
         if (b < en) {
             /* paragraph.split()[0], lstrip("'"), lstrip('"'), then up
              * to the first punctuation mark, lower-cased */
             const char *p = v[nth - 1].s + b, *end = v[nth - 1].s + en;
             size_t l, wl = 0;
             while (p + wl < end) {
-                uint32_t c = u8dec(p + wl, (size_t)(end - p - wl), &l);
-                if (py_space(c))
+                uint32_t c = asn__u8dec(p + wl, (size_t)(end - p - wl), &l);
+                if (asn__py_space(c))
                     break;
                 wl += l;
             }
@@ -1454,7 +972,7 @@ static int ck_nth_paragraph_first_word(const char *id, const json_t *k, const ch
             while (wl && *p == '"')
                 p++, wl--;
             size_t cut = strcspn(p, ".,?!'\"");
-            char *w = xstrndup(p, cut < wl ? cut : wl);
+            char *w = asn__xstrndup(p, cut < wl ? cut : wl);
             char *lw = asn_py_lower(w), *fw = asn_py_lower(str);
             *ok = (long long)count == n && !strcmp(lw, fw);
             free(w);
@@ -1564,10 +1082,10 @@ static int ck_json_format(const char *id, const json_t *k, const char *value, in
     const char *p = v;
     static const char *const pre[] = {"```json", "```Json", "```JSON", "```"};
     for (size_t i = 0; i < 4; i++) /* chained removeprefix calls */
-        if (starts_with(p, pre[i]))
+        if (asn__starts_with(p, pre[i]))
             p += strlen(pre[i]);
     char *t = asn_xstrdup(p);
-    if (ends_with(t, "```"))
+    if (asn__ends_with(t, "```"))
         t[strlen(t) - 3] = 0;
     char *u = asn_py_strip(t);
     *ok = py_json_loads_ok(u);
@@ -1607,8 +1125,8 @@ static int ck_two_responses(const char *id, const json_t *k, const char *value, 
         *ok = 0;
         if (valid == 2) {
             size_t b0, e0, b1, e1;
-            strip_span(r[0].s, r[0].n, &b0, &e0);
-            strip_span(r[1].s, r[1].n, &b1, &e1);
+            asn__strip_span(r[0].s, r[0].n, &b0, &e0);
+            asn__strip_span(r[1].s, r[1].n, &b1, &e1);
             *ok = e0 - b0 != e1 - b1 || memcmp(r[0].s + b0, r[1].s + b1, e0 - b0);
         }
     }
@@ -1625,7 +1143,7 @@ static int ck_repeat_prompt(const char *id, const json_t *k, const char *value, 
     if (!*str)
         return asn_err_set(e, "argument \"prompt_to_repeat\" is empty");
     char *a = asn_py_strip(value), *al = asn_py_lower(a), *b = asn_py_strip(str), *bl = asn_py_lower(b);
-    *ok = starts_with(al, bl);
+    *ok = asn__starts_with(al, bl);
     free(a), free(al), free(b), free(bl);
     return 0;
 }
@@ -1644,7 +1162,7 @@ static int ck_end_checker(const char *id, const json_t *k, const char *value, in
     while (*p == '"')
         p++;
     char *al = asn_py_lower(p), *b = asn_py_strip(str), *bl = asn_py_lower(b);
-    *ok = ends_with(al, bl);
+    *ok = asn__ends_with(al, bl);
     free(a), free(al), free(b), free(bl);
     return 0;
 }
@@ -1691,7 +1209,7 @@ static int ck_quotation(const char *id, const json_t *k, const char *value, int 
     (void)id, (void)k, (void)e;
     char *v = asn_py_strip(value);
     size_t len = strlen(v);
-    *ok = u8count(v) > 1 && v[0] == '"' && v[len - 1] == '"';
+    *ok = asn__u8count(v) > 1 && v[0] == '"' && v[len - 1] == '"';
     free(v);
     return 0;
 }
@@ -1748,7 +1266,7 @@ int asn_ifeval_check(const char *instruction_id, const json_t *kwargs, const cha
     if (check(instruction_id, kwargs, response, &ok, e))
         return -1;
     size_t b, en;
-    strip_span(response, strlen(response), &b, &en);
+    asn__strip_span(response, strlen(response), &b, &en);
     *followed = b < en && ok; /* strict: an empty response follows nothing */
     return 0;
 }
@@ -1818,7 +1336,7 @@ static void kwc_cb(size_t so, size_t eo, void *arg)
 static void bullet_line(const char *s, size_t n, size_t *count)
 {
     size_t b, e;
-    strip_span(s, n, &b, &e);
+    asn__strip_span(s, n, &b, &e);
     *count += b < e && (s[b] == '*' || s[b] == '-');
 }
 
@@ -1915,7 +1433,7 @@ static int ref_func(const char *f, const json_t *c, const char *text, int *ok)
     } else if (!strcmp(f, "validate_forbidden_words")) {
         *ok = rarg(c, "forbidden_words", &v) && all_contained(v, text, 0);
     } else if (!strcmp(f, "verify_letter_frequency")) {
-        if (!rstr(c, "letter", &s) || !rnum(c, "N", &n) || u8count(s) != 1)
+        if (!rstr(c, "letter", &s) || !rnum(c, "N", &n) || asn__u8count(s) != 1)
             return 0;
         size_t k = 0, L = strlen(s);
         for (const char *p = text; (p = strstr(p, s)); p += L)
@@ -1939,7 +1457,7 @@ static int ref_func(const char *f, const json_t *c, const char *text, int *ok)
                 asn_sbuf_adds(&cl, "\n");
             first = 0;
             size_t b, e;
-            strip_span(p, len, &b, &e);
+            asn__strip_span(p, len, &b, &e);
             asn_sbuf_add(&cl, p + b, e - b);
             p += len;
             if (*p == '\r' && p[1] == '\n')
@@ -1960,7 +1478,7 @@ static int ref_func(const char *f, const json_t *c, const char *text, int *ok)
         if (!rnum(c, "N", &n) || !rstr(c, "quantifier", &s))
             return 0;
         toks t = {0};
-        py_split_ws(text, tok_cb, &t);
+        asn__py_split_ws(text, tok_cb, &t);
         *ok = quantified((double)t.n, n, s, fmax(py_round(n * 0.1), 1));
         free(t.v);
     } else if (!strcmp(f, "verify_sentence_constraint")) {
@@ -1979,7 +1497,7 @@ static int ref_func(const char *f, const json_t *c, const char *text, int *ok)
             idx += (long long)np;
         if ((double)np == n && idx >= 0 && idx < (long long)np) {
             size_t b, e;
-            strip_span(v_[idx].s, v_[idx].n, &b, &e);
+            asn__strip_span(v_[idx].s, v_[idx].n, &b, &e);
             *ok = e - b >= strlen(s) && !memcmp(v_[idx].s + b, s, strlen(s));
         }
         free(v_);
@@ -1989,7 +1507,7 @@ static int ref_func(const char *f, const json_t *c, const char *text, int *ok)
         const char *at = strstr(text, s);
         if (at) {
             char *rest = asn_py_strip(at);
-            *ok = u8count(rest) > u8count(s);
+            *ok = asn__u8count(rest) > asn__u8count(s);
             free(rest);
         }
     } else if (!strcmp(f, "validate_placeholders")) {
@@ -2019,7 +1537,7 @@ static int ref_func(const char *f, const json_t *c, const char *text, int *ok)
             const char *o = json_string_value(v);
             size_t l;
             for (size_t i = 0; o[i] && !*ok; i += l) {
-                u8dec(o + i, strlen(o + i), &l);
+                asn__u8dec(o + i, strlen(o + i), &l);
                 *ok = !*text || (strlen(text) == l && !memcmp(o + i, text, l));
             }
         } else if (json_is_array(v)) {
@@ -2048,14 +1566,14 @@ static int ref_func(const char *f, const json_t *c, const char *text, int *ok)
     } else if (!strcmp(f, "validate_repeat_prompt")) {
         if (!rstr(c, "original_prompt", &s))
             return 0;
-        *ok = starts_with(text, s);
+        *ok = asn__starts_with(text, s);
     } else if (!strcmp(f, "validate_two_responses")) {
         tok *v_;
         size_t np = split_str(text, "******", &v_);
         if (np == 2) {
             size_t b0, e0, b1, e1;
-            strip_span(v_[0].s, v_[0].n, &b0, &e0);
-            strip_span(v_[1].s, v_[1].n, &b1, &e1);
+            asn__strip_span(v_[0].s, v_[0].n, &b0, &e0);
+            asn__strip_span(v_[1].s, v_[1].n, &b1, &e1);
             *ok = e0 - b0 != e1 - b1 || memcmp(v_[0].s + b0, v_[1].s + b1, e0 - b0);
         }
         free(v_);
@@ -2071,9 +1589,9 @@ static int ref_func(const char *f, const json_t *c, const char *text, int *ok)
     } else if (!strcmp(f, "validate_end")) {
         if (!rstr(c, "end_phrase", &s))
             return 0;
-        *ok = ends_with(text, s);
+        *ok = asn__ends_with(text, s);
     } else if (!strcmp(f, "validate_quotation")) {
-        *ok = text[0] == '"' && ends_with(text, "\"");
+        *ok = text[0] == '"' && asn__ends_with(text, "\"");
     } else if (!strcmp(f, "validate_no_commas")) {
         *ok = strchr(text, ',') == NULL;
     } else {
