@@ -313,7 +313,7 @@ int main(int argc, char **argv)
            threads, bw / 1e9, peak_gops(threads, v4 ? fma_avx512 : fma_avx2, 2.0 * 12 * (v4 ? 16 : 8)),
            v4 ? "AVX-512" : "AVX2", peak_gops(threads, vnni ? int8_vnni : int8_avx2, 2.0 * 8 * (vnni ? 64 : 32)),
            vnni ? "AVX-512 VNNI" : "AVX2 maddubs");
-    printf("integer kernel: %s\n", asn_qmatmul_kernel());
+    printf("kernels: f32 %s, integer %s\n", asn_matmul_kernel(), asn_qmatmul_kernel());
     const char *lb = getenv("LLAMA_BENCH"), *lbat = getenv("LLAMA_BATCHED");
     for (int i = first; i < argc; i++)
         bench_model(argv[i], threads, rounds, lb, lbat);

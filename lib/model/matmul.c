@@ -575,6 +575,7 @@ static cols16_fn cols16_impl;
 typedef void (*block_fn)(const float *, int, int, int, const float *, int, int, const float *, float *, int);
 typedef float (*dot_fn)(const float *, const float *, int);
 static dot_fn dot_impl;
+static const char *kernel_name; /* the f32 kernel chosen (asn_matmul_kernel) */
 
 #if defined(__x86_64__)
 #define V4_TARGET __attribute__((target("arch=x86-64-v4")))
@@ -686,19 +687,20 @@ static void choose_kernels(void)
     /* ASN_MATMUL_KERNEL=avx512|avx2|base forces a kernel (tests compare them) */
     const char *force = getenv("ASN_MATMUL_KERNEL");
     if (force && !strcmp(force, "base"))
-        block_impl = block_base, dot_impl = dot_base, cols16_impl = cols16_base;
+        block_impl = block_base, dot_impl = dot_base, cols16_impl = cols16_base, kernel_name = "base";
     else if (force && !strcmp(force, "avx2"))
         block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2, packed_impl = packed_avx2,
         xpacked_impl = xpacked_avx2, xpacked8_impl = xpacked8_avx2, xpack_impl = xpack_avx2,
-        stream_impl = stream_avx2;
+        stream_impl = stream_avx2, kernel_name = "avx2";
     else if (asn_cpu_has(ASN_CPU_V4))
-        block_impl = block_avx512, dot_impl = dot_avx512, cols16_impl = cols16_avx512, stream_impl = stream_avx512;
+        block_impl = block_avx512, dot_impl = dot_avx512, cols16_impl = cols16_avx512, stream_impl = stream_avx512,
+        kernel_name = "avx512";
     else if (asn_cpu_has(ASN_CPU_AVX2 | ASN_CPU_FMA))
         block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2, packed_impl = packed_avx2,
         xpacked_impl = xpacked_avx2, xpacked8_impl = xpacked8_avx2, xpack_impl = xpack_avx2,
-        stream_impl = stream_avx2;
+        stream_impl = stream_avx2, kernel_name = "avx2";
     else
-        block_impl = block_base, dot_impl = dot_base, cols16_impl = cols16_base;
+        block_impl = block_base, dot_impl = dot_base, cols16_impl = cols16_base, kernel_name = "base";
     if (!stream_impl)
         stream_impl = block_impl;
 }
@@ -721,12 +723,13 @@ static void choose_kernels(void)
     dot_impl = dot_generic;
     block_impl = block_generic;
     cols16_impl = cols16_generic;
+    kernel_name = "base";
 #if defined(__aarch64__)
     /* NEON intrinsics (matmul_neon.c), the same bits; ASN_MATMUL_KERNEL=base
      * keeps the generic code */
     const char *force = getenv("ASN_MATMUL_KERNEL");
     if (!(force && !strcmp(force, "base")) && asn_cpu_has(ASN_CPU_NEON))
-        block_impl = mm_neon_block, dot_impl = mm_neon_dot;
+        block_impl = mm_neon_block, dot_impl = mm_neon_dot, kernel_name = "neon";
 #endif
     stream_impl = block_impl;
 }
@@ -888,4 +891,10 @@ float asn_dot(const float *a, const float *b, int K)
 {
     pick_block();
     return dot_impl(a, b, K);
+}
+
+const char *asn_matmul_kernel(void)
+{
+    pick_block();
+    return kernel_name;
 }

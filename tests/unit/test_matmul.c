@@ -156,6 +156,19 @@ static int check_kernel(const char *name, int fused)
     CHECK("asn_matmul_f32 with row strides equals the order model", n_f32);
     CHECK("asn_dot equals the order model", n_dot);
     CHECK("asn_dot_cols16 (16 transposed rows) equals the order model", n_cols);
+    /* the name asn_matmul_kernel gives is the kernel forced, or the one this
+     * CPU's features select (independently of matmul.c's choice) */
+#if defined(__x86_64__)
+    const char *top = asn_cpu_has(ASN_CPU_V4) ? "avx512" : asn_cpu_has(ASN_CPU_AVX2 | ASN_CPU_FMA) ? "avx2" : "base";
+#elif defined(__aarch64__)
+    const char *top = asn_cpu_has(ASN_CPU_NEON) ? "neon" : "base";
+#else
+    const char *top = "base";
+#endif
+    const char *want = strcmp(name, "default") ? name : top;
+    snprintf(tn, sizeof tn, "matmul %s: asn_matmul_kernel() says %s", name, want);
+    T_OK(tn, !strcmp(asn_matmul_kernel(), want), "it says %s", asn_matmul_kernel());
+    failed += strcmp(asn_matmul_kernel(), want) != 0;
     /* f32 sums of up to 1000 terms: a few K * 2^-24 of sum |w x| at most */
     snprintf(tn, sizeof tn, "matmul %s: the order model is within 1000 * 2^-24 of float64 (relative to sum |w x|)", name);
     T_OK(tn, worst <= 1000.0 / 16777216.0, "worst %g", worst);
