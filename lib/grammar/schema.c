@@ -10,7 +10,7 @@
  * trie of the declared names refuses exactly those. Keywords that validate
  * and are not understood are refused with their JSON pointer; annotations
  * (title, description, default, examples, ...) are ignored. */
-#include "grammar_internal.h"
+#include "schema_internal.h"
 #include "gtext.h"
 #include "asn/json.h"
 
@@ -19,56 +19,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* 2^8 = 256 member-set rules at most per object. */
-enum { MAX_ANY_ORDER = 8 };
 /* Bounds past this many digits are refused (int64 arithmetic). */
 #define MAX_BOUND 1e15
 
-typedef struct named {
-    char *key;
-    char name[24];
-} named;
-
-typedef struct conv {
-    const json_t *root;
-    int ws;
-    asn_sbuf rules;
-    int n_rules;
-    named *refs, *bodies;
-    int n_refs, n_bodies;
-    unsigned used; /* primitive rules emitted */
-    int depth;     /* subschemas being converted (nesting) */
-    int old_ref;   /* $schema is draft 3 to 7: keywords beside $ref are ignored */
-    int wide_exp;  /* bounded numbers also take exponent forms of the right sign (a superset) */
-    int approx;    /* set when the grammar accepts more than the schema (wide_exp used) */
-    asn_err *e;
-} conv;
-
 enum { U_VALUE = 1, U_STRING = 2, U_NUMBER = 4, U_INTEGER = 8, U_CHAR = 16, U_WS = 32 };
 
-static const char *const ANNOTATIONS[] = {"title", "description", "$schema", "$id", "$comment", "default",
+const char *const GS_ANNOTATIONS[] = {"title", "description", "$schema", "$id", "$comment", "default",
                                           "examples", "readOnly", "writeOnly", "deprecated", "$defs",
                                           "definitions", "$anchor", NULL};
-static const char *const KNOWN[] = {"type", "properties", "required", "additionalProperties", "items",
+const char *const GS_KNOWN[] = {"type", "properties", "required", "additionalProperties", "items",
                                     "prefixItems", "minItems", "maxItems", "enum", "const", "minLength",
                                     "maxLength", "pattern", "minimum", "maximum", "exclusiveMinimum",
                                     "exclusiveMaximum", "$ref", "anyOf", "oneOf", "nullable", "format", "patternProperties",
                                     "minProperties", "maxProperties", "dependentRequired", NULL};
-/* Set by normalize (never read from a schema): anyOf / oneOf whose
- * branches only list required names, as a list of those lists; object_body
- * makes them conditions on the set of names present. */
-#define REQ_ANY "\x01required_any"
-#define REQ_ONE "\x01required_one"
 
-static int in_list(const char *const *l, const char *k)
-{
-    for (; *l; l++)
-        if (!strcmp(*l, k))
-            return 1;
-    return 0;
-}
-
-static int serr(conv *c, const char *ptr, const char *fmt, const char *arg)
+int gs_serr(conv *c, const char *ptr, const char *fmt, const char *arg)
 {
     char msg[1200];
     if (snprintf(msg, sizeof msg, fmt, arg) >= (int)sizeof msg)
@@ -77,7 +42,7 @@ static int serr(conv *c, const char *ptr, const char *fmt, const char *arg)
 }
 
 /* Appends /key (escaped as a JSON pointer) to ptr. */
-static void ptr_child(char *out, size_t cap, const char *ptr, const char *key)
+void gs_ptr_child(char *out, size_t cap, const char *ptr, const char *key)
 {
     size_t n = (size_t)snprintf(out, cap, "%s/", ptr);
     for (const char *k = key; *k && n + 3 < cap; k++) {
@@ -91,11 +56,11 @@ static void ptr_child(char *out, size_t cap, const char *ptr, const char *key)
     out[n < cap ? n : cap - 1] = 0;
 }
 
-static void ptr_index(char *out, size_t cap, const char *ptr, size_t i)
+void gs_ptr_index(char *out, size_t cap, const char *ptr, size_t i)
 {
     char num[24];
     snprintf(num, sizeof num, "%zu", i);
-    ptr_child(out, cap, ptr, num);
+    gs_ptr_child(out, cap, ptr, num);
 }
 
 /* ------------------------------------------------------------- rules */
@@ -236,14 +201,14 @@ static int bound(conv *c, const json_t *s, const char *key, const char *ptr, int
     if (!v)
         return 0;
     char p[1024];
-    ptr_child(p, sizeof p, ptr, key);
+    gs_ptr_child(p, sizeof p, ptr, key);
     if (!json_is_number(v))
-        return serr(c, p, "\"%s\" must be a number", key) - 1;
+        return gs_serr(c, p, "\"%s\" must be a number", key) - 1;
     double d = json_number_value(v);
     if (fabs(d) > MAX_BOUND)
-        return serr(c, p, "bound \"%s\" is out of the supported range (|x| <= 1e15)", key) - 1;
+        return gs_serr(c, p, "bound \"%s\" is out of the supported range (|x| <= 1e15)", key) - 1;
     if (!integer && d != floor(d))
-        return serr(c, p, "\"%s\" on a number must be an integer (fractional bounds are not supported)",
+        return gs_serr(c, p, "\"%s\" on a number must be an integer (fractional bounds are not supported)",
                     key) - 1;
     *out = d;
     return 1;
@@ -285,7 +250,7 @@ static int integer_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
         return 0;
     }
     if (has_lo && has_hi && lo > hi)
-        return serr(c, ptr, "%s", "no integer lies within minimum and maximum");
+        return gs_serr(c, ptr, "%s", "no integer lies within minimum and maximum");
     asn_sbuf_adds(b, "(");
     int alt = 0;
     if (!has_lo || lo < 0) { /* negatives: -(1 .. -lo) within hi */
@@ -316,8 +281,8 @@ static int number_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
     int has_lo = 0, has_hi = 0;
     if (json_object_get(s, "exclusiveMinimum") || json_object_get(s, "exclusiveMaximum")) {
         char p[1024];
-        ptr_child(p, sizeof p, ptr, json_object_get(s, "exclusiveMinimum") ? "exclusiveMinimum" : "exclusiveMaximum");
-        return serr(c, p, "%s", "exclusive bounds are supported on integers only");
+        gs_ptr_child(p, sizeof p, ptr, json_object_get(s, "exclusiveMinimum") ? "exclusiveMinimum" : "exclusiveMaximum");
+        return gs_serr(c, p, "%s", "exclusive bounds are supported on integers only");
     }
     if ((k = bound(c, s, "minimum", ptr, 0, &v)) < 0)
         return -1;
@@ -333,7 +298,7 @@ static int number_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
         return 0;
     }
     if (has_lo && has_hi && L > H)
-        return serr(c, ptr, "%s", "minimum is above maximum");
+        return gs_serr(c, ptr, "%s", "minimum is above maximum");
     const char *frac = "(\".\" [0-9]+)?", *zfrac = "(\".\" \"0\"+)?";
     asn_sbuf_adds(b, "(");
     int alt = 0;
@@ -523,14 +488,14 @@ static int automaton_string(conv *c, const char *const *res, int n, long long lo
         }
         d = y;
         if (!d)
-            return serr(c, ptr, "%s", e2.msg);
+            return gs_serr(c, ptr, "%s", e2.msg);
     }
     char name[24];
     snprintf(name, sizeof name, "r%d", c->n_rules++);
     int bad = gdfa_gbnf(d, lo, hi, name, &c->rules, &e2);
     gdfa_free(d);
     if (bad)
-        return serr(c, ptr, "%s", e2.msg);
+        return gs_serr(c, ptr, "%s", e2.msg);
     asn_sbuf_addf(b, "\"\\\"\" %s", name);
     return 0;
 }
@@ -538,7 +503,7 @@ static int automaton_string(conv *c, const char *const *res, int n, long long lo
 static int string_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
 {
     const json_t *fmt = json_object_get(s, "format");
-    if (json_is_string(fmt) && !in_list(STANDARD_FORMATS, json_string_value(fmt)))
+    if (json_is_string(fmt) && !gv_listed(STANDARD_FORMATS, json_string_value(fmt)))
         fmt = NULL; /* not a format of JSON Schema: an annotation */
     const json_t *pat0 = json_object_get(s, "pattern"), *mn0 = json_object_get(s, "minLength"),
                  *mx0 = json_object_get(s, "maxLength");
@@ -549,35 +514,35 @@ static int string_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
         int n = 0;
         char *fre = NULL;
         if (fmt) {
-            ptr_child(p, sizeof p, ptr, "format");
+            gs_ptr_child(p, sizeof p, ptr, "format");
             const char *re = NULL;
             for (size_t i = 0; json_is_string(fmt) && i < sizeof FORMATS / sizeof FORMATS[0]; i++)
                 if (!strcmp(FORMATS[i].name, json_string_value(fmt)))
                     re = FORMATS[i].re;
             if (!re)
-                return serr(c, p, "unsupported format \"%s\"", json_is_string(fmt) ? json_string_value(fmt) : "");
+                return gs_serr(c, p, "unsupported format \"%s\"", json_is_string(fmt) ? json_string_value(fmt) : "");
             fre = asn_xmalloc(strlen(re) + 8);
             sprintf(fre, "^(?:%s)$", re);
             res[n++] = fre;
         }
         if (pat0) {
-            ptr_child(p, sizeof p, ptr, "pattern");
+            gs_ptr_child(p, sizeof p, ptr, "pattern");
             if (!json_is_string(pat0)) {
                 free(fre);
-                return serr(c, p, "%s", "pattern must be a string");
+                return gs_serr(c, p, "%s", "pattern must be a string");
             }
             res[n++] = json_string_value(pat0);
         }
         const char *which = mx0 ? "maxLength" : mn0 ? "minLength" : "pattern";
         if (mn0 && (!json_is_integer(mn0) || json_integer_value(mn0) < 0 || json_integer_value(mn0) >= MAX_COUNT))
-            which = NULL, ptr_child(p, sizeof p, ptr, "minLength");
+            which = NULL, gs_ptr_child(p, sizeof p, ptr, "minLength");
         if (mx0 && (!json_is_integer(mx0) || json_integer_value(mx0) < 0 || json_integer_value(mx0) >= MAX_COUNT))
-            which = NULL, ptr_child(p, sizeof p, ptr, "maxLength");
+            which = NULL, gs_ptr_child(p, sizeof p, ptr, "maxLength");
         if (!which) {
             free(fre);
-            return serr(c, p, "%s", "minLength and maxLength must be integers in [0, 10^12)");
+            return gs_serr(c, p, "%s", "minLength and maxLength must be integers in [0, 10^12)");
         }
-        ptr_child(p, sizeof p, ptr, which);
+        gs_ptr_child(p, sizeof p, ptr, which);
         long long lo = mn0 ? (long long)json_integer_value(mn0) : 0, hi = mx0 ? (long long)json_integer_value(mx0) : -1;
         int bad = automaton_string(c, res, n, lo, hi, p, b);
         free(fre);
@@ -585,20 +550,20 @@ static int string_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
     }
     if (fmt) {
         char p[1024];
-        ptr_child(p, sizeof p, ptr, "format");
+        gs_ptr_child(p, sizeof p, ptr, "format");
         if (!json_is_string(fmt))
-            return serr(c, p, "%s", "format must be a string");
+            return gs_serr(c, p, "%s", "format must be a string");
         const char *re = NULL;
         for (size_t i = 0; i < sizeof FORMATS / sizeof FORMATS[0]; i++)
             if (!strcmp(FORMATS[i].name, json_string_value(fmt)))
                 re = FORMATS[i].re;
-        if (!re && in_list(STANDARD_FORMATS, json_string_value(fmt)))
-            return serr(c, p, "unsupported format \"%s\"", json_string_value(fmt));
+        if (!re && gv_listed(STANDARD_FORMATS, json_string_value(fmt)))
+            return gs_serr(c, p, "unsupported format \"%s\"", json_string_value(fmt));
         asn_sbuf x = {0};
         asn_err e2;
         if (asn_regex_expr(re, 1, &x, NULL, &e2)) {
             free(x.buf);
-            return serr(c, p, "%s", e2.msg);
+            return gs_serr(c, p, "%s", e2.msg);
         }
         asn_sbuf_adds(b, "\"\\\"\" ");
         asn_sbuf_add(b, x.buf, x.len);
@@ -610,17 +575,17 @@ static int string_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
     const json_t *mn = json_object_get(s, "minLength"), *mx = json_object_get(s, "maxLength");
     char p[1024];
     if (mn && (!json_is_integer(mn) || json_integer_value(mn) < 0 || json_integer_value(mn) >= MAX_COUNT)) {
-        ptr_child(p, sizeof p, ptr, "minLength");
-        return serr(c, p, "%s", "minLength must be an integer in [0, 10^12)");
+        gs_ptr_child(p, sizeof p, ptr, "minLength");
+        return gs_serr(c, p, "%s", "minLength must be an integer in [0, 10^12)");
     }
     if (mx && (!json_is_integer(mx) || json_integer_value(mx) < 0 || json_integer_value(mx) >= MAX_COUNT)) {
-        ptr_child(p, sizeof p, ptr, "maxLength");
-        return serr(c, p, "%s", "maxLength must be an integer in [0, 10^12)");
+        gs_ptr_child(p, sizeof p, ptr, "maxLength");
+        return gs_serr(c, p, "%s", "maxLength must be an integer in [0, 10^12)");
     }
     if (pat) {
-        ptr_child(p, sizeof p, ptr, "pattern");
+        gs_ptr_child(p, sizeof p, ptr, "pattern");
         if (!json_is_string(pat))
-            return serr(c, p, "%s", "pattern must be a string");
+            return gs_serr(c, p, "%s", "pattern must be a string");
         asn_sbuf x = {0};
         int anch = 0;
         asn_err e2;
@@ -637,7 +602,7 @@ static int string_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
                 c->rules.len = mark; /* the rules it wrote before it gave up */
                 if (c->rules.buf)
                     c->rules.buf[mark] = 0;
-                return serr(c, p, "%s", e2.msg);
+                return gs_serr(c, p, "%s", e2.msg);
             }
             return 0;
         }
@@ -656,7 +621,7 @@ static int string_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
     long long lo = mn ? (long long)json_integer_value(mn) : 0;
     long long hi = mx ? (long long)json_integer_value(mx) : -1;
     if (hi >= 0 && hi < lo)
-        return serr(c, ptr, "%s", "maxLength is below minLength");
+        return gs_serr(c, ptr, "%s", "maxLength is below minLength");
     c->used |= U_CHAR;
     asn_sbuf_adds(b, "\"\\\"\" ");
     counted_chars(c, b, lo, hi);
@@ -819,16 +784,16 @@ static int presence_read(conv *c, const json_t *s, const char *ptr, const prop *
             pc->what = SHOWN[i];
     for (int i = 0; i < 2; i++) {
         const json_t *m = json_object_get(s, KEYS[i]);
-        ptr_child(p, sizeof p, ptr, KEYS[i]);
+        gs_ptr_child(p, sizeof p, ptr, KEYS[i]);
         if (m && (!json_is_integer(m) || json_integer_value(m) < 0))
-            return serr(c, p, "%s must be a non-negative integer", KEYS[i]);
+            return gs_serr(c, p, "%s must be a non-negative integer", KEYS[i]);
         if (m)
             *(i ? &pc->max_p : &pc->min_p) = json_integer_value(m);
     }
     const json_t *dr = json_object_get(s, "dependentRequired");
-    ptr_child(p, sizeof p, ptr, "dependentRequired");
+    gs_ptr_child(p, sizeof p, ptr, "dependentRequired");
     if (dr && !json_is_object(dr))
-        return serr(c, p, "%s", "dependentRequired must be an object of lists of names");
+        return gs_serr(c, p, "%s", "dependentRequired must be an object of lists of names");
     const char *k;
     const json_t *v;
     json_object_foreach((json_t *)dr, k, v)
@@ -839,8 +804,8 @@ static int presence_read(conv *c, const json_t *s, const char *ptr, const prop *
         json_array_foreach(v, i, x) ok &= json_is_string(x);
         if (!ok) {
             char pk[1024];
-            ptr_child(pk, sizeof pk, p, k);
-            return serr(c, pk, "%s", "a dependency must be a list of names");
+            gs_ptr_child(pk, sizeof pk, p, k);
+            return gs_serr(c, pk, "%s", "a dependency must be a list of names");
         }
     }
     for (int g = 0; g < 2; g++) {
@@ -854,8 +819,8 @@ static int presence_read(conv *c, const json_t *s, const char *ptr, const prop *
     if (extras && (pc->min_p >= 0 || pc->max_p >= 0)) {
         long long cap = pc->max_p >= 0 ? pc->max_p : pc->min_p;
         if (((long long)1 << n) * (cap + 1) > 4096) {
-            ptr_child(p, sizeof p, ptr, pc->max_p >= 0 ? "maxProperties" : "minProperties");
-            return serr(c, p, "%s", "counting this many undeclared properties is not supported");
+            gs_ptr_child(p, sizeof p, ptr, pc->max_p >= 0 ? "maxProperties" : "minProperties");
+            return gs_serr(c, p, "%s", "counting this many undeclared properties is not supported");
         }
         pc->e_cap = (int)cap;
     }
@@ -924,10 +889,10 @@ static int pattern_members(conv *c, const json_t *pats, const prop *pr, int n, c
                            char *extra)
 {
     char pq[1024];
-    ptr_child(pq, sizeof pq, ptr, "patternProperties");
+    gs_ptr_child(pq, sizeof pq, ptr, "patternProperties");
     int m = (int)json_object_size(pats);
     if (m > MAX_PATTERNS)
-        return serr(c, pq, "%s", "more than 4 patterns in patternProperties beside other names is not supported");
+        return gs_serr(c, pq, "%s", "more than 4 patterns in patternProperties beside other names is not supported");
     gdfa *d[MAX_PATTERNS], *decl, *any = gdfa_any();
     const json_t *sch[MAX_PATTERNS];
     const char **names = asn_xcalloc((size_t)n + 1, sizeof *names);
@@ -944,8 +909,8 @@ static int pattern_members(conv *c, const json_t *pats, const prop *pr, int n, c
         sch[k] = ps;
         if (!(d[k] = gdfa_regex(pat, &e2))) {
             char pi[1024];
-            ptr_child(pi, sizeof pi, pq, pat);
-            serr(c, pi, "%s", e2.msg);
+            gs_ptr_child(pi, sizeof pi, pq, pat);
+            gs_serr(c, pi, "%s", e2.msg);
             bad = 1;
             break;
         }
@@ -980,7 +945,7 @@ static int pattern_members(conv *c, const json_t *pats, const prop *pr, int n, c
             L = x;
         }
         if (!L) {
-            serr(c, pq, "%s", e2.msg);
+            gs_serr(c, pq, "%s", e2.msg);
             json_decref(v);
             bad = 1;
             break;
@@ -988,8 +953,8 @@ static int pattern_members(conv *c, const json_t *pats, const prop *pr, int n, c
         if (!gdfa_empty(L)) {
             char key[24], vr[24], pv[1024];
             snprintf(key, sizeof key, "r%d", c->n_rules++);
-            ptr_child(pv, sizeof pv, ptr, T ? "patternProperties" : "additionalProperties");
-            if (gdfa_gbnf(L, 0, -1, key, &c->rules, &e2) ? serr(c, pq, "%s", e2.msg) : conv_schema(c, v, pv, vr))
+            gs_ptr_child(pv, sizeof pv, ptr, T ? "patternProperties" : "additionalProperties");
+            if (gdfa_gbnf(L, 0, -1, key, &c->rules, &e2) ? gs_serr(c, pq, "%s", e2.msg) : conv_schema(c, v, pv, vr))
                 bad = 1;
             else
                 asn_sbuf_addf(&alts, "%s\"\\\"\" %s%s\":\"%s%s", alts.len ? " | " : "", key, W(c), W(c), vr);
@@ -1012,12 +977,12 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
     const json_t *add = json_object_get(s, "additionalProperties");
     char p[1024];
     if (props && !json_is_object(props)) {
-        ptr_child(p, sizeof p, ptr, "properties");
-        return serr(c, p, "%s", "properties must be an object");
+        gs_ptr_child(p, sizeof p, ptr, "properties");
+        return gs_serr(c, p, "%s", "properties must be an object");
     }
     if (req && !json_is_array(req)) {
-        ptr_child(p, sizeof p, ptr, "required");
-        return serr(c, p, "%s", "required must be a list of strings");
+        gs_ptr_child(p, sizeof p, ptr, "required");
+        return gs_serr(c, p, "%s", "required must be a list of strings");
     }
     int np = props ? (int)json_object_size(props) : 0;
     int nreq_extra = 0;
@@ -1026,7 +991,7 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
     const char *key;
     const json_t *sub;
     char pp[1024], pk[1024];
-    ptr_child(pp, sizeof pp, ptr, "properties");
+    gs_ptr_child(pp, sizeof pp, ptr, "properties");
     /* patternProperties: one schema for every pattern (the same schema
      * given to several patterns is one pattern, their alternatives) */
     const json_t *pats = json_object_get(s, "patternProperties"), *pat_schema = NULL;
@@ -1034,9 +999,9 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
     int universal = 0, general = 0; /* general: names shared out by automata (pattern_members) */
     if (pats) {
         char pq[1024];
-        ptr_child(pq, sizeof pq, ptr, "patternProperties");
+        gs_ptr_child(pq, sizeof pq, ptr, "patternProperties");
         if (!json_is_object(pats)) {
-            serr(c, pq, "%s", "patternProperties must be an object");
+            gs_serr(c, pq, "%s", "patternProperties must be an object");
             goto fail;
         }
         const char *pat;
@@ -1044,7 +1009,7 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
         json_object_foreach((json_t *)pats, pat, ps)
         {
             char pi[1024];
-            ptr_child(pi, sizeof pi, pq, pat);
+            gs_ptr_child(pi, sizeof pi, pq, pat);
             if (pat_schema && !json_equal(pat_schema, ps))
                 general = 1;
             pat_schema = ps;
@@ -1055,7 +1020,7 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
                 asn_sbuf_release(&x);
                 gdfa *d = gdfa_regex(pat, &e2); /* anchors inside the pattern: automata can say it */
                 if (!d) {
-                    serr(c, pi, "%s", e2.msg);
+                    gs_serr(c, pi, "%s", e2.msg);
                     goto fail;
                 }
                 gdfa_free(d);
@@ -1082,7 +1047,7 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
     {
         pr[n].name = key;
         char vr[24];
-        ptr_child(pk, sizeof pk, pp, key);
+        gs_ptr_child(pk, sizeof pk, pp, key);
         /* the schemas of the patterns that match the name apply too */
         json_t *both = json_pack("{s:[O]}", "allOf", sub), *all = json_object_get(both, "allOf");
         const char *pat;
@@ -1113,10 +1078,10 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
     }
     for (size_t i = 0; req && i < json_array_size(req); i++) {
         const json_t *r = json_array_get(req, i);
-        ptr_index(pk, sizeof pk, ptr, i);
+        gs_ptr_index(pk, sizeof pk, ptr, i);
         if (!json_is_string(r)) {
-            ptr_child(pk, sizeof pk, ptr, "required");
-            serr(c, pk, "%s", "required must be a list of strings");
+            gs_ptr_child(pk, sizeof pk, ptr, "required");
+            gs_serr(c, pk, "%s", "required must be a list of strings");
             goto fail;
         }
         int found = 0;
@@ -1127,8 +1092,8 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
             nreq_extra++;
     }
     if (nreq_extra) {
-        ptr_child(pk, sizeof pk, ptr, "required");
-        serr(c, pk, "%s", "a required property must be listed in properties");
+        gs_ptr_child(pk, sizeof pk, ptr, "required");
+        gs_serr(c, pk, "%s", "a required property must be listed in properties");
         goto fail;
     }
     /* extra members */
@@ -1138,7 +1103,7 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
             goto fail;
     } else if (pat_schema && !universal) { /* additionalProperties is false */
         char vr[24];
-        ptr_child(pk, sizeof pk, ptr, "patternProperties");
+        gs_ptr_child(pk, sizeof pk, ptr, "patternProperties");
         if (conv_schema(c, pat_schema, pk, vr))
             goto fail;
         asn_sbuf kv = {0};
@@ -1147,7 +1112,7 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
         asn_sbuf_release(&kv);
     } else if (pat_schema || !add || json_is_true(add) || json_is_object(add)) {
         char vr[24], nk[24];
-        ptr_child(pk, sizeof pk, ptr, pat_schema ? "patternProperties" : "additionalProperties");
+        gs_ptr_child(pk, sizeof pk, ptr, pat_schema ? "patternProperties" : "additionalProperties");
         if (pat_schema) { /* every other name matches the pattern */
             if (conv_schema(c, pat_schema, pk, vr))
                 goto fail;
@@ -1176,8 +1141,8 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
         add_rule(c, kv.buf, extra);
         free(kv.buf);
     } else if (!json_is_false(add)) {
-        ptr_child(pk, sizeof pk, ptr, "additionalProperties");
-        serr(c, pk, "%s", "additionalProperties must be a boolean or a schema");
+        gs_ptr_child(pk, sizeof pk, ptr, "additionalProperties");
+        gs_serr(c, pk, "%s", "additionalProperties must be a boolean or a schema");
         goto fail;
     }
     const char *w = W(c);
@@ -1248,9 +1213,9 @@ static int object_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
         free(live);
         presence_clear(&pc);
     } else if (pc.what) {
-        ptr_child(pk, sizeof pk, ptr, pc.what);
+        gs_ptr_child(pk, sizeof pk, ptr, pc.what);
         presence_clear(&pc);
-        serr(c, pk, "keyword \"%s\" on an object of more than 8 declared properties is not supported", pc.what);
+        gs_serr(c, pk, "keyword \"%s\" on an object of more than 8 declared properties is not supported", pc.what);
         goto fail;
     } else if (count_required(pr, n) <= MAX_ANY_ORDER) {
         /* any order, tracking the required properties written (set S of
@@ -1344,20 +1309,20 @@ static int array_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
     const json_t *mn = json_object_get(s, "minItems"), *mx = json_object_get(s, "maxItems");
     char p[1024];
     if (mn && (!json_is_integer(mn) || json_integer_value(mn) < 0 || json_integer_value(mn) > 2000)) {
-        ptr_child(p, sizeof p, ptr, "minItems");
-        return serr(c, p, "%s", "minItems must be an integer in [0, 2000]");
+        gs_ptr_child(p, sizeof p, ptr, "minItems");
+        return gs_serr(c, p, "%s", "minItems must be an integer in [0, 2000]");
     }
     if (mx && (!json_is_integer(mx) || json_integer_value(mx) < 0 || json_integer_value(mx) > 2000)) {
-        ptr_child(p, sizeof p, ptr, "maxItems");
-        return serr(c, p, "%s", "maxItems must be an integer in [0, 2000]");
+        gs_ptr_child(p, sizeof p, ptr, "maxItems");
+        return gs_serr(c, p, "%s", "maxItems must be an integer in [0, 2000]");
     }
     if (prefix && !json_is_array(prefix)) {
-        ptr_child(p, sizeof p, ptr, "prefixItems");
-        return serr(c, p, "%s", "prefixItems must be a list of schemas");
+        gs_ptr_child(p, sizeof p, ptr, "prefixItems");
+        return gs_serr(c, p, "%s", "prefixItems must be a list of schemas");
     }
     if (items && json_is_array(items)) {
-        ptr_child(p, sizeof p, ptr, "items");
-        return serr(c, p, "%s", "items as a list (draft 4 tuples) is not supported: use prefixItems");
+        gs_ptr_child(p, sizeof p, ptr, "items");
+        return gs_serr(c, p, "%s", "items as a list (draft 4 tuples) is not supported: use prefixItems");
     }
     int k = prefix ? (int)json_array_size(prefix) : 0;
     long lo = mn ? (long)json_integer_value(mn) : 0;
@@ -1366,8 +1331,8 @@ static int array_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
     char it[24] = "";
     for (int i = 0; i < k; i++) {
         char pi[1024];
-        ptr_child(p, sizeof p, ptr, "prefixItems");
-        ptr_index(pi, sizeof pi, p, (size_t)i);
+        gs_ptr_child(p, sizeof p, ptr, "prefixItems");
+        gs_ptr_index(pi, sizeof pi, p, (size_t)i);
         if (conv_schema(c, json_array_get(prefix, (size_t)i), pi, pr[i])) {
             free(pr);
             return -1;
@@ -1377,7 +1342,7 @@ static int array_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
         if (hi < 0 || hi > k)
             hi = k;
     } else {
-        ptr_child(p, sizeof p, ptr, "items");
+        gs_ptr_child(p, sizeof p, ptr, "items");
         if (items ? conv_schema(c, items, p, it) : (c->used |= U_VALUE, strcpy(it, "value"), 0)) {
             free(pr);
             return -1;
@@ -1385,7 +1350,7 @@ static int array_body(conv *c, const json_t *s, const char *ptr, asn_sbuf *b)
     }
     if (hi >= 0 && hi < lo) {
         free(pr);
-        return serr(c, ptr, "%s", "maxItems is below minItems (or items is false)");
+        return gs_serr(c, ptr, "%s", "maxItems is below minItems (or items is false)");
     }
     const char *w = W(c);
     /* tail[i]: i items written; loop from L = max(k, lo) when unbounded */
@@ -1474,25 +1439,23 @@ static int type_body(conv *c, const json_t *s, const char *t, const char *ptr, a
     return array_body(c, s, ptr, b);
 }
 
-static int resolve_ref(conv *c, const char *ref, const char *ptr, const json_t **out)
+int gs_resolve_ref(conv *c, const char *ref, const char *ptr, const json_t **out)
 {
     char p[1024];
-    ptr_child(p, sizeof p, ptr, "$ref");
+    gs_ptr_child(p, sizeof p, ptr, "$ref");
     if (ref[0] != '#')
-        return serr(c, p, "only local references (#...) are supported, not \"%s\"", ref);
+        return gs_serr(c, p, "only local references (#...) are supported, not \"%s\"", ref);
     int syntax;
     const json_t *cur = gv_pointer(c->root, ref, &syntax);
     if (syntax)
-        return serr(c, p, "reference \"%s\" is not a JSON pointer", ref);
+        return gs_serr(c, p, "reference \"%s\" is not a JSON pointer", ref);
     if (!cur)
-        return serr(c, p, "reference \"%s\" does not resolve", ref);
+        return gs_serr(c, p, "reference \"%s\" does not resolve", ref);
     *out = cur;
     return 0;
 }
 
 /* ------------------------------------------------------------- oneOf */
-
-static json_t *normalize(conv *c, const json_t *s, const char *ptr, int depth);
 
 /* The JSON types a value of schema s may have, as bits (1 object, 2
  * array, 4 string, 8 number, 16 boolean, 32 null; integer is number);
@@ -1652,10 +1615,10 @@ static int oneof_disjoint(conv *c, const json_t *arr)
     for (size_t i = 0; i < n; i++) { /* each branch merged (allOf, keywords beside it) */
         b[i] = json_array_get(arr, i);
         const json_t *r = json_object_get(b[i], "$ref");
-        if (json_is_string(r) && resolve_ref(c, json_string_value(r), "", &b[i]))
+        if (json_is_string(r) && gs_resolve_ref(c, json_string_value(r), "", &b[i]))
             b[i] = NULL;
         if (b[i] && json_is_object(b[i]))
-            b[i] = own[i] = normalize(c, b[i], "", 0);
+            b[i] = own[i] = gs_normalize(c, b[i], "", 0);
     }
     c->e = keep;
     int ok = 1;
@@ -1677,21 +1640,21 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
         return 0;
     }
     if (json_is_false(s))
-        return serr(c, ptr, "%s", "the schema false accepts nothing");
+        return gs_serr(c, ptr, "%s", "the schema false accepts nothing");
     if (!json_is_object(s))
-        return serr(c, ptr, "%s", "a schema must be an object or a boolean");
+        return gs_serr(c, ptr, "%s", "a schema must be an object or a boolean");
     const char *key;
     const json_t *v;
     char p[1024];
     const json_t *ref = json_object_get(s, "$ref");
     if (ref) {
-        ptr_child(p, sizeof p, ptr, "$ref");
+        gs_ptr_child(p, sizeof p, ptr, "$ref");
         if (!json_is_string(ref))
-            return serr(c, p, "%s", "$ref must be a string");
-        json_object_foreach((json_t *)s, key, v) if (in_list(KNOWN, key) && strcmp(key, "$ref"))
+            return gs_serr(c, p, "%s", "$ref must be a string");
+        json_object_foreach((json_t *)s, key, v) if (gv_listed(GS_KNOWN, key) && strcmp(key, "$ref"))
         {
-            ptr_child(p, sizeof p, ptr, key);
-            return serr(c, p, "keyword \"%s\" beside $ref is not supported", key);
+            gs_ptr_child(p, sizeof p, ptr, key);
+            return gs_serr(c, p, "keyword \"%s\" beside $ref is not supported", key);
         }
         const char *r = json_string_value(ref);
         for (int i = 0; i < c->n_refs; i++)
@@ -1700,7 +1663,7 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
                 return 0;
             }
         const json_t *target = NULL;
-        if (resolve_ref(c, r, ptr, &target))
+        if (gs_resolve_ref(c, r, ptr, &target))
             return -1;
         c->refs = asn_xrealloc(c->refs, (size_t)(c->n_refs + 1) * sizeof *c->refs);
         named *nm = &c->refs[c->n_refs++];
@@ -1725,24 +1688,24 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
     const json_t *en = json_object_get(s, "enum"), *cn = json_object_get(s, "const");
     const json_t *type = json_object_get(s, "type");
     if (any) {
-        ptr_child(p, sizeof p, ptr, anykey);
+        gs_ptr_child(p, sizeof p, ptr, anykey);
         if (!json_is_array(any) || !json_array_size(any))
             goto bad_any;
-        json_object_foreach((json_t *)s, key, v) if (in_list(KNOWN, key) && strcmp(key, anykey) &&
+        json_object_foreach((json_t *)s, key, v) if (gv_listed(GS_KNOWN, key) && strcmp(key, anykey) &&
                                                      strcmp(key, "nullable"))
         {
-            ptr_child(p, sizeof p, ptr, key);
-            serr(c, p, "keyword \"%s\" beside anyOf/oneOf is not supported", key);
+            gs_ptr_child(p, sizeof p, ptr, key);
+            gs_serr(c, p, "keyword \"%s\" beside anyOf/oneOf is not supported", key);
             goto fail;
         }
         if (!strcmp(anykey, "oneOf") && json_array_size(any) > 1 && !oneof_disjoint(c, any)) {
-            serr(c, p, "%s", "oneOf whose branches may overlap is not supported (only one may match): use anyOf");
+            gs_serr(c, p, "%s", "oneOf whose branches may overlap is not supported (only one may match): use anyOf");
             goto fail;
         }
         asn_sbuf_adds(&b, "(");
         for (size_t i = 0; i < json_array_size(any); i++) {
             char pi[1024], sub[24];
-            ptr_index(pi, sizeof pi, p, i);
+            gs_ptr_index(pi, sizeof pi, p, i);
             if (conv_schema(c, json_array_get(any, i), pi, sub))
                 goto fail;
             asn_sbuf_addf(&b, "%s%s", alt ? " | " : "", sub);
@@ -1750,9 +1713,9 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
         }
         asn_sbuf_adds(&b, ")");
     } else if (en || cn) {
-        ptr_child(p, sizeof p, ptr, en ? "enum" : "const");
+        gs_ptr_child(p, sizeof p, ptr, en ? "enum" : "const");
         if (en && (!json_is_array(en) || !json_array_size(en))) {
-            serr(c, p, "%s", "enum must be a non-empty list");
+            gs_serr(c, p, "%s", "enum must be a non-empty list");
             goto fail;
         }
         size_t ne = en ? json_array_size(en) : 1;
@@ -1767,15 +1730,15 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
             int ok = gv_valid(c->root, rest, x, NULL, why, sizeof why);
             if (ok < 0) {
                 json_decref(rest);
-                ptr_child(p, sizeof p, ptr, why);
-                serr(c, p, "keyword \"%s\" beside enum/const is not supported", why);
+                gs_ptr_child(p, sizeof p, ptr, why);
+                gs_serr(c, p, "keyword \"%s\" beside enum/const is not supported", why);
                 goto fail;
             }
             if (!ok)
                 continue;
             if (json_is_object(x) && json_object_size(x) > 1) {
                 json_decref(rest);
-                serr(c, p, "%s", "an object with several members in enum/const is not supported");
+                gs_serr(c, p, "%s", "an object with several members in enum/const is not supported");
                 goto fail;
             }
             asn_sbuf_adds(&b, alt ? " | " : "");
@@ -1791,12 +1754,12 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
         const char *types[8];
         int nt = 0;
         if (type) {
-            ptr_child(p, sizeof p, ptr, "type");
+            gs_ptr_child(p, sizeof p, ptr, "type");
             size_t n = json_is_array(type) ? json_array_size(type) : 1;
             for (size_t i = 0; i < n; i++) {
                 const json_t *t = json_is_array(type) ? json_array_get(type, i) : type;
-                if (!json_is_string(t) || !in_list(TYPES, json_string_value(t))) {
-                    serr(c, p, "%s", "type must be one of string, number, integer, boolean, null, object, array (or a list of them)");
+                if (!json_is_string(t) || !gv_listed(TYPES, json_string_value(t))) {
+                    gs_serr(c, p, "%s", "type must be one of string, number, integer, boolean, null, object, array (or a list of them)");
                     goto fail;
                 }
                 if (nt < 8)
@@ -1812,7 +1775,7 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
              * type is valid as it is (JSON Schema's rule) */
             int typed = 0;
             json_object_foreach((json_t *)s, key, v)
-            typed |= in_list(OBJ, key) || in_list(ARR, key) || in_list(STR, key) || in_list(NUM, key);
+            typed |= gv_listed(OBJ, key) || gv_listed(ARR, key) || gv_listed(STR, key) || gv_listed(NUM, key);
             static const char *const ALL[] = {"object", "array", "string", "number", "boolean", "null"};
             for (int i = 0; typed && i < 6; i++)
                 types[nt++] = ALL[i];
@@ -1833,8 +1796,8 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
     }
     const json_t *nl = json_object_get(s, "nullable");
     if (nl && !json_is_boolean(nl)) {
-        ptr_child(p, sizeof p, ptr, "nullable");
-        serr(c, p, "%s", "nullable must be true or false");
+        gs_ptr_child(p, sizeof p, ptr, "nullable");
+        gs_serr(c, p, "%s", "nullable must be true or false");
         goto fail;
     }
     if (json_is_true(nl)) {
@@ -1847,586 +1810,10 @@ static int conv_norm(conv *c, const json_t *s, const char *ptr, char *name_out)
     free(b.buf);
     return 0;
 bad_any:
-    serr(c, p, "%s", "anyOf/oneOf must be a non-empty list of schemas");
+    gs_serr(c, p, "%s", "anyOf/oneOf must be a non-empty list of schemas");
 fail:
     free(b.buf);
     return -1;
-}
-
-/* ------------------------------------------------------- normalization */
-
-/* Keywords of JSON Schema (drafts 4 to 2020-12) that validate and that the
- * grammar cannot express (beyond the special cases normalize() rewrites):
- * refused with their pointer. A keyword in neither this list nor the
- * understood or annotation ones is not JSON Schema: ignored, as JSON
- * Schema says of unknown keywords. */
-static const char *const REFUSED[] = {"not", "if", "then", "else", "dependentSchemas", "dependencies",
-                                      "contains", "minContains", "maxContains",
-                                      "propertyNames", "unevaluatedItems",
-                                      "unevaluatedProperties", "uniqueItems", "multipleOf",
-                                      "additionalItems", "$dynamicRef", "$recursiveRef", NULL};
-static const char *const MORE_ANNOTATIONS[] = {"$dynamicAnchor", "$recursiveAnchor", "$vocabulary",
-                                               "contentEncoding", "contentMediaType", "contentSchema", NULL};
-
-enum { MAX_MERGE_DEPTH = 16 };
-
-static json_t *normalize(conv *c, const json_t *s, const char *ptr, int depth);
-
-/* The types a "type" value names, as a list (new); NULL when absent. */
-static json_t *type_list(const json_t *t)
-{
-    if (!t)
-        return NULL;
-    if (json_is_array(t))
-        return json_copy((json_t *)t);
-    return json_pack("[O]", t);
-}
-
-static int type_has(const json_t *l, const char *t)
-{
-    size_t i;
-    const json_t *x;
-    json_array_foreach(l, i, x) if (json_is_string(x) && !strcmp(json_string_value(x), t)) return 1;
-    return 0;
-}
-
-/* Intersection of two "type" values (integer within number). */
-static json_t *type_meet(const json_t *a, const json_t *b)
-{
-    json_t *la = type_list(a), *lb = type_list(b), *out = json_array();
-    size_t i;
-    const json_t *x;
-    json_array_foreach(la, i, x)
-    {
-        const char *t = json_string_value(x);
-        if (!t)
-            continue;
-        if (type_has(lb, t) || (!strcmp(t, "integer") && type_has(lb, "number")))
-            json_array_append_new(out, json_string(t));
-        else if (!strcmp(t, "number") && type_has(lb, "integer") && !type_has(out, "integer"))
-            json_array_append_new(out, json_string("integer"));
-    }
-    json_decref(la), json_decref(lb);
-    if (json_array_size(out) == 1) {
-        json_t *one = json_incref(json_array_get(out, 0));
-        json_decref(out);
-        return one;
-    }
-    return out;
-}
-
-static int is_lower(const char *k)
-{
-    return !strcmp(k, "minimum") || !strcmp(k, "exclusiveMinimum") || !strcmp(k, "minLength") ||
-           !strcmp(k, "minItems") || !strcmp(k, "minProperties");
-}
-
-static int is_upper(const char *k)
-{
-    return !strcmp(k, "maximum") || !strcmp(k, "exclusiveMaximum") || !strcmp(k, "maxLength") ||
-           !strcmp(k, "maxItems") || !strcmp(k, "maxProperties");
-}
-
-/* Every property of b's "properties" is one of a's. */
-static int props_within(const json_t *b, const json_t *a)
-{
-    const char *k;
-    const json_t *v;
-    json_object_foreach((json_t *)json_object_get(b, "properties"), k, v)
-    {
-        (void)v;
-        if (!json_object_get(json_object_get(a, "properties"), k))
-            return 0;
-    }
-    return 1;
-}
-
-/* Merges b (normalized, no allOf/$ref/anyOf) into acc: what both demand. */
-static int merge_into(conv *c, json_t *acc, const json_t *b, const char *ptr)
-{
-    char p[1024];
-    const json_t *aa = json_object_get(acc, "additionalProperties"), *ab = json_object_get(b, "additionalProperties");
-    int ra = aa && !json_is_true(aa), rb = ab && !json_is_true(ab);
-    if ((ra && !props_within(b, acc)) || (rb && !props_within(acc, b)) || (ra && rb && !json_equal(aa, ab))) {
-        ptr_child(p, sizeof p, ptr, "allOf");
-        return serr(c, p, "%s", "subschemas with additionalProperties and different properties cannot be merged");
-    }
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)b, k, v)
-    {
-        json_t *cur = json_object_get(acc, k);
-        if (!cur || json_equal(cur, v)) {
-            json_object_set(acc, k, v);
-            continue;
-        }
-        if (in_list(ANNOTATIONS, k) || in_list(MORE_ANNOTATIONS, k))
-            continue;
-        if (!strcmp(k, "properties") && json_is_object(cur) && json_is_object(v)) {
-            json_t *m = json_copy(cur);
-            const char *pk;
-            json_t *pv;
-            json_object_foreach(v, pk, pv)
-            {
-                json_t *old = json_object_get(m, pk);
-                if (!old || json_equal(old, pv))
-                    json_object_set(m, pk, pv);
-                else
-                    json_object_set_new(m, pk, json_pack("{s:[O,O]}", "allOf", old, pv));
-            }
-            json_object_set_new(acc, k, m);
-        } else if (!strcmp(k, "required") && json_is_array(cur) && json_is_array(v)) {
-            json_t *m = json_copy(cur);
-            size_t i;
-            json_t *x;
-            json_array_foreach(v, i, x)
-            {
-                int seen = 0;
-                for (size_t j = 0; j < json_array_size(m); j++)
-                    seen |= json_equal(json_array_get(m, j), x);
-                if (!seen)
-                    json_array_append(m, x);
-            }
-            json_object_set_new(acc, k, m);
-        } else if (!strcmp(k, "type")) {
-            json_t *t = type_meet(cur, v);
-            if (json_is_array(t) && !json_array_size(t)) {
-                json_decref(t);
-                ptr_child(p, sizeof p, ptr, "allOf");
-                return serr(c, p, "%s", "the subschemas' types do not intersect");
-            }
-            json_object_set_new(acc, k, t);
-        } else if ((is_lower(k) || is_upper(k)) && json_is_number(cur) && json_is_number(v)) {
-            double x = json_number_value(cur), y = json_number_value(v);
-            if (is_lower(k) ? y > x : y < x)
-                json_object_set(acc, k, v);
-        } else if (!strcmp(k, "enum") && json_is_array(cur) && json_is_array(v)) {
-            json_t *m = json_array();
-            size_t i;
-            json_t *x;
-            json_array_foreach(cur, i, x) for (size_t j = 0; j < json_array_size(v); j++) if (json_equal(x, json_array_get(v, j)))
-            {
-                json_array_append(m, x);
-                break;
-            }
-            json_object_set_new(acc, k, m);
-        } else if (!strcmp(k, "not")) { /* not A and not B: not (A or B) */
-            json_object_set_new(acc, k, json_pack("{s:[O,O]}", "anyOf", cur, v));
-        } else if (!strcmp(k, "items") || !strcmp(k, "additionalProperties")) {
-            json_object_set_new(acc, k, json_pack("{s:[O,O]}", "allOf", cur, v));
-        } else {
-            ptr_child(p, sizeof p, ptr, "allOf");
-            char msg[600];
-            snprintf(msg, sizeof msg, "keyword \"%s\" differs between subschemas: they cannot be merged", k);
-            return serr(c, p, "%s", msg);
-        }
-    }
-    return 0;
-}
-
-/* A subschema of allOf, normalized, its $ref resolved. */
-static json_t *merge_part(conv *c, const json_t *s, const char *ptr, int depth)
-{
-    if (depth > MAX_MERGE_DEPTH)
-        return serr(c, ptr, "%s", "allOf and $ref nest too deep to merge"), NULL;
-    if (json_is_true(s))
-        return json_object();
-    json_t *n = normalize(c, s, ptr, depth + 1);
-    if (!n)
-        return NULL;
-    const json_t *ref = json_object_get(n, "$ref");
-    if (json_is_string(ref)) {
-        const json_t *t;
-        char p[1024];
-        snprintf(p, sizeof p, "%s", json_string_value(ref) + 1);
-        if (resolve_ref(c, json_string_value(ref), ptr, &t)) {
-            json_decref(n);
-            return NULL;
-        }
-        json_t *r = merge_part(c, t, p, depth + 1);
-        if (r) /* the annotations beside $ref are dropped */
-            json_object_del(r, "$ref");
-        json_decref(n);
-        return r;
-    }
-    if (json_object_get(n, "anyOf") || json_object_get(n, "oneOf")) {
-        json_decref(n);
-        return serr(c, ptr, "%s", "anyOf/oneOf inside allOf is not supported"), NULL;
-    }
-    return n;
-}
-
-static int has_validator(const json_t *s, const char *except)
-{
-    const char *k;
-    const json_t *v;
-    json_object_foreach((json_t *)s, k, v)
-    {
-        (void)v;
-        if (strcmp(k, except) && strcmp(k, "nullable") && !in_list(ANNOTATIONS, k) && !in_list(MORE_ANNOTATIONS, k))
-            return 1;
-    }
-    return 0;
-}
-
-/* `not` of types (without enum or const beside it): the types left, as
- * "type". Any other `not` is refused. */
-static int not_types(conv *c, json_t *r, const char *ptr)
-{
-    char p[1024];
-    ptr_child(p, sizeof p, ptr, "not");
-    json_t *n = normalize(c, json_object_get(r, "not"), p, 1);
-    if (!n)
-        return -1;
-    int ok = json_is_false(n) || (json_is_object(n) && json_object_get(n, "type") && !has_validator(n, "type"));
-    if (!ok) {
-        json_decref(n);
-        return serr(c, p, "%s", "unsupported keyword \"not\" (supported: not of types, or beside enum/const)");
-    }
-    static const char *const ALL[] = {"object", "array", "string", "number", "integer", "boolean", "null", NULL};
-    json_t *have = type_list(json_object_get(r, "type")), *out = json_array();
-    if (!have) { /* every type; number stands for integer */
-        have = json_array();
-        for (int i = 0; ALL[i]; i++)
-            if (strcmp(ALL[i], "integer"))
-                json_array_append_new(have, json_string(ALL[i]));
-    }
-    json_t *drop = json_is_object(n) ? type_list(json_object_get(n, "type")) : json_array();
-    size_t i;
-    const json_t *x;
-    int err = 0;
-    json_array_foreach(have, i, x)
-    {
-        const char *t = json_string_value(x);
-        if (!t)
-            continue;
-        int gone = type_has(drop, t) || (!strcmp(t, "integer") && type_has(drop, "number"));
-        if (!gone && !strcmp(t, "number") && type_has(drop, "integer") && !type_has(drop, "number"))
-            err = 1; /* the numbers that are not integers */
-        if (!gone)
-            json_array_append_new(out, json_string(t));
-    }
-    json_decref(have), json_decref(drop), json_decref(n);
-    if (err || !json_array_size(out)) {
-        json_decref(out);
-        return serr(c, p, "%s", err ? "not of integer beside number is not supported"
-                                    : "no type is left: the schema accepts nothing");
-    }
-    json_object_set_new(r, "type", out);
-    json_object_del(r, "not");
-    return 0;
-}
-
-/* The schema s rewritten into the keywords conv_norm understands (new
- * reference), or NULL with the error: unknown keywords dropped; draft 4's
- * boolean exclusive bounds and item lists in today's form; allOf (and $ref
- * beside other keywords) merged; keywords beside anyOf/oneOf moved into
- * each branch; keywords that hold whatever the grammar does (uniqueItems
- * false, multipleOf 1 on integers, min/maxProperties the properties
- * already imply) dropped; the rest of REFUSED refused. */
-/* Whether the anyOf/oneOf list br has only branches {"required": [names]}
- * (annotations aside). */
-static int required_only(const json_t *br)
-{
-    size_t i, j;
-    const json_t *x, *n;
-    if (!json_is_array(br) || !json_array_size(br))
-        return 0;
-    json_array_foreach(br, i, x)
-    {
-        const json_t *req = json_object_get(x, "required");
-        if (!json_is_array(req))
-            return 0;
-        json_array_foreach(req, j, n) if (!json_is_string(n)) return 0;
-        const char *k;
-        const json_t *v;
-        json_object_foreach((json_t *)x, k, v) if (strcmp(k, "required") && !in_list(ANNOTATIONS, k)) return 0;
-    }
-    return 1;
-}
-
-/* Every name that required, dependentRequired and the required lists of
- * REQ_ANY / REQ_ONE mention (a new list, repeats included). */
-static json_t *presence_names(const json_t *r)
-{
-    json_t *out = json_array();
-    const json_t *req = json_object_get(r, "required"), *dr = json_object_get(r, "dependentRequired");
-    if (json_is_array(req))
-        json_array_extend(out, (json_t *)req);
-    const char *k;
-    const json_t *v;
-    json_object_foreach((json_t *)dr, k, v)
-    {
-        json_array_append_new(out, json_string(k));
-        if (json_is_array(v))
-            json_array_extend(out, (json_t *)v);
-    }
-    for (int g = 0; g < 2; g++) {
-        size_t i;
-        const json_t *l;
-        json_array_foreach(json_object_get(r, g ? REQ_ONE : REQ_ANY), i, l) json_array_extend(out, (json_t *)l);
-    }
-    return out;
-}
-
-/* Whether the properties of r and the names the branches br require are
- * at most MAX_ANY_ORDER (objects whose members object_body tracks). */
-static int few_names(const json_t *r, const json_t *br)
-{
-    json_t *names = json_copy(json_object_get(r, "properties"));
-    if (!json_is_object(names))
-        json_decref(names), names = json_object();
-    size_t i, j;
-    const json_t *x, *nm;
-    json_array_foreach(br, i, x) json_array_foreach(json_object_get(x, "required"), j, nm)
-        json_object_set_new(names, json_string_value(nm), json_true());
-    int ok = json_object_size(names) <= MAX_ANY_ORDER;
-    json_decref(names);
-    return ok;
-}
-
-static json_t *normalize(conv *c, const json_t *s, const char *ptr, int depth)
-{
-    char p[1024];
-    if (!json_is_object(s))
-        return json_incref((json_t *)s);
-    json_t *r = json_object();
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)s, k, v) if (in_list(KNOWN, k) || in_list(ANNOTATIONS, k) || in_list(REFUSED, k) ||
-                                               !strcmp(k, "allOf") || !strcmp(k, "format"))
-        json_object_set(r, k, v);
-    /* draft 4: exclusiveMinimum: true beside minimum */
-    static const char *const EX[2][2] = {{"exclusiveMinimum", "minimum"}, {"exclusiveMaximum", "maximum"}};
-    for (int i = 0; i < 2; i++) {
-        json_t *x = json_object_get(r, EX[i][0]);
-        if (json_is_boolean(x)) {
-            json_t *b = json_object_get(r, EX[i][1]);
-            if (json_is_true(x) && b) {
-                json_object_set(r, EX[i][0], b);
-                json_object_del(r, EX[i][1]);
-            } else {
-                json_object_del(r, EX[i][0]);
-            }
-        }
-    }
-    /* draft 4 tuples: items as a list, additionalItems for the rest */
-    json_t *items = json_object_get(r, "items");
-    if (json_is_array(items) && !json_object_get(r, "prefixItems")) {
-        json_object_set(r, "prefixItems", items);
-        json_t *more = json_object_get(r, "additionalItems");
-        if (more)
-            json_object_set(r, "items", more);
-        else
-            json_object_del(r, "items");
-        json_object_del(r, "additionalItems");
-    } else if (json_object_get(r, "additionalItems") && !json_is_array(items)) {
-        json_object_del(r, "additionalItems"); /* ignored without an item list */
-    }
-    /* $ref beside validating keywords: both hold (drafts 3 to 7: they are ignored) */
-    json_t *ref = json_object_get(r, "$ref");
-    if (ref && c->old_ref && has_validator(r, "$ref")) {
-        json_t *only = json_pack("{s:O}", "$ref", ref);
-        json_decref(r);
-        return only;
-    }
-    if (ref && has_validator(r, "$ref")) {
-        json_t *all = json_object_get(r, "allOf");
-        all = all ? json_copy(all) : json_array();
-        json_array_append_new(all, json_pack("{s:O}", "$ref", ref));
-        json_object_del(r, "$ref");
-        json_object_set_new(r, "allOf", all);
-    }
-    /* allOf with a subschema that is an anyOf/oneOf: one branch each (A and
-     * (B or C) = (A and B) or (A and C)) */
-    json_t *all0 = json_object_get(r, "allOf");
-    for (size_t i = 0; json_is_array(all0) && i < json_array_size(all0) && depth < MAX_MERGE_DEPTH; i++) {
-        const json_t *part = json_array_get(all0, i), *t = part;
-        const json_t *pref = json_object_get(part, "$ref");
-        if (json_is_string(pref) && !has_validator(part, "$ref")) {
-            ptr_child(p, sizeof p, ptr, "allOf");
-            char pi[1024];
-            ptr_index(pi, sizeof pi, p, i);
-            if (resolve_ref(c, json_string_value(pref), pi, &t))
-                goto fail;
-        }
-        const char *ak = json_object_get(t, "anyOf") ? "anyOf" : json_object_get(t, "oneOf") ? "oneOf" : NULL;
-        const json_t *br = ak ? json_object_get(t, ak) : NULL;
-        if (!json_is_array(br) || !json_array_size(br) || has_validator(t, ak) || json_object_get(r, "anyOf") ||
-            json_object_get(r, "oneOf"))
-            continue;
-        json_t *branches = json_array();
-        for (size_t b = 0; b < json_array_size(br); b++) {
-            json_t *one = json_copy(r), *list = json_copy(all0);
-            json_array_set(list, i, json_array_get(br, b));
-            json_object_set_new(one, "allOf", list);
-            json_array_append_new(branches, one);
-        }
-        json_t *out = json_pack("{s:o}", ak, branches);
-        json_decref(r);
-        return out;
-    }
-    /* allOf: merged into one schema; a lone $ref stays a reference */
-    json_t *all = json_object_get(r, "allOf");
-    if (json_is_array(all) && json_array_size(all) == 1 && !has_validator(r, "allOf")) {
-        json_t *one = json_array_get(all, 0);
-        if (json_is_object(one) && json_is_string(json_object_get(one, "$ref")) && !has_validator(one, "$ref")) {
-            json_object_set(r, "$ref", json_object_get(one, "$ref"));
-            json_object_del(r, "allOf");
-            all = NULL;
-        }
-    }
-    if (all) {
-        ptr_child(p, sizeof p, ptr, "allOf");
-        if (!json_is_array(all) || !json_array_size(all)) {
-            serr(c, p, "%s", "allOf must be a non-empty list of schemas");
-            goto fail;
-        }
-        json_incref(all);
-        json_object_del(r, "allOf");
-        json_t *acc = NULL;
-        if (json_object_get(r, "anyOf") || json_object_get(r, "oneOf")) {
-            /* keep anyOf aside: the merged rest goes into each branch below */
-            acc = json_object();
-        }
-        json_t *base = acc ? NULL : merge_part(c, r, ptr, depth);
-        if (!acc && !base) {
-            json_decref(all);
-            goto fail;
-        }
-        if (!acc)
-            acc = base;
-        for (size_t i = 0; i < json_array_size(all); i++) {
-            char pi[1024];
-            ptr_index(pi, sizeof pi, p, i);
-            json_t *part = merge_part(c, json_array_get(all, i), pi, depth);
-            if (!part || merge_into(c, acc, part, ptr)) {
-                json_decref(part);
-                json_decref(acc);
-                json_decref(all);
-                goto fail;
-            }
-            json_decref(part);
-        }
-        json_decref(all);
-        if (json_object_get(r, "anyOf") || json_object_get(r, "oneOf")) {
-            json_object_foreach(acc, k, v) if (!json_object_get(r, k)) json_object_set(r, k, v);
-            json_decref(acc);
-        } else {
-            json_decref(r);
-            r = acc;
-            if (!json_object_size(r))
-                return r;
-        }
-    }
-    /* anyOf/oneOf whose branches only list required names: conditions on
-     * the names present (object_body); oneOf of several holds of objects only */
-    const char *rkey = json_object_get(r, "anyOf") ? "anyOf" : json_object_get(r, "oneOf") ? "oneOf" : NULL;
-    if (rkey && !depth && required_only(json_object_get(r, rkey)) && few_names(r, json_object_get(r, rkey))) {
-        json_t *lists = json_array(), *br = json_object_get(r, rkey);
-        size_t i;
-        json_t *x;
-        json_array_foreach(br, i, x) json_array_append(lists, json_object_get(x, "required"));
-        int one = !strcmp(rkey, "oneOf");
-        json_object_set_new(r, one ? REQ_ONE : REQ_ANY, lists);
-        if (one && json_array_size(br) > 1) {
-            json_t *tl = type_list(json_object_get(r, "type"));
-            if (!tl || type_has(tl, "object"))
-                json_object_set_new(r, "type", json_string("object"));
-            json_decref(tl);
-        }
-        json_object_del(r, rkey);
-    }
-    /* dependencies that list names: dependentRequired */
-    json_t *deps = json_object_get(r, "dependencies");
-    if (json_is_object(deps) && !json_object_get(r, "dependentRequired")) {
-        int lists = 1;
-        json_object_foreach(deps, k, v) lists &= json_is_array(v);
-        if (lists) {
-            json_object_set(r, "dependentRequired", deps);
-            json_object_del(r, "dependencies");
-        }
-    }
-    /* anyOf/oneOf beside validating keywords: each branch gets them */
-    const char *anykey = json_object_get(r, "anyOf") ? "anyOf" : json_object_get(r, "oneOf") ? "oneOf" : NULL;
-    if (anykey && has_validator(r, anykey) && json_is_array(json_object_get(r, anykey))) {
-        json_t *rest = json_object(), *branches = json_array(), *any = json_object_get(r, anykey);
-        json_object_foreach(r, k, v) if (strcmp(k, anykey) && strcmp(k, "nullable") && !in_list(ANNOTATIONS, k))
-            json_object_set(rest, k, v);
-        size_t i;
-        json_t *x;
-        json_array_foreach(any, i, x) json_array_append_new(branches, json_pack("{s:[O,O]}", "allOf", rest, x));
-        json_t *out = json_pack("{s:o}", anykey, branches);
-        if (json_object_get(r, "nullable"))
-            json_object_set(out, "nullable", json_object_get(r, "nullable"));
-        json_decref(rest);
-        json_decref(r);
-        r = out;
-    }
-    /* keywords that hold whatever the grammar does */
-    json_t *t = json_object_get(r, "type");
-    if (json_is_false(json_object_get(r, "uniqueItems")))
-        json_object_del(r, "uniqueItems");
-    json_t *mi = json_object_get(r, "maxItems");
-    if (json_object_get(r, "uniqueItems") && json_is_integer(mi) && json_integer_value(mi) <= 1)
-        json_object_del(r, "uniqueItems");
-    json_t *mo = json_object_get(r, "multipleOf");
-    if (json_is_number(mo) && json_number_value(mo) == 1 && json_is_string(t) &&
-        (!strcmp(json_string_value(t), "integer") || !strcmp(json_string_value(t), "number"))) {
-        json_object_set_new(r, "type", json_string("integer"));
-        json_object_del(r, "multipleOf");
-    }
-    json_t *minp = json_object_get(r, "minProperties"), *maxp = json_object_get(r, "maxProperties");
-    json_t *req = json_object_get(r, "required"), *props = json_object_get(r, "properties");
-    if (json_is_integer(minp) && json_integer_value(minp) <= (json_int_t)json_array_size(req))
-        json_object_del(r, "minProperties"); /* required names are distinct */
-    if (json_is_integer(maxp) && json_is_false(json_object_get(r, "additionalProperties")) &&
-        json_integer_value(maxp) >= (json_int_t)json_object_size(props))
-        json_object_del(r, "maxProperties");
-    /* a required property not declared: declared with the schema of
-     * additionalProperties (any value when absent or true) */
-    json_t *add = json_object_get(r, "additionalProperties");
-    json_t *pats = json_object_get(r, "patternProperties");
-    if (!depth && (json_is_array(req) || json_object_get(r, "dependentRequired") || json_object_get(r, REQ_ANY) ||
-                   json_object_get(r, REQ_ONE)) && (!add || json_is_true(add) || json_is_object(add) || json_is_object(pats)) &&
-        (!props || json_is_object(props))) { /* not in a part being merged: its siblings may declare it */
-        json_t *np = props ? json_copy(props) : json_object();
-        size_t i, added = 0;
-        json_t *x, *names = presence_names(r);
-        json_array_foreach(names, i, x) if (json_is_string(x) && !json_object_get(np, json_string_value(x)))
-        {
-            /* a name a pattern matches: its schema comes from the pattern (object_body) */
-            const char *pat;
-            json_t *ps;
-            int matched = 0;
-            json_object_foreach(pats, pat, ps) matched |= gv_search(pat, json_string_value(x)) == 1;
-            if (!matched && json_is_false(add))
-                continue;
-            json_object_set_new(np, json_string_value(x),
-                                !matched && json_is_object(add) ? json_incref(add) : json_object());
-            added++;
-        }
-        if (added)
-            json_object_set(r, "properties", np);
-        json_decref(np);
-        json_decref(names);
-    }
-    /* with enum or const, the other keywords filter the values (conv_norm);
-     * a part being merged is checked once merged */
-    if (depth || json_object_get(r, "enum") || json_object_get(r, "const"))
-        return r;
-    if (json_object_get(r, "not") && not_types(c, r, ptr))
-        goto fail;
-    json_object_foreach(r, k, v) if (in_list(REFUSED, k))
-    {
-        ptr_child(p, sizeof p, ptr, k);
-        serr(c, p, "unsupported keyword \"%s\"", k);
-        goto fail;
-    }
-    return r;
-fail:
-    json_decref(r);
-    return NULL;
 }
 
 /* Nesting of subschemas past which a schema is refused: recursion that
@@ -2439,8 +1826,8 @@ static int conv_schema(conv *c, const json_t *s, const char *ptr, char *name_out
     if (!json_is_object(s))
         return conv_norm(c, s, ptr, name_out);
     if (c->depth >= MAX_NESTING)
-        return serr(c, ptr, "%s", "subschemas nest too deep (recursion through allOf or $ref beside other keywords)");
-    json_t *n = normalize(c, s, ptr, 0);
+        return gs_serr(c, ptr, "%s", "subschemas nest too deep (recursion through allOf or $ref beside other keywords)");
+    json_t *n = gs_normalize(c, s, ptr, 0);
     if (!n)
         return -1;
     c->depth++;
@@ -2466,13 +1853,13 @@ static int find_big_integer(const json_t *v, const char *ptr, char *out, size_t 
         const json_t *x;
         json_object_foreach((json_t *)v, k, x)
         {
-            ptr_child(p, sizeof p, ptr, k);
+            gs_ptr_child(p, sizeof p, ptr, k);
             if (find_big_integer(x, p, out, cap, digits))
                 return 1;
         }
     }
     for (size_t i = 0; json_is_array(v) && i < json_array_size(v); i++) {
-        ptr_index(p, sizeof p, ptr, i);
+        gs_ptr_index(p, sizeof p, ptr, i);
         if (find_big_integer(json_array_get(v, i), p, out, cap, digits))
             return 1;
     }
@@ -2495,7 +1882,7 @@ char *gs_to_gbnf(const json_t *schema, asn_ws_rule ws, int wide, int *approx, as
     const char *digits;
     if (find_big_integer(schema, "", big, sizeof big, &digits)) {
         c.e = e;
-        serr(&c, big, "integer %s does not fit in 64 bits (not supported)", digits);
+        gs_serr(&c, big, "integer %s does not fit in 64 bits (not supported)", digits);
         json_decref(own);
         return NULL;
     }
