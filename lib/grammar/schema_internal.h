@@ -1,6 +1,8 @@
-/* grammar/schema_internal.h — what the JSON Schema converter's two files
- * share: schema.c (subschemas to rules) and schema_norm.c (the rewriting
- * of each subschema into the forms schema.c converts). Not a public API. */
+/* grammar/schema_internal.h — what the JSON Schema converter's files
+ * share: schema.c (subschemas to rules), schema_norm.c (the rewriting of
+ * each subschema into the forms schema.c converts) and schema_ptr.c (the
+ * keyword lists, JSON pointers, errors and $ref resolution both use).
+ * Not a public API. */
 #ifndef ASN_GRAMMAR_SCHEMA_INTERNAL_H
 #define ASN_GRAMMAR_SCHEMA_INTERNAL_H
 
@@ -36,7 +38,8 @@ typedef struct conv {
 #define REQ_ANY "\x01required_any"
 #define REQ_ONE "\x01required_one"
 
-/* The keywords schema.c converts, and the annotations it ignores. */
+/* schema_ptr.c: the keywords schema.c converts, and the annotations
+ * both ignore. */
 extern const char *const GS_ANNOTATIONS[], *const GS_KNOWN[];
 
 /* Sets c's error to "PTR: " and fmt with arg (one %s); returns -1. */
