@@ -10,8 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_DIM ASN__SAMPLER_MAX_DIM
-
 static const char *const ARCH_NAMES[] = {"LocalProbabilityTransform", "SimpleDistributionAwareTransform",
                                          "SamplingNetwork", "EquivariantLocalTransform"};
 #define N_ARCH 4
@@ -35,7 +33,7 @@ int asn_sampler_arch_parse(const char *name, asn_sampler_arch *out, asn_err *e)
 
 /* The SwiGLU layers' inner sizes must be >= 1 (a zero-width layer is
  * meaningless), and the network's sizes must stay far from int overflow
- * (MAX_DIM: sampler_internal.h). */
+ * (ASN__SAMPLER_MAX_DIM: sampler_internal.h). */
 #define MAX_BLOCKS 1024
 
 int asn_sampler_config_check(const asn_sampler_config *c, asn_err *e)
@@ -43,9 +41,9 @@ int asn_sampler_config_check(const asn_sampler_config *c, asn_err *e)
     switch (c->arch) {
     case ASN_SAMPLER_LOCAL:
     case ASN_SAMPLER_DIST:
-        if (c->hidden_dims < 2 || c->hidden_dims > MAX_DIM)
+        if (c->hidden_dims < 2 || c->hidden_dims > ASN__SAMPLER_MAX_DIM)
             return asn_err_set(e, "%s: hidden_dims must be 2..%d (inner size int(2 * hidden_dims / 3) >= 1), got %d",
-                               asn_sampler_arch_name(c->arch), MAX_DIM, c->hidden_dims);
+                               asn_sampler_arch_name(c->arch), ASN__SAMPLER_MAX_DIM, c->hidden_dims);
         return 0;
     case ASN_SAMPLER_EQUI:
         if (c->hidden_dims < 2 || asn_nn_mlp_inner(c->hidden_dims) > ASN_NN_EQUI_MAXI)
@@ -53,10 +51,12 @@ int asn_sampler_config_check(const asn_sampler_config *c, asn_err *e)
                                (3 * ASN_NN_EQUI_MAXI + 2) / 2, c->hidden_dims);
         return 0;
     case ASN_SAMPLER_NETWORK:
-        if (c->d_model < 4 || c->d_model > MAX_DIM)
-            return asn_err_set(e, "SamplingNetwork: d_model must be 4..%d, got %d", MAX_DIM, c->d_model);
-        if (c->d_ff < 2 || c->d_ff > MAX_DIM)
-            return asn_err_set(e, "SamplingNetwork: d_ff must be 2..%d, got %d", MAX_DIM, c->d_ff);
+        if (c->d_model < 4 || c->d_model > ASN__SAMPLER_MAX_DIM)
+            return asn_err_set(e, "SamplingNetwork: d_model must be 4..%d, got %d", ASN__SAMPLER_MAX_DIM,
+                               c->d_model);
+        if (c->d_ff < 2 || c->d_ff > ASN__SAMPLER_MAX_DIM)
+            return asn_err_set(e, "SamplingNetwork: d_ff must be 2..%d, got %d", ASN__SAMPLER_MAX_DIM,
+                               c->d_ff);
         if (c->n_blocks < 0 || c->n_blocks > MAX_BLOCKS)
             return asn_err_set(e, "SamplingNetwork: n_blocks must be 0..%d, got %d", MAX_BLOCKS, c->n_blocks);
         if (c->n_heads < 1 || c->d_model % c->n_heads)
@@ -118,8 +118,9 @@ static int config_from_json(asn_sampler_arch arch, const json_t *obj, asn_sample
             else
                 return asn_err_set(e, "%s: %s must be true or false", at, k);
         } else {
-            if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > MAX_DIM)
-                return asn_err_set(e, "%s: %s must be an integer 0..%d", at, k, MAX_DIM);
+            if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                json_integer_value(v) > ASN__SAMPLER_MAX_DIM)
+                return asn_err_set(e, "%s: %s must be an integer 0..%d", at, k, ASN__SAMPLER_MAX_DIM);
             *dst = (int)json_integer_value(v);
         }
     }

@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_DIM ASN__SAMPLER_MAX_DIM
-
 #define GGUF_ARCH "asn-sampler"
 
 asn_gguf_writer *asn_sampler_writer(const asn_sampler *s)
@@ -62,7 +60,7 @@ static int get_size(const asn_gguf *g, const char *key, int *out, asn_err *e)
     uint32_t v = 0;
     if (asn_gguf_get_u32(g, key, 1, &v, e) < 0)
         return -1;
-    if (v > MAX_DIM)
+    if (v > ASN__SAMPLER_MAX_DIM)
         return asn_err_set(e, "%s: %s = %u is too large", asn_gguf_path(g), key, v);
     *out = (int)v;
     return 0;

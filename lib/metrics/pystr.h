@@ -1,6 +1,6 @@
 /* metrics/pystr.h — pystr.c's UTF-8 and Python str helpers, shared by
- * ifeval.c and langdetect.c. Not a public API (asn/verifiers.h has the
- * asn_py_* functions). */
+ * ifeval.c, langdetect.c and verify_math.c. Not a public API
+ * (asn/verifiers.h has the asn_py_* functions). */
 #ifndef ASN_METRICS_PYSTR_H
 #define ASN_METRICS_PYSTR_H
 

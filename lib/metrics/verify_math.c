@@ -7,6 +7,7 @@
 #include "asn/verifiers.h"
 #include "asn/json.h"
 #include "asn/sbuf.h"
+#include "metrics/pystr.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -16,14 +17,6 @@
 #include <string.h>
 
 /* ------------------------------------------------------ small strings */
-
-static char *xstrndup(const char *s, size_t n)
-{
-    char *r = asn_xmalloc(n + 1);
-    memcpy(r, s, n);
-    r[n] = 0;
-    return r;
-}
 
 /* Python's s.replace(a, b), all occurrences, left to right. */
 static char *replace_all(const char *s, const char *a, const char *b)
@@ -141,7 +134,7 @@ int asn_gsm8k_check(const char *response, const char *label, char **extracted)
     char *text = asn_regex_sub(R(RE_GSM_COMMA), "$1$2", response);
     size_t lso, leo;
     int found = asn_regex_last(R(RE_GSM_NUMBER), text, &lso, &leo);
-    char *ans = found ? xstrndup(text + lso, leo - lso) : asn_xstrdup(text);
+    char *ans = found ? asn__xstrndup(text + lso, leo - lso) : asn_xstrdup(text);
     free(text);
     char *a = asn_py_lower(ans), *b = asn_py_lower(label);
     int ok = !strcmp(a, b);
@@ -212,7 +205,7 @@ char *asn_math_last_boxed(const char *s)
         if (*i == '}') {
             open--;
             if (open == 0) /* only a closing brace can end it */
-                return xstrndup(idx, (size_t)(i - idx) + 1);
+                return asn__xstrndup(idx, (size_t)(i - idx) + 1);
         }
     }
     return NULL;
@@ -228,7 +221,7 @@ char *asn_math_remove_boxed(const char *s)
     size_t n = strlen(s);
     if (strncmp(s, "\\boxed{", 7) || n < 8 || s[n - 1] != '}')
         return NULL; /* n < 8: "\boxed{" alone fails s[-1] == "}" */
-    return xstrndup(s + 7, n - 8);
+    return asn__xstrndup(s + 7, n - 8);
 }
 
 /* ---------------------------------------------- MATH: Hendrycks' strip */
@@ -344,7 +337,7 @@ static char *fix_a_slash_b(const char *s)
     const char *sl = strchr(s, '/');
     if (!sl || strchr(sl + 1, '/'))
         return asn_xstrdup(s);
-    char *a = xstrndup(s, (size_t)(sl - s));
+    char *a = asn__xstrndup(s, (size_t)(sl - s));
     int ok = py_int_parses(a) && py_int_parses(sl + 1);
     if (!ok) { /* ValueError: not caught by fix_a_slash_b */
         free(a);
@@ -499,7 +492,7 @@ static char *minerva_answer(const char *text)
     size_t so, eo;
     char *r;
     if (asn_regex_group(R(RE_MINERVA), tx, 0, 1, &so, &eo)) {
-        char *g = xstrndup(tx + so, eo - so);
+        char *g = asn__xstrndup(tx + so, eo - so);
         r = asn_py_strip(g);
         free(g);
     } else {
@@ -599,7 +592,7 @@ static double ev_primary(ev *x)
             while (isdigit((unsigned char)*q))
                 q++;
         }
-        char *tok = xstrndup(p, (size_t)(q - p));
+        char *tok = asn__xstrndup(p, (size_t)(q - p));
         double v = strtod(tok, NULL);
         free(tok);
         x->p = q;
@@ -790,7 +783,7 @@ int asn_math_check(const char *response, const char *label, int flags, char **ex
         for (const char *q = response; (q = strchr(q, '$')); q++)
             d2 = d1, d1 = q;
         if (d2) {
-            char *mid = xstrndup(d2 + 1, (size_t)(d1 - d2 - 1));
+            char *mid = asn__xstrndup(d2 + 1, (size_t)(d1 - d2 - 1));
             answers[n++] = asn_math_normalize_final_answer(mid);
             free(mid);
         }

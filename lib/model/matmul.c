@@ -38,10 +38,10 @@ typedef float v4 __attribute__((vector_size(16)));
  * (i, i+1); with the parts added first ((i, i+8) across parts, ...) this is
  * the one tree of every kernel: (i, i+8), (i, i+4), (i, i+2), (i, i+1).
  *
- * hsum_v16_many: res[i] = the sum of a[i]'s 16 lanes by that tree, for i < n, sixteen
- * sums at a time: each level adds the lanes the tree adds, gathered from two
- * vectors by one permute each (vpermt2ps), so that the pairs of a level
- * share one vector add. After level 1, vector m holds the eight pair sums
+ * hsum_v16_many: res[i] = the sum of a[i]'s 16 lanes by that tree, for
+ * i < n, sixteen sums at a time: each level adds the lanes the tree adds,
+ * gathered from two vectors by one permute each (vpermt2ps), so that the
+ * pairs of a level share one vector add. After level 1, vector m holds the eight pair sums
  * of a[2m] then those of a[2m + 1]; after level 4, lane q is a[q]'s sum.
  * A tile of 5 x 5 tokens spent 200 shuffles and adds on its sums one at
  * a time, against 90 here: 73 -> 79 GFLOPS at T = 256, K = 256 on one
@@ -129,7 +129,7 @@ enum { MAXR = 8, MAXT = 8 };
  * operands), or accumulators spill to the stack. NAME##_any: a tile of
  * rn <= R rows and tn <= TT tokens, with R and the token count
  * compile-time constants in every call to NAME. */
-#define DEFINE_TILE(NAME, V, VW, HSUM_MANY)                                                            \
+#define DEFINE_TILE(NAME, V, VW, HSUM_MANY)                                                       \
     static inline __attribute__((always_inline)) V NAME##_load(const float *p)                    \
     {                                                                                             \
         V v;                                                                                      \
@@ -686,16 +686,13 @@ static void choose_kernels(void)
 {
     /* ASN_MATMUL_KERNEL=avx512|avx2|base forces a kernel (tests compare them) */
     const char *force = getenv("ASN_MATMUL_KERNEL");
-    if (force && !strcmp(force, "base"))
+    int base = force && !strcmp(force, "base"), avx2 = force && !strcmp(force, "avx2");
+    if (base)
         block_impl = block_base, dot_impl = dot_base, cols16_impl = cols16_base, kernel_name = "base";
-    else if (force && !strcmp(force, "avx2"))
-        block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2, packed_impl = packed_avx2,
-        xpacked_impl = xpacked_avx2, xpacked8_impl = xpacked8_avx2, xpack_impl = xpack_avx2,
-        stream_impl = stream_avx2, kernel_name = "avx2";
-    else if (asn_cpu_has(ASN_CPU_V4))
+    else if (!avx2 && asn_cpu_has(ASN_CPU_V4))
         block_impl = block_avx512, dot_impl = dot_avx512, cols16_impl = cols16_avx512, stream_impl = stream_avx512,
         kernel_name = "avx512";
-    else if (asn_cpu_has(ASN_CPU_AVX2 | ASN_CPU_FMA))
+    else if (avx2 || asn_cpu_has(ASN_CPU_AVX2 | ASN_CPU_FMA))
         block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2, packed_impl = packed_avx2,
         xpacked_impl = xpacked_avx2, xpacked8_impl = xpacked8_avx2, xpack_impl = xpack_avx2,
         stream_impl = stream_avx2, kernel_name = "avx2";
