@@ -181,7 +181,12 @@ void asn_sampler_ws_set_step(asn_sampler_ws *ws, int step);
  * representative (head) or interpolated in lp between the representatives
  * (piecewise cubic; the others), and finishes exactly as the exact pass
  * from the token's exact lp: l = multiplier (lp + l'), out = l +
- * logsigmoid(l scale + threshold). The network runs on about head_max +
+ * logsigmoid(l scale + threshold). Below the head and 4 nats below the
+ * top, that output is itself a smooth function of the logit: it is fitted
+ * with the per-token fast passes' 64 cubic pieces (learn/layers.h,
+ * asn_nn_ptfast_*), and a piece that strays from the interpolation by more
+ * than 2e-6 max(1, |out|) midway between its nodes is left to the
+ * interpolation, as are the tokens beyond the last piece. The network runs on about head_max +
  * (lp range of the row) / bin_width rows whatever V is (some 300 for a
  * Zipf-like row of 128k logits with the defaults: 60 to 200 times faster
  * than the exact pass at V = 128k, see bench_sampler_net). Rows with at most
@@ -227,9 +232,11 @@ int asn_sampler_ws_set_fast(asn_sampler_ws *ws, const asn_sampler_fast_opts *o, 
 int asn_sampler_forward_fast(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, const float *logits, int V,
                              float *out, asn_err *e);
 /* What the last fast pass on ws did: representatives (rows the network ran
- * on), head tokens among them, bins. */
+ * on), head tokens among them, bins; whether the tail's cubic pieces were
+ * used and how many of the 64 were left to the interpolation. */
 typedef struct asn_sampler_fast_info {
     int reps, head, bins;
+    int poly, dropped;
 } asn_sampler_fast_info;
 void asn_sampler_fast_get_info(asn_sampler_ws *ws, asn_sampler_fast_info *info);
 

@@ -169,6 +169,23 @@ typedef struct asn_nn_ptfast {
 } asn_nn_ptfast;
 int asn_nn_pertoken_fast_setup(asn_nn_ptfast *t, const asn_nn_pertoken *f, float xmax, float xmin);
 void asn_nn_pertoken_fast_forward(float *out, const float *x, const asn_nn_pertoken *f, const asn_nn_ptfast *t, int n);
+/* The same intervals for another smooth function h of the logit
+ * (SamplingNetwork's fast pass): ptfast_nodes() sets K and the first
+ * interval for a head of `head` nats (fast_setup's is ASN_NN_PTFAST_HEAD)
+ * and writes the ASN_NN_PTFAST_NODES logits h is wanted at; ptfast_fit()
+ * fits the polynomials to h there (-1 when one is not finite);
+ * ptfast_eval() writes out[i] = the polynomial of token i's interval for
+ * the tokens inside the intervals and returns how many are not (or are in
+ * an interval ptfast_drop() took out), their positions in rest (out[i]
+ * undefined there; out and x do not overlap). ptfast_x() is the logit at
+ * u in [0, 1] of interval j, ptfast_poly() its polynomial there (in
+ * double), to check a fit between the nodes. */
+void asn_nn_ptfast_nodes(asn_nn_ptfast *t, float xmax, float xmin, float head, float *xn);
+int asn_nn_ptfast_fit(asn_nn_ptfast *t, const float *yn);
+double asn_nn_ptfast_x(const asn_nn_ptfast *t, int j, double u);
+double asn_nn_ptfast_poly(const asn_nn_ptfast *t, int j, double u);
+void asn_nn_ptfast_drop(asn_nn_ptfast *t, int j);
+int asn_nn_ptfast_eval(float *out, const float *x, const asn_nn_ptfast *t, int n, int32_t *rest);
 /* The instruction set the kernels run on: 2 AVX-512, 1 AVX2 + FMA, 0 any;
  * force(level) caps it (tests and benchmarks; -1 lifts the cap). */
 int asn_nn_pertoken_level(void);

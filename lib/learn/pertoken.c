@@ -566,30 +566,63 @@ static void ptf_nodes(double *u, double inv[ASN_NN_PTFAST_DEG + 1][ASN_NN_PTFAST
             inv[k][i] = a[k][N + i];
 }
 
-int asn_nn_pertoken_fast_setup(asn_nn_ptfast *T, const asn_nn_pertoken *f, float xmax, float xmin)
+/* The power of two c where the intervals start (t = c) */
+static double ptf_c(const asn_nn_ptfast *T)
+{
+    uint32_t cb = (uint32_t)T->ibase << (23 - ASN_NN_PTFAST_OCT_BITS);
+    float c;
+    memcpy(&c, &cb, sizeof c);
+    return c;
+}
+
+double asn_nn_ptfast_x(const asn_nn_ptfast *T, int j, double u)
+{
+    enum { PER = 1 << ASN_NN_PTFAST_OCT_BITS };
+    double c = ptf_c(T), w = ldexp(c, j / PER) / PER, t0 = ldexp(c, j / PER) + (j % PER) * w;
+    return (double)T->K - (t0 + u * w);
+}
+
+void asn_nn_ptfast_nodes(asn_nn_ptfast *T, float xmax, float xmin, float head, float *xn)
 {
     enum { D = ASN_NN_PTFAST_DEG, NI = ASN_NN_PTFAST_NI };
     double range = (double)xmax - (double)xmin;
     enum { M = ASN_NN_PTFAST_OCT_BITS, PER = 1 << M, OCT = NI / PER };
     float c = 1.0f / 64;
-    while ((double)((1 << OCT) - 1) * c < range - ASN_NN_PTFAST_HEAD && c < ASN_NN_PTFAST_CMAX)
+    while ((double)((1 << OCT) - 1) * c < range - head && c < ASN_NN_PTFAST_CMAX)
         c *= 2;
-    T->K = (xmax - ASN_NN_PTFAST_HEAD) + c;
+    T->K = (xmax - head) + c;
     uint32_t cb;
     memcpy(&cb, &c, sizeof cb);
     T->ibase = (int32_t)(cb >> (23 - M));
     double u[D + 1], inv[D + 1][D + 1];
     ptf_nodes(u, inv);
-    float xn[ASN_NN_PTFAST_NODES], yn[ASN_NN_PTFAST_NODES];
-    for (int j = 0; j < NI; j++) {
-        double w = ldexp((double)c, j / PER) / PER, t0 = ldexp((double)c, j / PER) + (j % PER) * w;
+    for (int j = 0; j < NI; j++)
         for (int i = 0; i < D + (j == NI - 1); i++)
-            xn[j * D + i] = (float)((double)T->K - (t0 + u[i] * w));
-    }
-    asn_nn_pertoken_forward(yn, NULL, xn, f, ASN_NN_PTFAST_NODES);
+            xn[j * D + i] = (float)asn_nn_ptfast_x(T, j, u[i]);
+}
+
+double asn_nn_ptfast_poly(const asn_nn_ptfast *T, int j, double u)
+{
+    double p = T->coef[ASN_NN_PTFAST_DEG][j];
+    for (int d = ASN_NN_PTFAST_DEG - 1; d >= 0; d--)
+        p = p * u + T->coef[d][j];
+    return p;
+}
+
+void asn_nn_ptfast_drop(asn_nn_ptfast *T, int j)
+{
+    for (int k = 0; k <= ASN_NN_PTFAST_DEG; k++)
+        T->coef[k][j] = T->row[j][k] = NAN;
+}
+
+int asn_nn_ptfast_fit(asn_nn_ptfast *T, const float *yn)
+{
+    enum { D = ASN_NN_PTFAST_DEG, NI = ASN_NN_PTFAST_NI };
     for (int i = 0; i < ASN_NN_PTFAST_NODES; i++)
         if (!isfinite(yn[i]))
             return -1;
+    double u[D + 1], inv[D + 1][D + 1];
+    ptf_nodes(u, inv);
     for (int j = 0; j < NI; j++)
         for (int k = 0; k <= D; k++) {
             double s = 0;
@@ -603,9 +636,34 @@ int asn_nn_pertoken_fast_setup(asn_nn_ptfast *T, const asn_nn_pertoken *f, float
     return 0;
 }
 
+int asn_nn_pertoken_fast_setup(asn_nn_ptfast *T, const asn_nn_pertoken *f, float xmax, float xmin)
+{
+    float xn[ASN_NN_PTFAST_NODES], yn[ASN_NN_PTFAST_NODES];
+    asn_nn_ptfast_nodes(T, xmax, xmin, ASN_NN_PTFAST_HEAD, xn);
+    asn_nn_pertoken_forward(yn, NULL, xn, f, ASN_NN_PTFAST_NODES);
+    return asn_nn_ptfast_fit(T, yn);
+}
+
 void asn_nn_pertoken_fast_forward(float *out, const float *x, const asn_nn_pertoken *f, const asn_nn_ptfast *T, int n)
 {
     if (n <= 0)
         return;
     PT_RUN(pt_fast, out, x, f, T, n);
+}
+
+int asn_nn_ptfast_eval(float *out, const float *x, const asn_nn_ptfast *T, int n, int32_t *rest)
+{
+    if (n <= 0)
+        return 0;
+#ifdef PT_X86
+    switch (asn_nn_pertoken_level()) {
+    case 2:
+        return pt_poly_rest_avx512(out, x, T, n, rest);
+    case 1:
+        return pt_poly_rest_avx2(out, x, T, n, rest);
+    default:
+        break;
+    }
+#endif
+    return pt_poly_rest_generic(out, x, T, n, rest);
 }

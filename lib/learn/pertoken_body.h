@@ -268,6 +268,35 @@ static void SFX(pt_fast)(float *out, const float *x, const asn_nn_pertoken *f, c
     }
 }
 
+/* The polynomials alone, for a caller with its own function beyond the
+ * intervals (SamplingNetwork's fast pass): out[i] for the tokens inside
+ * them, and the positions of the others and of those whose polynomial is
+ * NaN (+inf: an interval dropped) in rest, as many as returned (their
+ * out[i] is left undefined). out and x do not overlap. */
+static int SFX(pt_poly_rest)(float *out, const float *x, const asn_nn_ptfast *T, int n, int32_t *rest)
+{
+    const float K = T->K;
+    const int32_t base = T->ibase;
+    int ne = 0;
+    for (int i = 0; i < n; i += VL) {
+        const int k = n - i < VL ? n - i : VL;
+        V t = vsub(vset(K), vloadn(x + i, k));
+        VI j;
+        V u;
+        uint32_t m = vgeo(t, base, &j, &u);
+        V p = vpoly(T, j, u);
+        m |= vmask_nlt(p, vset(INFINITY)); /* the intervals dropped (NaN) */
+        if (k < VL)
+            m &= (1u << k) - 1;
+        vstoren(out + i, p, k);
+        while (m) {
+            rest[ne++] = i + __builtin_ctz(m);
+            m &= m - 1;
+        }
+    }
+    return ne;
+}
+
 /* Sums over n values of e = exp(x - m) and of e (x - m) (-inf entries and
  * those below m - 86 add 0: at most 2^-124 each, beside the 1 of the
  * maximum), for a row's log-sum-exp and entropy: token i goes to lane i mod 32 of

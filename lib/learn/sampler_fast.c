@@ -7,8 +7,9 @@
  *   1. scans the row (log-sum-exp, -inf tokens) as the exact pass does;
  *   2. bins the finite tokens by lp below the top one: bins of bin_width
  *      nats down to 64 nats below the top, then 64 per octave of the
- *      distance; each bin keeps its count and its members' exact lp sum
- *      (integer, see bin_setup), so the bins do not depend on the threads;
+ *      distance; each bin keeps its count and its members' lp sum to 1e-8
+ *      nats, in integers (see bin_setup), so the bins do not depend on
+ *      the threads;
  *   3. the head — the top bins within head_range of the top holding at most
  *      head_max tokens — keeps one representative per token, each other
  *      non-empty bin one, at the mean lp of its members, standing for them
@@ -19,7 +20,12 @@
  *      the bins' representatives, see interp_setup); then l =
  *      multiplier (lp + l') and out = l + logsigmoid(l scale + threshold)
  *      from the token's exact lp: the head tokens through the exact pass's
- *      kernel, the others through the per-token fast passes' (2 ulp).
+ *      kernel, the others through the per-token fast passes' (2 ulp);
+ *   6. except below the head and 4 nats below the top, where out, a smooth
+ *      function of the logit, is evaluated as the per-token fast passes do
+ *      (pertoken.c: 64 cubic pieces in registers, fitted at their nodes to
+ *      step 5's function; poly_setup): some 4 times cheaper per token than
+ *      step 5's lookups of each token's own bin.
  * Rows of at most exact_max finite tokens go through the exact pass.
  * Everything but the network is O(V) and cheap; the network runs on a few
  * hundred rows whatever V is. */
@@ -45,6 +51,8 @@
 #define FINE_RANGE 64.0   /* nats of bin_width bins below the top */
 #define GEO_BITS 6        /* 2^GEO_BITS bins per octave beyond them */
 #define GEO_OCTAVES 130
+#define POLY_TOL 2e-6  /* the polynomials' largest error against the interpolation, relative beyond 1 */
+#define TB_FLOATS (6 * FB) /* per thread: out_thread's buffers */
 
 typedef struct fast_state {
     asn_sampler_fast_opts o;
@@ -53,10 +61,11 @@ typedef struct fast_state {
     /* bins: nf fine ones then the geometric ones, nb in all */
     int nb, nf, cap_nb;
     float top, delta, inv_delta, d0, inv_d0;
-    float *c, *sc;            /* center (lp) and 2^(23 - e) (see bin_setup) */
-    int64_t *cnt, *ks;        /* merged over threads */
+    float ks_scale;           /* lp in units of 1 / ks_scale (see bin_setup) */
+    int cnt_bits;
+    int64_t *cnt, *ks;        /* per bin: tokens, sum of their lp in those units */
     int cap_th;               /* threads the per-thread bins have room for */
-    int64_t *tcnt, *tks;      /* per thread */
+    uint64_t *tsum;           /* per thread and bin: count + (sum << cnt_bits) */
     int cap_blk;
     int *bmin;                /* per block of tokens: its smallest bin */
     int cap_tok;
@@ -71,7 +80,10 @@ typedef struct fast_state {
     int cap_h;
     int32_t *hpos;            /* head tokens, among the finite ones */
     float *hl, *ho;
-    float *tbuf;              /* per thread: 2 * FB floats */
+    float *tbuf;              /* per thread: TB_FLOATS floats */
+    int nk, kcap;             /* knots in use, and km's stride */
+    int poly;                 /* 1: pt holds the polynomials of the tail (poly_setup) */
+    asn_nn_ptfast pt;
 } fast_state;
 
 void asn_sampler_fast_defaults(asn_sampler_fast_opts *o)
@@ -101,7 +113,7 @@ static void fast_free(void *p)
     if (!f)
         return;
     asn_sampler_ws_free(f->rws);
-    free(f->c), free(f->sc), free(f->cnt), free(f->ks), free(f->tcnt), free(f->tks), free(f->bmin), free(f->tbin);
+    free(f->cnt), free(f->ks), free(f->tsum), free(f->bmin), free(f->tbin);
     free(f->kb), free(f->km);
     free(f->rlp), free(f->rw), free(f->rl), free(f->brep), free(f->bm), free(f->bq);
     free(f->hpos), free(f->hl), free(f->ho), free(f->tbuf);
@@ -158,19 +170,18 @@ static inline int bin_of(bin_geo g, float dist)
     return b < g.nb ? b : g.nb - 1;
 }
 
-/* Bins of a block of tokens, and (lp - c) sc (see bin_setup) of each;
- * returns the smallest bin. */
+/* Bins of a block of tokens, and 1 + trunc(lp S) 2^cb of each (see
+ * bin_setup); returns the smallest bin. */
 ASN_CLONES
-static int bins_block(bin_geo g, const float *restrict c, const float *restrict sc, const float *restrict x, int n,
-                      float xhi, float xlo, int32_t *restrict bin, int32_t *restrict k)
+static int bins_block(bin_geo g, float S, int cb, const float *restrict x, int n, float xhi, float xlo,
+                      int32_t *restrict bin, uint64_t *restrict v)
 {
     int bmin = g.nb;
     for (int i = 0; i < n; i++) {
         float lp = (x[i] - xhi) - xlo;
         int b = bin_of(g, g.top - lp);
         bin[i] = b;
-        float kf = (lp - c[b]) * sc[b]; /* |kf| < 2^24 but in rows of absurd range (then 0) */
-        k[i] = kf > -16777216.0f && kf < 16777216.0f ? (int32_t)kf : 0;
+        v[i] = ((uint64_t)(int64_t)(int32_t)(lp * S) << cb) + 1;
         bmin = b < bmin ? b : bmin;
     }
     return bmin;
@@ -297,17 +308,16 @@ static void interp_any(const int32_t *bin, const float *bm, const float *bq, con
     interp_block(bin, bm, bq, x, n, xhi, xlo, mult, b_head, l);
 }
 
-/* Each bin's center c and scale sc = 2^(23 - e), 2^e <= |lp| of every
- * member: every member's lp and c are then multiples of 2^(e - 23) within
- * a factor 2 of each other, so lp - c is exact and (lp - c) sc an exact
- * integer (|.| < 2^24), whose sums over a bin are the same whatever the
- * order. Bins too near lp = 0 for this (|lp| < 2 delta: at most one
- * token, of probability above 0.96) get sc = 0 and go to the head. Sets
- * nb to the bins in use (down to dist_max); returns the number of fine
- * bins that must go to the head. */
-static int bin_setup(fast_state *f, float top, float dist_max)
+/* The bins' geometry for a row whose top token is at lp = top, down to
+ * dist_max below it; and the units of the bins' lp sums: each token adds
+ * k = trunc(lp S) (S a power of two with |k| < 2^30 and n 2^30 < 2^(63 -
+ * 2 cnt_bits), n < 2^cnt_bits the row's finite tokens) and 1 to its bin,
+ * as one integer 1 + k 2^cnt_bits, so that a bin's sums are the same
+ * whatever the order and the threads (integers, modulo 2^64) and one add
+ * a token. A bin's mean lp is then exact to 1 / S: some 1e-8 nats. */
+static void bin_setup(fast_state *f, float top, float dist_max, int64_t n)
 {
-    double delta = f->o.bin_width, atop = -(double)top; /* top <= 0 */
+    double delta = f->o.bin_width;
     f->top = top;
     f->delta = (float)delta;
     f->inv_delta = (float)(1.0 / delta);
@@ -316,33 +326,15 @@ static int bin_setup(fast_state *f, float top, float dist_max)
     f->inv_d0 = 1.0f / f->d0;
     f->nb = f->nf + (GEO_OCTAVES << GEO_BITS);
     f->nb = bin_of(geo_of(f), dist_max) + 1;
-    int forced = 0;
-    for (int b = 0; b < f->nb; b++) {
-        double lo, hi; /* the bin's distances to the top */
-        if (b < f->nf) {
-            lo = b * delta, hi = (b + 1) * delta;
-        } else {
-            int g = b - f->nf, e = g >> GEO_BITS, m = g & ((1 << GEO_BITS) - 1);
-            lo = ldexp(f->d0 * (1.0 + (double)m / (1 << GEO_BITS)), e);
-            hi = ldexp(f->d0 * (1.0 + (m + 1.0) / (1 << GEO_BITS)), e);
-        }
-        f->c[b] = (float)((double)top - 0.5 * (lo + hi));
-        /* the smallest |lp| of a member, with a margin for the rounding of
-         * the bin's edges */
-        float low = (float)((atop + lo - 0.01 * (hi - lo)) * (1 - 1e-6));
-        if (!(low >= 2 * delta) || !(fabsf(f->c[b]) < 1e37f)) {
-            f->sc[b] = 0.0f;
-            if (b < f->nf)
-                forced = b + 1;
-            continue;
-        }
-        uint32_t u;
-        memcpy(&u, &low, sizeof u);
-        int e = (int)((u >> 23) & 255) - 127; /* 2^e <= low */
-        u = (uint32_t)(23 - e + 127) << 23;
-        memcpy(&f->sc[b], &u, sizeof u);
-    }
-    return forced;
+    int cb = 1;
+    while (((int64_t)1 << cb) <= n)
+        cb++;
+    int kb = 62 - 2 * cb < 30 ? 62 - 2 * cb : 30; /* |k| < 2^kb */
+    double amax = fmax(fabs((double)top), fabs((double)top - dist_max));
+    int e;
+    frexp(amax, &e); /* amax < 2^e */
+    f->cnt_bits = cb;
+    f->ks_scale = (float)ldexp(1.0, kb - e);
 }
 
 typedef struct bin_ctx {
@@ -356,20 +348,17 @@ static void bin_thread(void *ctx, int ith, int nth)
 {
     bin_ctx *bc = ctx;
     fast_state *f = bc->f;
-    int64_t *cnt = f->tcnt + (size_t)ith * f->nb, *ks = f->tks + (size_t)ith * f->nb;
-    memset(cnt, 0, (size_t)f->nb * sizeof *cnt);
-    memset(ks, 0, (size_t)f->nb * sizeof *ks);
+    uint64_t *h = f->tsum + (size_t)ith * f->nb;
+    memset(h, 0, (size_t)f->nb * sizeof *h);
     int b0, b1;
     asn_split(bc->nblk, ith, nth, 1, &b0, &b1);
-    int32_t *k = (int32_t *)(f->tbuf + (size_t)ith * 2 * FB);
+    uint64_t *v = (uint64_t *)(f->tbuf + (size_t)ith * TB_FLOATS);
     for (int blk = b0; blk < b1; blk++) {
         int lo = blk * FB, hi = lo + FB < bc->row->n ? lo + FB : bc->row->n, cn = hi - lo;
         int32_t *bin = f->tbin + lo;
-        f->bmin[blk] = bins_block(geo_of(f), f->c, f->sc, bc->row->x + lo, cn, bc->hi, bc->lo, bin, k);
-        for (int i = 0; i < cn; i++) { /* integers: the same sums in any order */
-            cnt[bin[i]]++;
-            ks[bin[i]] += k[i];
-        }
+        f->bmin[blk] = bins_block(geo_of(f), f->ks_scale, f->cnt_bits, bc->row->x + lo, cn, bc->hi, bc->lo, bin, v);
+        for (int i = 0; i < cn; i++)
+            h[bin[i]] += v[i];
     }
 }
 
@@ -396,23 +385,52 @@ typedef struct out_ctx {
     float *out;
 } out_ctx;
 
+/* Tokens lo .. lo + n of the row through the interpolation and the
+ * truncation, into o (n of them), at the positions pos (or all n when pos
+ * is NULL); xb, bb, l: scratch of n */
+static void out_interp(const out_ctx *oc, int lo, int n, const int32_t *pos, float *o, float *xb, int32_t *bb,
+                       float *l)
+{
+    const fast_state *f = oc->f;
+    const float *x = oc->row->x + lo;
+    const int32_t *bin = f->tbin + lo;
+    if (pos) {
+        for (int q = 0; q < n; q++) {
+            xb[q] = x[pos[q]];
+            bb[q] = bin[pos[q]];
+        }
+        x = xb, bin = bb;
+    }
+    interp_any(bin, f->bm, f->bq, x, n, oc->hi, oc->lo, oc->mult, oc->b_head, l);
+    if (!pos) {
+        asn_nn_pertoken_trunc_fast(o, l, oc->scale, oc->thr, n);
+        return;
+    }
+    asn_nn_pertoken_trunc_fast(xb, l, oc->scale, oc->thr, n);
+    for (int q = 0; q < n; q++)
+        o[pos[q]] = xb[q];
+}
+
 static void out_thread(void *ctx, int ith, int nth)
 {
     out_ctx *oc = ctx;
     const fast_state *f = oc->f;
-    float *l = f->tbuf + (size_t)ith * 2 * FB, *o = l + FB;
+    float *tb = f->tbuf + (size_t)ith * TB_FLOATS, *ob = tb, *xb = tb + FB, *l = tb + 2 * FB;
+    int32_t *bb = (int32_t *)(tb + 3 * FB), *rest = (int32_t *)(tb + 4 * FB);
     int b0, b1;
     asn_split(oc->nblk, ith, nth, 1, &b0, &b1);
     for (int blk = b0; blk < b1; blk++) {
         int l0 = blk * FB, l1 = l0 + FB < oc->row->n ? l0 + FB : oc->row->n, cn = l1 - l0;
-        interp_any(f->tbin + l0, f->bm, f->bq, oc->row->x + l0, cn, oc->hi, oc->lo, oc->mult, oc->b_head, l);
-        if (oc->row->idx) {
-            asn_nn_pertoken_trunc_fast(o, l, oc->scale, oc->thr, cn);
+        float *o = oc->row->idx ? ob : oc->out + l0;
+        if (f->poly) {
+            int ne = asn_nn_ptfast_eval(o, oc->row->x + l0, &f->pt, cn, rest);
+            out_interp(oc, l0, ne, rest, o, xb, bb, l);
+        } else {
+            out_interp(oc, l0, cn, NULL, o, xb, bb, l);
+        }
+        if (oc->row->idx)
             for (int i = 0; i < cn; i++)
                 oc->out[oc->row->idx[l0 + i]] = o[i];
-        } else {
-            asn_nn_pertoken_trunc_fast(oc->out + l0, l, oc->scale, oc->thr, cn);
-        }
     }
 }
 
@@ -426,6 +444,7 @@ static void interp_setup(fast_state *f, int b_head, int n_tail)
 {
     int K = 0;
     int *kb = f->kb;
+    f->kcap = n_tail;
     double *m = f->km, *L = m + n_tail, *sl = L + n_tail;
     for (int b = b_head; b < f->nb && K < n_tail; b++)
         if (f->brep[b] >= 0) {
@@ -467,10 +486,78 @@ static void interp_setup(fast_state *f, int b_head, int n_tail)
             q[4 * side + 3] = (float)c3;
         }
     }
+    f->nk = K;
     if (K == 0 || f->brep[b_head] < 0) { /* what interp_block reads for head tokens */
         f->bm[b_head] = 0.0f;
         memset(f->bq + 8 * (size_t)b_head, 0, 8 * sizeof(float));
     }
+}
+
+/* The interpolation at lp, in double: between knots k and k + 1 the cubic
+ * of knot k towards k + 1, beyond the end knots their tangents (what
+ * interp_block computes for a token there, up to rounding). */
+static double interp_at(const fast_state *f, double lp)
+{
+    const int K = f->nk;
+    const double *m = f->km, *L = m + f->kcap, *sl = L + f->kcap;
+    if (lp >= m[0])
+        return L[0] + sl[0] * (lp - m[0]);
+    if (lp <= m[K - 1])
+        return L[K - 1] + sl[K - 1] * (lp - m[K - 1]);
+    int a = 0, b = K - 1; /* m[a] > lp > m[b] */
+    while (b - a > 1) {
+        int c = (a + b) / 2;
+        if (m[c] >= lp)
+            a = c;
+        else
+            b = c;
+    }
+    double h = m[b] - m[a], d = (L[b] - L[a]) / h, dm = lp - m[a];
+    double c2 = (3 * d - 2 * sl[a] - sl[b]) / h, c3 = (sl[a] + sl[b] - 2 * d) / (h * h);
+    return L[a] + dm * (sl[a] + dm * (c2 + dm * c3));
+}
+
+/* A tail token's output at lp, in double: the interpolation, then the
+ * truncation */
+static double tail_out(const fast_state *f, double lp, float mult, float scale, float thr)
+{
+    double l = (double)mult * (lp + interp_at(f, lp)), z = l * scale + thr;
+    return l + (z < 0 ? z : 0) - log1p(exp(-fabs(z)));
+}
+
+/* The outputs of the tail as polynomials of the logit (pertoken.c's
+ * intervals: asn_nn_ptfast_*), fitted to the interpolation and the
+ * truncation at their nodes, in double; their head (the tokens they leave to
+ * out_interp) reaches past the head bins. Sets f->poly. */
+static void poly_setup(fast_state *f, const asn__sampler_row *row, int b_head, float mult, float scale, float thr)
+{
+    f->poly = 0;
+    if (f->nk < 2)
+        return;
+    float xn[ASN_NN_PTFAST_NODES], yn[ASN_NN_PTFAST_NODES];
+    double head = (double)b_head * f->delta * (1 + 1e-6) + 1e-4;
+    if (head < ASN_NN_PTFAST_HEAD)
+        head = ASN_NN_PTFAST_HEAD;
+    if (!(head < (double)row->xmax - (double)row->xmin))
+        return;
+    asn_nn_ptfast_nodes(&f->pt, row->xmax, row->xmin, (float)head, xn);
+    for (int i = 0; i < ASN_NN_PTFAST_NODES; i++)
+        yn[i] = (float)tail_out(f, (double)xn[i] - row->lse, mult, scale, thr);
+    if (asn_nn_ptfast_fit(&f->pt, yn) < 0)
+        return;
+    f->poly = f->info.poly = 1;
+    /* intervals where the polynomial strays from the interpolation midway
+     * between its nodes go back to the interpolation */
+    static const double mid[] = {0.125, 0.5, 0.875};
+    for (int j = 0; j < ASN_NN_PTFAST_NI; j++)
+        for (int q = 0; q < 3; q++) {
+            double y = tail_out(f, asn_nn_ptfast_x(&f->pt, j, mid[q]) - row->lse, mult, scale, thr);
+            if (!(fabs(asn_nn_ptfast_poly(&f->pt, j, mid[q]) - y) <= POLY_TOL * fmax(1.0, fabs(y)))) {
+                asn_nn_ptfast_drop(&f->pt, j);
+                f->info.dropped++;
+                break;
+            }
+        }
 }
 
 /* ---------------------------------------------------------------- the pass */
@@ -484,9 +571,7 @@ static void fast_reserve(fast_state *f, int nth, int nblk, int R, int H, int n)
     }
     int nb = (int)ceil(FINE_RANGE / f->o.bin_width) + (GEO_OCTAVES << GEO_BITS);
     if (nb > f->cap_nb) {
-        free(f->c), free(f->sc), free(f->cnt), free(f->ks), free(f->brep), free(f->bm), free(f->bq);
-        f->c = asn_xmalloc((size_t)nb * sizeof(float));
-        f->sc = asn_xmalloc((size_t)nb * sizeof(float));
+        free(f->cnt), free(f->ks), free(f->brep), free(f->bm), free(f->bq);
         f->cnt = asn_xmalloc((size_t)nb * sizeof(int64_t));
         f->ks = asn_xmalloc((size_t)nb * sizeof(int64_t));
         f->brep = asn_xmalloc((size_t)nb * sizeof(int));
@@ -496,10 +581,9 @@ static void fast_reserve(fast_state *f, int nth, int nblk, int R, int H, int n)
         f->cap_th = 0; /* the per-thread bins again */
     }
     if (nth > f->cap_th) {
-        free(f->tcnt), free(f->tks), free(f->tbuf);
-        f->tcnt = asn_xmalloc((size_t)nth * f->cap_nb * sizeof(int64_t));
-        f->tks = asn_xmalloc((size_t)nth * f->cap_nb * sizeof(int64_t));
-        f->tbuf = asn_xmalloc((size_t)nth * 2 * FB * sizeof(float));
+        free(f->tsum), free(f->tbuf);
+        f->tsum = asn_xmalloc((size_t)nth * f->cap_nb * sizeof(uint64_t));
+        f->tbuf = asn_xmalloc((size_t)nth * TB_FLOATS * sizeof(float));
         f->cap_th = nth;
     }
     if (nblk > f->cap_blk) {
@@ -554,23 +638,22 @@ int asn_sampler_forward_fast(const asn_sampler *s, asn_sampler_ws *ws, asn_pool 
     /* lp as the exact pass computes it: (x - hi) - lo */
     float hi = (float)row.lse, lo = (float)(row.lse - hi);
     float top = (row.xmax - hi) - lo, bottom = (row.xmin - hi) - lo;
-    int forced = bin_setup(f, top, top - bottom);
+    bin_setup(f, top, top - bottom, row.n);
 
     /* the bins' counts and lp sums */
     bin_ctx bc = {f, &row, hi, lo, nblk};
     asn_pool_run(pool, bin_thread, &bc);
-    memset(f->cnt, 0, (size_t)f->nb * sizeof(int64_t));
-    memset(f->ks, 0, (size_t)f->nb * sizeof(int64_t));
-    for (int t = 0; t < nth; t++) {
-        const int64_t *tc = f->tcnt + (size_t)t * f->nb, *tk = f->tks + (size_t)t * f->nb;
-        for (int b = 0; b < f->nb; b++) {
-            f->cnt[b] += tc[b];
-            f->ks[b] += tk[b];
-        }
+    for (int b = 0; b < f->nb; b++) {
+        uint64_t t = 0;
+        for (int th = 0; th < nth; th++)
+            t += f->tsum[(size_t)th * f->nb + b];
+        uint64_t c = t & (((uint64_t)1 << f->cnt_bits) - 1);
+        f->cnt[b] = (int64_t)c;
+        f->ks[b] = (int64_t)(t - c) / ((int64_t)1 << f->cnt_bits);
     }
 
     /* the head: the top bins within head_range holding at most head_max
-     * tokens (and the bins too near lp = 0 for the exact sums) */
+     * tokens */
     int b_range = (int)ceil((double)f->o.head_range / f->o.bin_width);
     if (b_range > f->nf)
         b_range = f->nf;
@@ -579,8 +662,6 @@ int asn_sampler_forward_fast(const asn_sampler *s, asn_sampler_ws *ws, asn_pool 
     int b_head = 0;
     int64_t nh = 0;
     while (b_head < b_range && nh + f->cnt[b_head] <= f->o.head_max)
-        nh += f->cnt[b_head++];
-    while (b_head < forced)
         nh += f->cnt[b_head++];
     int n_tail = 0;
     for (int b = b_head; b < f->nb; b++)
@@ -614,9 +695,7 @@ int asn_sampler_forward_fast(const asn_sampler *s, asn_sampler_ws *ws, asn_pool 
     for (int b = b_head; b < f->nb; b++) {
         if (!f->cnt[b])
             continue;
-        double mean = f->c[b]; /* sc = 0: bins beyond 1e37 below the top */
-        if (f->sc[b] > 0)
-            mean += (double)f->ks[b] / ((double)f->cnt[b] * f->sc[b]);
+        double mean = (double)f->ks[b] / ((double)f->cnt[b] * f->ks_scale);
         f->brep[b] = r;
         f->rlp[r] = (float)mean;
         f->rw[r] = (float)f->cnt[b];
@@ -631,6 +710,7 @@ int asn_sampler_forward_fast(const asn_sampler *s, asn_sampler_ws *ws, asn_pool 
     asn__sampler_net_reps(s, f->rws, pool, f->rlp, f->rw, R, (double)row.n, f->rl, &mult, &scale, &thr);
 
     interp_setup(f, b_head, n_tail);
+    poly_setup(f, &row, b_head, mult, scale, thr);
 
     /* the outputs */
     out_ctx oc = {f, &row, hi, lo, mult, scale, thr, b_head, nblk, out};

@@ -168,6 +168,7 @@ static asn_sampler *net_new(const asn_sampler_config *c, uint64_t seed, float ga
  * error is measured against the head's own outputs (max(1, max |exact| on
  * the head)), not the row's, which the far tokens can make large. */
 static int pt_head_rel;
+static int rows_poly, rows_dropped; /* rows whose tail took the cubic pieces, and dropped some */
 
 /* exact vs fast on one row; the fast pass with 1 thread, then 2 and 3 (same
  * bits). */
@@ -186,8 +187,11 @@ static void check_row(const char *label, asn_sampler *s, const float *x, int V, 
         asn_sampler_fast_info info;
         asn_sampler_fast_get_info(wf, &info);
         printf("# %s: KL %.2e, head max |d| %.2e (max |out| %.3g), all %.2e; %d representatives (%d head, %d bins) "
-               "for V = %d\n",
-               label, c.kl, c.head, c.scale, c.all, info.reps, info.head, info.bins, V);
+               "for V = %d; tail pieces %s, %d dropped\n",
+               label, c.kl, c.head, c.scale, c.all, info.reps, info.head, info.bins, V, info.poly ? "on" : "off",
+               info.dropped);
+        rows_poly += info.poly;
+        rows_dropped += info.dropped > 0;
         snprintf(name, sizeof name, "%s: KL(exact || fast) <= %g", label, ASN_SAMPLER_FAST_KL_TOL);
         T_OK(name, c.kl <= ASN_SAMPLER_FAST_KL_TOL, "KL %g", c.kl);
         snprintf(name, sizeof name, "%s: head |exact - fast| <= %g max(1, max |exact|)", label,
@@ -257,6 +261,9 @@ static void test_rows(asn_pool *p2, asn_pool *p3)
     check_row("fast pass, weights x3, Zipf row, V = 128000", s, x, V, p2, p3);
     free(x);
     asn_sampler_free(s);
+    /* both ways of the tail (sampler_fast.c, poly_setup) were checked above */
+    T_OK("the tail's cubic pieces ran on some rows, and on some left pieces to the interpolation",
+         rows_poly > 0 && rows_dropped > 0, "%d rows with the pieces, %d with some dropped", rows_poly, rows_dropped);
 }
 
 /* The logit rows of the demo model after a few tokens. */
