@@ -271,16 +271,20 @@ int main(int argc, char **argv)
                     snprintf(extra, sizeof extra, "%.2f GFLOP, %.1f GFLOP/s", gf, gf / c1.best);
                 } else if (fast && !net) {
                     asn_sampler_forward_fast(s, ws, NULL, x, V, out, &e);
+                    asn_sampler_fast_info info;
+                    asn_sampler_fast_get_info(ws, &info);
                     double head, kl = kl_head(ref, out, V, &head);
-                    snprintf(extra, sizeof extra, "%.1fx faster than exact (median %.1fx); KL %.1e, head max|d| %.1e",
-                             ex_cpu.best / c1.best, ex_cpu.med / c1.med, kl, head);
+                    snprintf(extra, sizeof extra,
+                             "%.1fx faster than exact (median %.1fx); %d pieces; KL %.1e, head max|d| %.1e",
+                             ex_cpu.best / c1.best, ex_cpu.med / c1.med, info.pieces, kl, head);
                 } else if (net) {
                     asn_sampler_fast_info info;
                     asn_sampler_fast_get_info(ws, &info);
                     asn_sampler_forward_fast(s, ws, NULL, x, V, out, &e);
                     double head, kl = kl_head(ref, out, V, &head);
-                    snprintf(extra, sizeof extra, "%.0fx faster than exact (median %.0fx); %d rows; KL %.1e, head max|d| %.1e",
-                             ex_cpu.best / c1.best, ex_cpu.med / c1.med, info.reps, kl, head);
+                    snprintf(extra, sizeof extra,
+                             "%.0fx faster than exact (median %.0fx); %d rows, %d pieces (%d dropped); KL %.1e, head max|d| %.1e",
+                             ex_cpu.best / c1.best, ex_cpu.med / c1.med, info.reps, info.pieces, info.dropped, kl, head);
                 }
                 /* the target counts for the default pass (the fast one); the
                  * exact one of Local and Dist is compared with it too */

@@ -231,12 +231,14 @@ int asn_sampler_ws_set_fast(asn_sampler_ws *ws, const asn_sampler_fast_opts *o, 
  * the workspace is not left ready for a backward pass. */
 int asn_sampler_forward_fast(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, const float *logits, int V,
                              float *out, asn_err *e);
-/* What the last fast pass on ws did: representatives (rows the network ran
- * on), head tokens among them, bins; whether the tail's cubic pieces were
- * used and how many of the 64 were left to the interpolation. */
+/* What the last fast pass on ws did: SamplingNetwork's representatives
+ * (rows the network ran on), head tokens among them, bins; the cubic
+ * pieces in use (32 or 64, 0 for none: the exact pass or, for
+ * SamplingNetwork, the interpolation alone), and how many of them were left
+ * to the interpolation (SamplingNetwork). */
 typedef struct asn_sampler_fast_info {
     int reps, head, bins;
-    int poly, dropped;
+    int pieces, dropped;
 } asn_sampler_fast_info;
 void asn_sampler_fast_get_info(asn_sampler_ws *ws, asn_sampler_fast_info *info);
 

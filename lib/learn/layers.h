@@ -135,12 +135,15 @@ void asn_nn_pertoken_forward(float *out, float *lp, const float *x, const asn_nn
 /* The fast pass of the same kernel (asn_sampler_forward_fast): given the
  * row, each token's output is a smooth function h(lp) of its lp alone.
  * fast_setup() evaluates h with the exact kernel at the Chebyshev-Lobatto
- * nodes of ASN_NN_PTFAST_NI intervals of t = K - x (K = xmax - HEAD + c,
- * c the smallest power of two from 1/64 with 15 c >= the row's range less
- * HEAD, at most ASN_NN_PTFAST_CMAX): 16 intervals per octave of t, t in
- * [c, 16 c), so that they are fine below the head and coarser far below
- * it; and fits a polynomial of degree ASN_NN_PTFAST_DEG in each (through
- * its nodes, in double). fast_forward() gives each token the polynomial of
+ * nodes of 32 intervals of t = K - x (K = xmax - HEAD + c, c the smallest
+ * power of two from 1/64 with 15 c >= the row's range less HEAD, at most
+ * ASN_NN_PTFAST_CMAX): 8 intervals per octave of t, t in [c, 16 c), so
+ * that they are fine below the head and coarser far below it; fits a
+ * polynomial of degree ASN_NN_PTFAST_DEG in each (through its nodes, in
+ * double), and keeps them when they are within ASN_NN_PTFAST_COARSE_TOL
+ * max(1, |h|) of h midway between the nodes of every interval (one
+ * lookup per coefficient on AVX-512 instead of two); else the same with 64
+ * intervals, 16 per octave. fast_forward() gives each token the polynomial of
  * its interval by Horner (its index and position u in [0, 1) from t's float
  * bits: exact), and the exact kernel's own output to the tokens within
  * ASN_NN_PTFAST_HEAD nats of the top (t < c) and those beyond the last
@@ -148,31 +151,29 @@ void asn_nn_pertoken_forward(float *out, float *lp, const float *x, const asn_nn
  * correctly rounded operations and table lookups only: the same bits on
  * every instruction set. fast_setup() returns -1 (use the exact pass) when
  * a node's output is not finite. */
-#ifndef ASN_NN_PTFAST_NI
-#define ASN_NN_PTFAST_NI 64
-#endif
-#ifndef ASN_NN_PTFAST_OCT_BITS
-#define ASN_NN_PTFAST_OCT_BITS 4 /* 2^this intervals per octave */
-#endif
+#define ASN_NN_PTFAST_NI 64 /* intervals: 64 (16 per octave) or 32 (8 per octave; see fast_setup) */
 #define ASN_NN_PTFAST_DEG 3 /* 4 coefficients: one row of 16 bytes (degree 4: KL 2x lower, both far under 1e-6) */
 #define ASN_NN_PTFAST_HEAD 4.0f
+#define ASN_NN_PTFAST_COARSE_TOL 1e-5 /* a fifth of ASN_SAMPLER_FAST_HEAD_TOL */
 #define ASN_NN_PTFAST_CMAX 1.0f
-#define ASN_NN_PTFAST_NODES (ASN_NN_PTFAST_NI * ASN_NN_PTFAST_DEG + 1)
+#define ASN_NN_PTFAST_NODES (ASN_NN_PTFAST_NI * ASN_NN_PTFAST_DEG + 1) /* at most */
 typedef struct asn_nn_ptfast {
     /* row[j][k] = coef[k][j]: interval j's coefficients in 16 bytes, one
      * load per token (the AVX2 lookups) */
     float row[ASN_NN_PTFAST_NI][ASN_NN_PTFAST_DEG + 1];
     float K;          /* t = K - x */
-    int32_t ibase;    /* float bits of c >> 19: the first interval's index (t below c, the head, and from
-                       * 16 c on take the exact kernel: outside the 64 intervals from ibase) */
+    int ni, ob;       /* intervals in use (64 or 32), and log2 of those per octave (4 or 3) */
+    int32_t ibase;    /* float bits of c >> (23 - ob): the first interval's index (t below c, the head,
+                       * and from 16 c on take the exact kernel: outside the ni intervals from ibase) */
     float coef[ASN_NN_PTFAST_DEG + 1][ASN_NN_PTFAST_NI]; /* coef[k][j]: u^k, interval j */
 } asn_nn_ptfast;
 int asn_nn_pertoken_fast_setup(asn_nn_ptfast *t, const asn_nn_pertoken *f, float xmax, float xmin);
 void asn_nn_pertoken_fast_forward(float *out, const float *x, const asn_nn_pertoken *f, const asn_nn_ptfast *t, int n);
 /* The same intervals for another smooth function h of the logit
  * (SamplingNetwork's fast pass): ptfast_nodes() sets K and the first
- * interval for a head of `head` nats (fast_setup's is ASN_NN_PTFAST_HEAD)
- * and writes the ASN_NN_PTFAST_NODES logits h is wanted at; ptfast_fit()
+ * of ni (64 or 32) intervals for a head of `head` nats (fast_setup's is
+ * ASN_NN_PTFAST_HEAD) and writes the logits h is wanted at (3 ni + 1, at
+ * most ASN_NN_PTFAST_NODES), returning their number; ptfast_fit()
  * fits the polynomials to h there (-1 when one is not finite);
  * ptfast_eval() writes out[i] = the polynomial of token i's interval for
  * the tokens inside the intervals and returns how many are not (or are in
@@ -180,7 +181,7 @@ void asn_nn_pertoken_fast_forward(float *out, const float *x, const asn_nn_perto
  * undefined there; out and x do not overlap). ptfast_x() is the logit at
  * u in [0, 1] of interval j, ptfast_poly() its polynomial there (in
  * double), to check a fit between the nodes. */
-void asn_nn_ptfast_nodes(asn_nn_ptfast *t, float xmax, float xmin, float head, float *xn);
+int asn_nn_ptfast_nodes(asn_nn_ptfast *t, float xmax, float xmin, float head, int ni, float *xn);
 int asn_nn_ptfast_fit(asn_nn_ptfast *t, const float *yn);
 double asn_nn_ptfast_x(const asn_nn_ptfast *t, int j, double u);
 double asn_nn_ptfast_poly(const asn_nn_ptfast *t, int j, double u);

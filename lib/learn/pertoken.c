@@ -76,18 +76,19 @@ static inline V gen_load(const float *p, int k)
 static inline void gen_store(float *p, V v, int k) { memcpy(p, &v, (size_t)k * sizeof(float)); }
 typedef uint32_t pt_vu __attribute__((vector_size(64)));
 #define VI pt_vi
-static inline uint32_t gen_geo(V t, int32_t base, pt_vi *j, V *u)
+static inline uint32_t gen_geo(V t, int32_t base, const int ni, pt_vi *j, V *u)
 {
+    const int ob = ni == 64 ? 4 : 3;
     pt_vu b = (pt_vu)t;
-    pt_vi jr = (pt_vi)(b >> (23 - ASN_NN_PTFAST_OCT_BITS)) - base;
-    *j = jr & (ASN_NN_PTFAST_NI - 1);
-    *u = (V)(((b << ASN_NN_PTFAST_OCT_BITS) & 0x7FFFFFu) | 0x3F800000u) - 1.0f;
+    pt_vi jr = (pt_vi)(b >> (23 - ob)) - base;
+    *j = jr & (ni - 1);
+    *u = (V)(((b << ob) & 0x7FFFFFu) | 0x3F800000u) - 1.0f;
     uint32_t m = 0;
     for (int l = 0; l < VL; l++)
-        m |= (uint32_t)((jr[l] & ~(ASN_NN_PTFAST_NI - 1)) != 0) << l;
+        m |= (uint32_t)((jr[l] & ~(ni - 1)) != 0) << l;
     return m;
 }
-static inline V gen_lut64(const float *tab, pt_vi j)
+static inline V gen_lut(const float *tab, pt_vi j, const int ni)
 {
     V r;
     for (int l = 0; l < VL; l++)
@@ -129,7 +130,7 @@ static inline V gen_pow2t(V n) { return (V)((__builtin_convertvector(n, pt_vi) +
 #define vmask_gt gen_mask_gt
 #define vmask_nlt gen_mask_nlt
 #define vgeo gen_geo
-#define vlut64 gen_lut64
+#define vlut gen_lut
 #define vset gen_set
 #define vadd gen_add
 #define vsub gen_sub
@@ -229,20 +230,21 @@ typedef struct a2i {
 } a2i;
 #define VI a2i
 /* j as the byte offset of its row in T->row (16 j) */
-static inline uint32_t a2_geo1(__m256 t, int32_t base, __m256i *q, __m256 *u)
+static inline uint32_t a2_geo1(__m256 t, int32_t base, const int ni, __m256i *q, __m256 *u)
 {
+    const int ob = ni == 64 ? 4 : 3;
     __m256i b = _mm256_castps_si256(t);
-    __m256i jr = _mm256_sub_epi32(_mm256_srli_epi32(b, 23 - ASN_NN_PTFAST_OCT_BITS - 4), _mm256_set1_epi32(base * 16));
-    *q = _mm256_and_si256(jr, _mm256_set1_epi32((ASN_NN_PTFAST_NI - 1) * 16));
-    __m256i f = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi32(b, ASN_NN_PTFAST_OCT_BITS), _mm256_set1_epi32(0x7FFFFF)),
+    __m256i jr = _mm256_sub_epi32(_mm256_srli_epi32(b, 23 - ob - 4), _mm256_set1_epi32(base * 16));
+    *q = _mm256_and_si256(jr, _mm256_set1_epi32((ni - 1) * 16));
+    __m256i f = _mm256_or_si256(_mm256_and_si256(_mm256_slli_epi32(b, ob), _mm256_set1_epi32(0x7FFFFF)),
                                 _mm256_set1_epi32(0x3F800000));
     *u = _mm256_sub_ps(_mm256_castsi256_ps(f), _mm256_set1_ps(1.0f));
-    __m256i in = _mm256_cmpeq_epi32(_mm256_and_si256(jr, _mm256_set1_epi32(~(ASN_NN_PTFAST_NI * 16 - 1))), _mm256_setzero_si256());
+    __m256i in = _mm256_cmpeq_epi32(_mm256_and_si256(jr, _mm256_set1_epi32(~(ni * 16 - 1))), _mm256_setzero_si256());
     return ~(uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(in)) & 0xFFu;
 }
-static inline uint32_t a2_geo(a2v t, int32_t base, a2i *j, a2v *u)
+static inline uint32_t a2_geo(a2v t, int32_t base, const int ni, a2i *j, a2v *u)
 {
-    return a2_geo1(t.a, base, &j->a, &u->a) | a2_geo1(t.b, base, &j->b, &u->b) << 8;
+    return a2_geo1(t.a, base, ni, &j->a, &u->a) | a2_geo1(t.b, base, ni, &j->b, &u->b) << 8;
 }
 /* The polynomial of 8 tokens' intervals (T->row: byte offsets 16 j in q)
  * at u: their rows, two tokens (k, k + 4) to a register, transposed in
@@ -268,7 +270,11 @@ static inline __m256 a2_poly1(const asn_nn_ptfast *T, __m256i j, __m256 u)
                  c2 = _mm256_shuffle_ps(t2, t3, _MM_SHUFFLE(1, 0, 1, 0)), c3 = _mm256_shuffle_ps(t2, t3, _MM_SHUFFLE(3, 2, 3, 2));
     return _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_fmadd_ps(c3, u, c2), u, c1), u, c0);
 }
-static inline a2v a2_poly(const asn_nn_ptfast *T, a2i j, a2v u) { return (a2v){a2_poly1(T, j.a, u.a), a2_poly1(T, j.b, u.b)}; }
+static inline a2v a2_poly(const asn_nn_ptfast *T, a2i j, a2v u, const int ni)
+{
+    (void)ni; /* the rows are found by their offsets, whatever the intervals */
+    return (a2v){a2_poly1(T, j.a, u.a), a2_poly1(T, j.b, u.b)};
+}
 #define vgeo a2_geo
 #define vpoly a2_poly
 #define vset a2_set
@@ -367,32 +373,34 @@ typedef struct a5i {
     __m512i a, b;
 } a5i;
 #define VI a5i
-static inline uint32_t a5_geo1(__m512 t, int32_t base, __m512i *j, __m512 *u)
+static inline uint32_t a5_geo1(__m512 t, int32_t base, const int ni, __m512i *j, __m512 *u)
 {
+    const int ob = ni == 64 ? 4 : 3;
     __m512i b = _mm512_castps_si512(t);
-    __m512i jr = _mm512_sub_epi32(_mm512_srli_epi32(b, 23 - ASN_NN_PTFAST_OCT_BITS), _mm512_set1_epi32(base));
-    *j = _mm512_and_si512(jr, _mm512_set1_epi32(ASN_NN_PTFAST_NI - 1));
-    __m512i f = _mm512_or_si512(_mm512_and_si512(_mm512_slli_epi32(b, ASN_NN_PTFAST_OCT_BITS), _mm512_set1_epi32(0x7FFFFF)),
+    __m512i jr = _mm512_sub_epi32(_mm512_srli_epi32(b, 23 - ob), _mm512_set1_epi32(base));
+    *j = jr; /* the lookups (a5_lut_1) read its low 5 or 6 bits only */
+    __m512i f = _mm512_or_si512(_mm512_and_si512(_mm512_slli_epi32(b, ob), _mm512_set1_epi32(0x7FFFFF)),
                                 _mm512_set1_epi32(0x3F800000));
     *u = _mm512_sub_ps(_mm512_castsi512_ps(f), _mm512_set1_ps(1.0f));
-    return _mm512_test_epi32_mask(jr, _mm512_set1_epi32(~(ASN_NN_PTFAST_NI - 1)));
+    return _mm512_test_epi32_mask(jr, _mm512_set1_epi32(~(ni - 1)));
 }
-static inline uint32_t a5_geo(a5v t, int32_t base, a5i *j, a5v *u)
+static inline uint32_t a5_geo(a5v t, int32_t base, const int ni, a5i *j, a5v *u)
 {
-    return a5_geo1(t.a, base, &j->a, &u->a) | a5_geo1(t.b, base, &j->b, &u->b) << 16;
+    return a5_geo1(t.a, base, ni, &j->a, &u->a) | a5_geo1(t.b, base, ni, &j->b, &u->b) << 16;
 }
-/* two 32-entry permutes (vpermi2ps), the one of bit 5 of the index kept */
-static inline __m512 a5_lut64_1(const float *tab, __m512i j)
+/* 32 intervals: one 32-entry permute (vpermi2ps); 64: two, the one of bit
+ * 5 of the index kept */
+static inline __m512 a5_lut_1(const float *tab, __m512i j, const int ni)
 {
-    if (ASN_NN_PTFAST_NI == 32)
+    if (ni == 32)
         return _mm512_permutex2var_ps(_mm512_loadu_ps(tab), j, _mm512_loadu_ps(tab + 16));
     __m512 lo = _mm512_permutex2var_ps(_mm512_loadu_ps(tab), j, _mm512_loadu_ps(tab + 16));
     __m512 hi = _mm512_permutex2var_ps(_mm512_loadu_ps(tab + 32), j, _mm512_loadu_ps(tab + 48));
     return _mm512_mask_blend_ps(_mm512_test_epi32_mask(j, _mm512_set1_epi32(32)), lo, hi);
 }
-static inline a5v a5_lut64(const float *tab, a5i j) { return (a5v){a5_lut64_1(tab, j.a), a5_lut64_1(tab, j.b)}; }
+static inline a5v a5_lut(const float *tab, a5i j, const int ni) { return (a5v){a5_lut_1(tab, j.a, ni), a5_lut_1(tab, j.b, ni)}; }
 #define vgeo a5_geo
-#define vlut64 a5_lut64
+#define vlut a5_lut
 #define vset a5_set
 #define vadd a5_add
 #define vsub a5_sub
@@ -525,7 +533,6 @@ void asn_nn_pertoken_expsum(const float *x, int n, float m, double *sum, double 
 
 /* ------------------------------------------------------------- fast pass */
 
-_Static_assert(ASN_NN_PTFAST_NI == 64 || ASN_NN_PTFAST_NI == 32, "the lookups (vlut64) hold 32 or 64 intervals");
 _Static_assert(ASN_NN_PTFAST_DEG == 3, "the AVX2 lookup (a2_poly1) transposes rows of 4 coefficients");
 
 /* The inverse of the Vandermonde matrix of the nodes u_i = (1 - cos(pi i /
@@ -569,7 +576,7 @@ static void ptf_nodes(double *u, double inv[ASN_NN_PTFAST_DEG + 1][ASN_NN_PTFAST
 /* The power of two c where the intervals start (t = c) */
 static double ptf_c(const asn_nn_ptfast *T)
 {
-    uint32_t cb = (uint32_t)T->ibase << (23 - ASN_NN_PTFAST_OCT_BITS);
+    uint32_t cb = (uint32_t)T->ibase << (23 - T->ob);
     float c;
     memcpy(&c, &cb, sizeof c);
     return c;
@@ -577,28 +584,30 @@ static double ptf_c(const asn_nn_ptfast *T)
 
 double asn_nn_ptfast_x(const asn_nn_ptfast *T, int j, double u)
 {
-    enum { PER = 1 << ASN_NN_PTFAST_OCT_BITS };
-    double c = ptf_c(T), w = ldexp(c, j / PER) / PER, t0 = ldexp(c, j / PER) + (j % PER) * w;
+    const int per = 1 << T->ob;
+    double c = ptf_c(T), w = ldexp(c, j / per) / per, t0 = ldexp(c, j / per) + (j % per) * w;
     return (double)T->K - (t0 + u * w);
 }
 
-void asn_nn_ptfast_nodes(asn_nn_ptfast *T, float xmax, float xmin, float head, float *xn)
+int asn_nn_ptfast_nodes(asn_nn_ptfast *T, float xmax, float xmin, float head, int ni, float *xn)
 {
-    enum { D = ASN_NN_PTFAST_DEG, NI = ASN_NN_PTFAST_NI };
+    enum { D = ASN_NN_PTFAST_DEG, OCT = 4 }; /* 4 octaves of t */
+    T->ni = ni == 32 ? 32 : 64;
+    T->ob = T->ni == 64 ? 4 : 3;
     double range = (double)xmax - (double)xmin;
-    enum { M = ASN_NN_PTFAST_OCT_BITS, PER = 1 << M, OCT = NI / PER };
     float c = 1.0f / 64;
     while ((double)((1 << OCT) - 1) * c < range - head && c < ASN_NN_PTFAST_CMAX)
         c *= 2;
     T->K = (xmax - head) + c;
     uint32_t cb;
     memcpy(&cb, &c, sizeof cb);
-    T->ibase = (int32_t)(cb >> (23 - M));
+    T->ibase = (int32_t)(cb >> (23 - T->ob));
     double u[D + 1], inv[D + 1][D + 1];
     ptf_nodes(u, inv);
-    for (int j = 0; j < NI; j++)
-        for (int i = 0; i < D + (j == NI - 1); i++)
+    for (int j = 0; j < T->ni; j++)
+        for (int i = 0; i < D + (j == T->ni - 1); i++)
             xn[j * D + i] = (float)asn_nn_ptfast_x(T, j, u[i]);
+    return T->ni * D + 1;
 }
 
 double asn_nn_ptfast_poly(const asn_nn_ptfast *T, int j, double u)
@@ -617,8 +626,9 @@ void asn_nn_ptfast_drop(asn_nn_ptfast *T, int j)
 
 int asn_nn_ptfast_fit(asn_nn_ptfast *T, const float *yn)
 {
-    enum { D = ASN_NN_PTFAST_DEG, NI = ASN_NN_PTFAST_NI };
-    for (int i = 0; i < ASN_NN_PTFAST_NODES; i++)
+    enum { D = ASN_NN_PTFAST_DEG };
+    const int NI = T->ni;
+    for (int i = 0; i < NI * D + 1; i++)
         if (!isfinite(yn[i]))
             return -1;
     double u[D + 1], inv[D + 1][D + 1];
@@ -638,9 +648,29 @@ int asn_nn_ptfast_fit(asn_nn_ptfast *T, const float *yn)
 
 int asn_nn_pertoken_fast_setup(asn_nn_ptfast *T, const asn_nn_pertoken *f, float xmax, float xmin)
 {
+    /* 32 intervals, kept when within COARSE_TOL of the kernel midway
+     * between their nodes */
+    static const double mid[3] = {0.125, 0.5, 0.875};
     float xn[ASN_NN_PTFAST_NODES], yn[ASN_NN_PTFAST_NODES];
-    asn_nn_ptfast_nodes(T, xmax, xmin, ASN_NN_PTFAST_HEAD, xn);
-    asn_nn_pertoken_forward(yn, NULL, xn, f, ASN_NN_PTFAST_NODES);
+    int nn = asn_nn_ptfast_nodes(T, xmax, xmin, ASN_NN_PTFAST_HEAD, 32, xn);
+    asn_nn_pertoken_forward(yn, NULL, xn, f, nn);
+    if (asn_nn_ptfast_fit(T, yn) == 0) {
+        for (int j = 0; j < 32; j++)
+            for (int q = 0; q < 3; q++)
+                xn[3 * j + q] = (float)asn_nn_ptfast_x(T, j, mid[q]);
+        asn_nn_pertoken_forward(yn, NULL, xn, f, 96);
+        int ok = 1;
+        for (int j = 0; j < 32 && ok; j++)
+            for (int q = 0; q < 3; q++) {
+                double y = yn[3 * j + q];
+                if (!(fabs(asn_nn_ptfast_poly(T, j, mid[q]) - y) <= ASN_NN_PTFAST_COARSE_TOL * fmax(1.0, fabs(y))))
+                    ok = 0;
+            }
+        if (ok)
+            return 0;
+    }
+    nn = asn_nn_ptfast_nodes(T, xmax, xmin, ASN_NN_PTFAST_HEAD, 64, xn);
+    asn_nn_pertoken_forward(yn, NULL, xn, f, nn);
     return asn_nn_ptfast_fit(T, yn);
 }
 

@@ -19,16 +19,17 @@
  *   vmask_nlt(a, c)          bit l set where !(a < c) (a NaN: set)
  *   vloadn(p, k), vstoren(p, v, k)  the first k lanes (the others load as 0)
  * and, for the fast pass, VI (a vector of VL int32) and
- *   vgeo(t, base, &j, &u)    the interval j = ((bits(t) >> 19) - base) & 63
- *                            (as the level's vpoly or vlut64 takes it) and
- *                            u = the low 19 bits of t's mantissa as a
- *                            fraction in [0, 1) (exact); returns the mask
- *                            of lanes (bit l for lane l) where
- *                            (bits(t) >> 19) - base is not in [0, 64): t
- *                            below the first interval (or negative) or
- *                            from the end of the last
- *   vlut64(tab, j)           tab[j] lane by lane (64 entries)
- *   vpoly(T, j, u)           (optional, in place of vlut64) the polynomial
+ *   vgeo(t, base, ni, &j, &u)  with ob = 4 (ni = 64) or 3 (ni = 32), the
+ *                            interval j = ((bits(t) >> (23 - ob)) - base)
+ *                            mod ni (as the level's vpoly or vlut takes
+ *                            it) and u = the low 23 - ob bits of t's
+ *                            mantissa as a fraction in [0, 1) (exact);
+ *                            returns the mask of lanes (bit l for lane l)
+ *                            where (bits(t) >> (23 - ob)) - base is not in
+ *                            [0, ni): t below the first interval (or
+ *                            negative) or from the end of the last
+ *   vlut(tab, j, ni)         tab[j] lane by lane (ni entries)
+ *   vpoly(T, j, u, ni)       (optional, in place of vlut) the polynomial
  *                            of interval j at u, lane by lane: c[d] =
  *                            T->coef[d][j], then Horner from c[DEG] down
  *                            (fma(p, u, c[d])), as the default does
@@ -220,11 +221,11 @@ static void SFX(pt_forward)(float *out, float *lpo, const float *x, const asn_nn
 }
 
 #ifndef vpoly
-static inline V SFX(pt_poly)(const asn_nn_ptfast *T, VI j, V u)
+static inline V SFX(pt_poly)(const asn_nn_ptfast *T, VI j, V u, const int ni)
 {
-    V p = vlut64(T->coef[ASN_NN_PTFAST_DEG], j);
+    V p = vlut(T->coef[ASN_NN_PTFAST_DEG], j, ni);
     for (int d = ASN_NN_PTFAST_DEG - 1; d >= 0; d--)
-        p = vfma(p, u, vlut64(T->coef[d], j));
+        p = vfma(p, u, vlut(T->coef[d], j, ni));
     return p;
 }
 #define vpoly SFX(pt_poly)
@@ -233,8 +234,11 @@ static inline V SFX(pt_poly)(const asn_nn_ptfast *T, VI j, V u)
 /* The fast pass (layers.h, asn_nn_ptfast): each token the polynomial of its
  * interval of t = K - x, by Horner; the tokens of the head and beyond the
  * last interval, gathered a group at a time, through the exact kernel (the
- * exact pass's bits: every operation is lane-wise). out may be x. */
-static void SFX(pt_fast)(float *out, const float *x, const asn_nn_pertoken *f, const asn_nn_ptfast *T, int n)
+ * exact pass's bits: every operation is lane-wise). out may be x. ni is
+ * T->ni, a constant in each copy. */
+static inline __attribute__((always_inline)) void SFX(pt_fast_ni)(float *out, const float *x,
+                                                                  const asn_nn_pertoken *f,
+                                                                  const asn_nn_ptfast *T, int n, const int ni)
 {
     int32_t pos[PT_GROUP];
     float xb[PT_GROUP], ob[PT_GROUP];
@@ -248,10 +252,10 @@ static void SFX(pt_fast)(float *out, const float *x, const asn_nn_pertoken *f, c
             V t = vsub(vset(K), vloadn(x + i0 + i, k));
             VI j;
             V u;
-            uint32_t m = vgeo(t, base, &j, &u);
+            uint32_t m = vgeo(t, base, ni, &j, &u);
             if (k < VL)
                 m &= (1u << k) - 1;
-            V p = vpoly(T, j, u);
+            V p = vpoly(T, j, u, ni);
             while (m) { /* before the store: out may be x */
                 const int l = i + __builtin_ctz(m);
                 xb[ne] = x[i0 + l];
@@ -267,13 +271,22 @@ static void SFX(pt_fast)(float *out, const float *x, const asn_nn_pertoken *f, c
         }
     }
 }
+static void SFX(pt_fast)(float *out, const float *x, const asn_nn_pertoken *f, const asn_nn_ptfast *T, int n)
+{
+    if (T->ni == 32)
+        SFX(pt_fast_ni)(out, x, f, T, n, 32);
+    else
+        SFX(pt_fast_ni)(out, x, f, T, n, 64);
+}
 
 /* The polynomials alone, for a caller with its own function beyond the
  * intervals (SamplingNetwork's fast pass): out[i] for the tokens inside
  * them, and the positions of the others and of those whose polynomial is
  * NaN (+inf: an interval dropped) in rest, as many as returned (their
  * out[i] is left undefined). out and x do not overlap. */
-static int SFX(pt_poly_rest)(float *out, const float *x, const asn_nn_ptfast *T, int n, int32_t *rest)
+static inline __attribute__((always_inline)) int SFX(pt_poly_rest_ni)(float *out, const float *x,
+                                                                      const asn_nn_ptfast *T, int n,
+                                                                      int32_t *rest, const int ni)
 {
     const float K = T->K;
     const int32_t base = T->ibase;
@@ -283,8 +296,8 @@ static int SFX(pt_poly_rest)(float *out, const float *x, const asn_nn_ptfast *T,
         V t = vsub(vset(K), vloadn(x + i, k));
         VI j;
         V u;
-        uint32_t m = vgeo(t, base, &j, &u);
-        V p = vpoly(T, j, u);
+        uint32_t m = vgeo(t, base, ni, &j, &u);
+        V p = vpoly(T, j, u, ni);
         m |= vmask_nlt(p, vset(INFINITY)); /* the intervals dropped (NaN) */
         if (k < VL)
             m &= (1u << k) - 1;
@@ -295,6 +308,10 @@ static int SFX(pt_poly_rest)(float *out, const float *x, const asn_nn_ptfast *T,
         }
     }
     return ne;
+}
+static int SFX(pt_poly_rest)(float *out, const float *x, const asn_nn_ptfast *T, int n, int32_t *rest)
+{
+    return T->ni == 32 ? SFX(pt_poly_rest_ni)(out, x, T, n, rest, 32) : SFX(pt_poly_rest_ni)(out, x, T, n, rest, 64);
 }
 
 /* Sums over n values of e = exp(x - m) and of e (x - m) (-inf entries and
@@ -455,5 +472,5 @@ static void SFX(pt_elu1_ref)(float *out, const float *x, int n)
 #undef vstoren
 #undef VI
 #undef vgeo
-#undef vlut64
+#undef vlut
 #undef vpoly

@@ -540,16 +540,17 @@ static void poly_setup(fast_state *f, const asn__sampler_row *row, int b_head, f
         head = ASN_NN_PTFAST_HEAD;
     if (!(head < (double)row->xmax - (double)row->xmin))
         return;
-    asn_nn_ptfast_nodes(&f->pt, row->xmax, row->xmin, (float)head, xn);
-    for (int i = 0; i < ASN_NN_PTFAST_NODES; i++)
+    int nn = asn_nn_ptfast_nodes(&f->pt, row->xmax, row->xmin, (float)head, 64, xn);
+    for (int i = 0; i < nn; i++)
         yn[i] = (float)tail_out(f, (double)xn[i] - row->lse, mult, scale, thr);
     if (asn_nn_ptfast_fit(&f->pt, yn) < 0)
         return;
-    f->poly = f->info.poly = 1;
+    f->poly = 1;
+    f->info.pieces = f->pt.ni;
     /* intervals where the polynomial strays from the interpolation midway
      * between its nodes go back to the interpolation */
     static const double mid[] = {0.125, 0.5, 0.875};
-    for (int j = 0; j < ASN_NN_PTFAST_NI; j++)
+    for (int j = 0; j < f->pt.ni; j++)
         for (int q = 0; q < 3; q++) {
             double y = tail_out(f, asn_nn_ptfast_x(&f->pt, j, mid[q]) - row->lse, mult, scale, thr);
             if (!(fabs(asn_nn_ptfast_poly(&f->pt, j, mid[q]) - y) <= POLY_TOL * fmax(1.0, fabs(y)))) {
@@ -616,7 +617,7 @@ int asn_sampler_forward_fast(const asn_sampler *s, asn_sampler_ws *ws, asn_pool 
     if (arch == ASN_SAMPLER_LOCAL || arch == ASN_SAMPLER_DIST) {
         fast_state *f = fast_get(ws);
         memset(&f->info, 0, sizeof f->info);
-        return asn__sampler_forward_pertoken_fast(s, ws, pool, logits, V, out, f->o.exact_max, e);
+        return asn__sampler_forward_pertoken_fast(s, ws, pool, logits, V, out, f->o.exact_max, &f->info.pieces, e);
     }
     if (arch != ASN_SAMPLER_NETWORK)
         return asn_sampler_forward(s, ws, pool, logits, V, out, e);

@@ -42,7 +42,7 @@ void asn__sampler_net_reps(const asn_sampler *s, asn_sampler_ws *rws, asn_pool *
  * rows of more than exact_max finite tokens, the exact one otherwise;
  * asn_sampler_forward's arguments and errors. */
 int asn__sampler_forward_pertoken_fast(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, const float *logits,
-                                       int V, float *out, int exact_max, asn_err *e);
+                                       int V, float *out, int exact_max, int *pieces, asn_err *e);
 
 /* The workspace's slot for sampler_fast.c's state; the workspace frees it
  * with free_fn (so that sampler_net.c needs nothing of sampler_fast.c). */

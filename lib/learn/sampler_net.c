@@ -331,6 +331,7 @@ struct asn_sampler_ws {
     asn_nn_pertoken pt;
     float *pt_neg;
     asn_nn_ptfast *ptf;      /* LOCAL, DIST: the fast pass's table (made on first use) */
+    int ptf_ni;              /* its intervals in the last pass (0: the exact one ran) */
     float *hc;               /* head caches on c: truncation g,u,a,out; scaling g,u,a,out */
     /* per thread */
     int cap_threads;
@@ -717,10 +718,12 @@ static void pertoken_fast_chunk(pass *p, int c, int lo, int hi, arena *a, float 
  * table has finite values; the exact one otherwise. */
 static void pertoken_run(asn_sampler_ws *ws, pass *p, asn_pool *pool, int fast, int exact_max)
 {
+    ws->ptf_ni = 0;
     if (fast && ws->n > exact_max) {
         if (!ws->ptf)
             ws->ptf = asn_xmalloc(sizeof *ws->ptf);
         if (asn_nn_pertoken_fast_setup(ws->ptf, &ws->pt, ws->xmax, ws->xmin) == 0) {
+            ws->ptf_ni = ws->ptf->ni;
             run_pass(p, pool, pertoken_fast_chunk);
             return;
         }
@@ -1413,10 +1416,12 @@ int asn_sampler_forward(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool
 }
 
 int asn__sampler_forward_pertoken_fast(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, const float *logits,
-                                       int V, float *out, int exact_max, asn_err *e)
+                                       int V, float *out, int exact_max, int *pieces, asn_err *e)
 {
+    ws->ptf_ni = 0;
     int rc = forward(s, ws, pool, logits, V, out, 1, exact_max, e);
     ws->ready = 0; /* no backward pass through the fast one */
+    *pieces = ws->ptf_ni;
     return rc;
 }
 

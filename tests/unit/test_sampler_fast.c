@@ -169,6 +169,7 @@ static asn_sampler *net_new(const asn_sampler_config *c, uint64_t seed, float ga
  * the head)), not the row's, which the far tokens can make large. */
 static int pt_head_rel;
 static int rows_poly, rows_dropped; /* rows whose tail took the cubic pieces, and dropped some */
+static int rows_p32, rows_p64;      /* rows with 32 pieces, with 64 */
 
 /* exact vs fast on one row; the fast pass with 1 thread, then 2 and 3 (same
  * bits). */
@@ -187,10 +188,11 @@ static void check_row(const char *label, asn_sampler *s, const float *x, int V, 
         asn_sampler_fast_info info;
         asn_sampler_fast_get_info(wf, &info);
         printf("# %s: KL %.2e, head max |d| %.2e (max |out| %.3g), all %.2e; %d representatives (%d head, %d bins) "
-               "for V = %d; tail pieces %s, %d dropped\n",
-               label, c.kl, c.head, c.scale, c.all, info.reps, info.head, info.bins, V, info.poly ? "on" : "off",
-               info.dropped);
-        rows_poly += info.poly;
+               "for V = %d; %d cubic pieces, %d dropped\n",
+               label, c.kl, c.head, c.scale, c.all, info.reps, info.head, info.bins, V, info.pieces, info.dropped);
+        rows_poly += info.pieces > 0;
+        rows_p32 += info.pieces == 32;
+        rows_p64 += info.pieces == 64;
         rows_dropped += info.dropped > 0;
         snprintf(name, sizeof name, "%s: KL(exact || fast) <= %g", label, ASN_SAMPLER_FAST_KL_TOL);
         T_OK(name, c.kl <= ASN_SAMPLER_FAST_KL_TOL, "KL %g", c.kl);
@@ -534,7 +536,12 @@ int main(void)
     test_model_rows(p2, p3);
     test_all_head();
     test_edges();
+    rows_p32 = rows_p64 = 0;
     test_pertoken_archs(p2, p3);
+    /* both sizes of the per-token passes' table (pertoken.c,
+     * asn_nn_pertoken_fast_setup) were checked above */
+    T_OK("Local and Dist rows took 32 cubic pieces (their fit checked) on some rows, 64 on others",
+         rows_p32 > 0 && rows_p64 > 0, "%d rows with 32, %d with 64", rows_p32, rows_p64);
     asn_pool_free(p2);
     asn_pool_free(p3);
     T_DONE();
