@@ -258,9 +258,13 @@ static inline __m256 a2_pair(const char *r, int32_t q0, int32_t q1)
 }
 static inline __m256 a2_poly1(const asn_nn_ptfast *T, __m256i j, __m256 u)
 {
-    int32_t q[8] __attribute__((aligned(32)));
-    _mm256_store_si256((__m256i *)q, j);
-    __asm__("" : : "r"(q) : "memory"); /* read back as loads: cheaper than vpextrd */
+    /* the offsets two to a 64-bit register (a store read back 4 bytes at a
+     * time waits on store forwarding) */
+    const __m128i jl = _mm256_castsi256_si128(j), jh = _mm256_extracti128_si256(j, 1);
+    const uint64_t e0 = (uint64_t)_mm_cvtsi128_si64(jl), e1 = (uint64_t)_mm_extract_epi64(jl, 1),
+                   e2 = (uint64_t)_mm_cvtsi128_si64(jh), e3 = (uint64_t)_mm_extract_epi64(jh, 1);
+    const int32_t q[8] = {(int32_t)(uint32_t)e0, (int32_t)(e0 >> 32), (int32_t)(uint32_t)e1, (int32_t)(e1 >> 32),
+                          (int32_t)(uint32_t)e2, (int32_t)(e2 >> 32), (int32_t)(uint32_t)e3, (int32_t)(e3 >> 32)};
     const char *r = (const char *)T->row;
     const __m256 a0 = a2_pair(r, q[0], q[4]), a1 = a2_pair(r, q[1], q[5]), a2 = a2_pair(r, q[2], q[6]),
                  a3 = a2_pair(r, q[3], q[7]);

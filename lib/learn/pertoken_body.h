@@ -349,7 +349,7 @@ static void SFX(pt_expsum)(const float *x, int n, float m, double *sum, double *
 /* The largest value, the smallest finite one, the count of those above
  * -inf, and whether a NaN or +inf is among n values: two vectors a step,
  * four chains of dependent steps (none of these depends on the order). */
-static void SFX(pt_scan)(const float *x, int n, float *max, float *min, int64_t *count, int *bad)
+static void SFX(pt_scan_all)(const float *x, int n, float *max, float *min, int64_t *count, int *bad)
 {
     V mx[2] = {vset(-INFINITY), vset(-INFINITY)}, mn[2] = {vset(INFINITY), vset(INFINITY)};
     int64_t cnt = 0;
@@ -384,6 +384,46 @@ static void SFX(pt_scan)(const float *x, int n, float *max, float *min, int64_t 
     *min = lo;
     *count = cnt;
     *bad = nan != 0;
+}
+
+/* pt_scan_all's results, first on the assumption that all n values are
+ * finite (the usual row): the largest and the smallest, and a sum of x * 0
+ * that is NaN when one is not (infinite or NaN); only then pt_scan_all. */
+static void SFX(pt_scan)(const float *x, int n, float *max, float *min, int64_t *count, int *bad)
+{
+    V mx[2] = {vset(-INFINITY), vset(-INFINITY)}, mn[2] = {vset(INFINITY), vset(INFINITY)};
+    V z[2] = {vset(0.0f), vset(0.0f)};
+    const int nv = n - n % (2 * VL);
+    for (int i = 0; i < nv; i += 2 * VL)
+        for (int h = 0; h < 2; h++) {
+            V v = vloadn(x + i + h * VL, VL);
+            mx[h] = vmax(mx[h], v);
+            mn[h] = vmin(mn[h], v);
+            z[h] = vfma(v, vset(0.0f), z[h]);
+        }
+    float a[VL], b[VL], c[VL];
+    vstoren(a, vmax(mx[0], mx[1]), VL);
+    vstoren(b, vmin(mn[0], mn[1]), VL);
+    vstoren(c, vadd(z[0], z[1]), VL);
+    float hi = -INFINITY, lo = INFINITY, zs = 0.0f;
+    for (int l = 0; l < VL; l++) {
+        hi = a[l] > hi ? a[l] : hi;
+        lo = b[l] < lo ? b[l] : lo;
+        zs += c[l];
+    }
+    for (int i = nv; i < n; i++) {
+        hi = x[i] > hi ? x[i] : hi;
+        lo = x[i] < lo ? x[i] : lo;
+        zs += x[i] * 0.0f;
+    }
+    if (zs != 0.0f) { /* a NaN or an infinity */
+        SFX(pt_scan_all)(x, n, max, min, count, bad);
+        return;
+    }
+    *max = hi;
+    *min = lo;
+    *count = n;
+    *bad = 0;
 }
 
 /* layers.c's soft truncation, out = l + logsigmoid(l scale + thr), with
