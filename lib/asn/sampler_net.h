@@ -219,14 +219,15 @@ int asn_sampler_ws_set_fast(asn_sampler_ws *ws, const asn_sampler_fast_opts *o, 
 /* out = the fast pass (above) for a SamplingNetwork; for
  * LocalProbabilityTransform and SimpleDistributionAwareTransform their own
  * fast pass: a token's output is a function of its log-probability alone
- * given the row, evaluated exactly at 193 nodes per row and interpolated
- * (piecewise cubic on 64 intervals, 16 per octave of the distance below
- * the top) for every token but those within 4 nats of the top and those
- * far below the intervals, which take the exact kernel (learn/layers.h,
- * asn_nn_pertoken_fast_*); the same KL bound, and the head bound with the
- * head's own max |exact| for scale (test_sampler_fast.c); rows of at most
- * exact_max finite tokens take the exact pass; 2 to 4.5 times faster at V
- * = 128k (bench_sampler_net). EquivariantLocalTransform: the exact pass.
+ * given the row, evaluated exactly at the nodes of 32 intervals (8 per
+ * octave of the distance below the top; 64, 16 per octave, when the 32
+ * cubics stray from it by more than 1e-5 midway between nodes) and
+ * interpolated (piecewise cubic) for every token but those within 4 nats
+ * of the top and those far below the intervals, which take the exact
+ * kernel (learn/layers.h, asn_nn_pertoken_fast_*); the same KL bound, and
+ * the head bound with the head's own max |exact| for scale
+ * (test_sampler_fast.c); rows of at most exact_max finite tokens take the
+ * exact pass; 3.5 to 10 times faster at V = 128k (bench_sampler_net). EquivariantLocalTransform: the exact pass.
  * Same arguments and errors as asn_sampler_forward (out may be logits);
  * the workspace is not left ready for a backward pass. */
 int asn_sampler_forward_fast(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, const float *logits, int V,
