@@ -1,8 +1,11 @@
 /* sampler_net.c — the learned samplers: parameters (state_dict layout and
- * PyTorch's initialization) and the forward and backward passes of
- * LocalProbabilityTransform, SimpleDistributionAwareTransform and
- * SamplingNetwork built from the layers of layers.c. Their configuration
- * is sampler_config.c's, their files sampler_file.c's.
+ * PyTorch's initialization), the workspace, the row scan, the forward and
+ * backward passes of LocalProbabilityTransform and
+ * SimpleDistributionAwareTransform built from the layers of layers.c, and
+ * the dispatch to every architecture (SamplingNetwork's passes are
+ * sampler_network.c's, EquivariantLocalTransform's sampler_equi.c's). Their
+ * configuration is sampler_config.c's, their files sampler_file.c's; the
+ * types these files share, sampler_pass.h.
  *
  * A pass over the vocabulary is a sequence of token-local steps run on
  * blocks of CHUNK tokens (threads take whole blocks), separated by the
@@ -16,6 +19,7 @@
 #include "asn/sampler_net.h"
 #include "learn/layers.h"
 #include "learn/sampler_internal.h"
+#include "learn/sampler_pass.h"
 
 #include <assert.h>
 #include <math.h>
@@ -23,48 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Tokens per block of work. Fixed (not derived from the thread count), so
- * that sums over the vocabulary do not depend on how many threads ran. */
-#define CHUNK 512
 /* Logits per block of the first pass (maximum, log-sum-exp, finite count). */
 #define SCAN_BLK 4096
 
 /* ============================================================ parameters */
-
-typedef struct mlp_off {
-    size_t wg, bg, wu, bu, wd, bd;
-    int in, inner, out;
-} mlp_off;
-
-typedef struct blk_off {
-    size_t qkv_w, qkv_b, o_w, o_b, n1_w, n1_b, n2_w, n2_b;
-    mlp_off ffn;
-} blk_off;
-
-enum { INIT_UNIFORM, INIT_CONST };
-typedef struct tinit {
-    int kind;
-    float bound;   /* INIT_UNIFORM: +-bound */
-    float v[2];    /* INIT_CONST: element i gets v[min(i, 1)] */
-} tinit;
-
-struct asn_sampler {
-    asn_sampler_config cfg;
-    int nt, cap_t;
-    asn_sampler_tensor *t;
-    tinit *init;
-    size_t np;
-    float *p, *g;
-    /* LOCAL: mlp; DIST: global_mlp; NETWORK: encoder.mlp */
-    mlp_off mlp;
-    size_t tr_scale, tr_thr;  /* LOCAL truncation_scale, truncation_threshold */
-    size_t loc_w, loc_b;      /* DIST local_mlp.0 */
-    size_t tr_params;         /* DIST, static truncation */
-    size_t th_w, th_b;        /* DIST, dynamic truncation_head */
-    size_t eq_tau, eq_gw, eq_gb; /* EQUI temperature_scale, gate.weight, gate.bias */
-    blk_off *blk;             /* NETWORK */
-    mlp_off thead, trhead, shead;
-};
 
 static size_t add_tensor(asn_sampler *s, const char *name, int n_dims, int64_t d0, int64_t d1, tinit init)
 {
@@ -255,90 +221,7 @@ const asn_sampler_tensor *asn_sampler_find_tensor(const asn_sampler *s, const ch
     return NULL;
 }
 
-/* A view of an MLP's parameters (or gradients) in the flat array `base`. */
-static asn_nn_mlp mlp_view(const mlp_off *o, const float *base)
-{
-    float *b = (float *)base;
-    asn_nn_mlp m = {o->in, o->inner, o->out, b + o->wg, b + o->bg, b + o->wu, b + o->bu, b + o->wd, b + o->bd};
-    return m;
-}
-
 /* ============================================================ workspace */
-
-typedef struct arena {
-    float *base;
-    size_t used, cap;
-} arena;
-
-/* n floats from a thread's arena, 64-byte aligned; the arena is sized for
- * the largest step (arena_floats). */
-static float *arena_get(arena *a, size_t n)
-{
-    size_t at = (a->used + 15) & ~(size_t)15;
-    assert(at + n <= a->cap);
-    a->used = at + n;
-    return a->base + at;
-}
-
-struct asn_sampler_ws {
-    asn_sampler_config cfg;
-    size_t np;
-    int train;
-    /* the current row */
-    int ready;               /* a forward pass on a train workspace completed */
-    int V, n;                /* vocabulary, finite tokens */
-    const float *x;          /* the finite logits (the caller's row when all are finite) */
-    double lse;              /* log-sum-exp of the finite logits */
-    float xmax, xmin;        /* the largest and smallest of them */
-    float stats[2];          /* DIST: max log-probability, entropy */
-    float scale, thr;        /* truncation scale and threshold of the row */
-    float mult;              /* NETWORK: multiplier */
-    /* NETWORK on representatives (sampler_fast.c): row i stands for w[i]
-     * tokens in every sum over the vocabulary, the mean divides by n_mean,
-     * and the pass leaves each row's l' in lmod_out instead of outputs */
-    const float *w;
-    double n_mean;
-    float *lmod_out;
-    void *fast;              /* sampler_fast.c's state, freed by fast_free */
-    void (*fast_free)(void *);
-    int step;                /* EQUI: the generation step of the rows */
-    asn__equi_state *equi;   /* EQUI: sampler_equi.c's state */
-    /* per token (capacity cap_v) */
-    int cap_v;
-    float *xbuf;             /* the finite logits when some are -inf */
-    int32_t *idx;            /* their positions (NULL use: all finite) */
-    int compact;
-    float *lp, *dlp;
-    float *xs;               /* NETWORK: block inputs, slots of n x d */
-    float *qf;               /* NETWORK: phi(q) of the current block */
-    float *kv;               /* NETWORK backward: phi(k) | v of the current block */
-    float *dq, *dh;          /* NETWORK backward */
-    /* per block of tokens */
-    int cap_chunks;
-    size_t part_w;
-    double *part;            /* partial sums, part_w per block of tokens */
-    double *part_dlp;        /* sum of d loss / d lp per block of tokens */
-    int cap_scan;
-    asn_nn_lse *scan;
-    int64_t *scan_count;
-    int *scan_bad;
-    /* NETWORK: per layer and head state */
-    float *M;                /* n_blocks x d x (d + H) */
-    float *dkv, *dks;        /* d x d, d */
-    float *c;                /* pooled context, d */
-    float *tb_g, *tb_u;      /* tail biases (transformation head; DIST global_mlp) */
-    asn_nn_mlp pt_m;         /* LOCAL, DIST: the fused kernel's arguments */
-    asn_nn_pertoken pt;
-    float *pt_neg;
-    asn_nn_ptfast *ptf;      /* LOCAL, DIST: the fast pass's table (made on first use) */
-    int ptf_ni;              /* its intervals in the last pass (0: the exact one ran) */
-    float *hc;               /* head caches on c: truncation g,u,a,out; scaling g,u,a,out */
-    /* per thread */
-    int cap_threads;
-    size_t arena_cap;
-    arena *arenas;
-    float *tgrad;            /* cap_threads x np */
-};
 
 /* Floats per token and fixed floats a thread's arena must hold. */
 static size_t arena_floats(const asn_sampler_config *c)
@@ -476,19 +359,6 @@ static void ws_reserve(asn_sampler_ws *ws, int V, int nth)
 
 /* ====================================================== passes over tokens */
 
-typedef struct pass pass;
-typedef void (*chunk_fn)(pass *p, int c, int lo, int hi, arena *a, float *tg);
-struct pass {
-    const asn_sampler *s;
-    asn_sampler_ws *ws;
-    chunk_fn fn;
-    int b;                /* NETWORK: block */
-    float *out;           /* forward: the output row */
-    const float *dout;    /* backward: d loss / d out */
-    int want_dlogits;
-    double sum_dlp;       /* backward: sum of d loss / d lp over the row */
-};
-
 static void pass_thread(void *ctx, int ith, int nth)
 {
     pass *p = ctx;
@@ -503,51 +373,10 @@ static void pass_thread(void *ctx, int ith, int nth)
     }
 }
 
-static void run_pass(pass *p, asn_pool *pool, chunk_fn fn)
+void asn__run_pass(pass *p, asn_pool *pool, chunk_fn fn)
 {
     p->fn = fn;
     asn_pool_run(pool, pass_thread, p);
-}
-
-static int n_chunks(const asn_sampler_ws *ws) { return (ws->n + CHUNK - 1) / CHUNK; }
-
-/* Sums the per-block partial sums (w doubles each) in block order. */
-static void sum_parts(double *dst, const double *part, size_t stride, int nch, size_t w)
-{
-    memset(dst, 0, w * sizeof(double));
-    for (int c = 0; c < nch; c++)
-        for (size_t j = 0; j < w; j++)
-            dst[j] += part[(size_t)c * stride + j];
-}
-
-/* The output rows of a block of tokens: straight into the caller's row
- * when every logit is finite, else through the arena and scattered. */
-static float *out_rows(pass *p, int lo, int cn, arena *a)
-{
-    return p->ws->compact ? arena_get(a, (size_t)cn) : p->out + lo;
-}
-static void out_scatter(pass *p, int lo, int cn, const float *o)
-{
-    if (p->ws->compact)
-        for (int j = 0; j < cn; j++)
-            p->out[p->ws->idx[lo + j]] = o[j];
-}
-/* The last step of every architecture: out = l + logsigmoid(l * scale +
- * threshold) for rows lo.., into the caller's row. */
-static void out_truncate(pass *p, int lo, int cn, const float *l, arena *a)
-{
-    float *o = out_rows(p, lo, cn, a);
-    asn_nn_trunc_forward(o, l, p->ws->scale, p->ws->thr, cn);
-    out_scatter(p, lo, cn, o);
-}
-static const float *dout_rows(pass *p, int lo, int cn, arena *a)
-{
-    if (!p->ws->compact)
-        return p->dout + lo;
-    float *d = arena_get(a, (size_t)cn);
-    for (int j = 0; j < cn; j++)
-        d[j] = p->dout[p->ws->idx[lo + j]];
-    return d;
 }
 
 /* ------------------------------------------------ scan: lse and -inf tokens */
@@ -661,7 +490,7 @@ static void dlogits_pass(pass *p, asn_pool *pool, float *dlogits)
         for (int i = 0; i < ws->V; i++)
             dlogits[i] = 0.0f;
     p->out = dlogits;
-    run_pass(p, pool, lsm_back_chunk);
+    asn__run_pass(p, pool, lsm_back_chunk);
 }
 
 /* Per-thread gradients: zeroed before a backward pass, added to the
@@ -724,11 +553,11 @@ static void pertoken_run(asn_sampler_ws *ws, pass *p, asn_pool *pool, int fast, 
             ws->ptf = asn_xmalloc(sizeof *ws->ptf);
         if (asn_nn_pertoken_fast_setup(ws->ptf, &ws->pt, ws->xmax, ws->xmin) == 0) {
             ws->ptf_ni = ws->ptf->ni;
-            run_pass(p, pool, pertoken_fast_chunk);
+            asn__run_pass(p, pool, pertoken_fast_chunk);
             return;
         }
     }
-    run_pass(p, pool, pertoken_fwd_chunk);
+    asn__run_pass(p, pool, pertoken_fwd_chunk);
 }
 
 static void pertoken_setup(const asn_sampler *s, asn_sampler_ws *ws)
@@ -852,467 +681,6 @@ static void dist_bwd_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
         ws->part_dlp[c] = asn_nn_sum(dlp, cn);
 }
 
-/* ========================================================= SamplingNetwork */
-
-/* Where block b's input rows live: one slot per block when training (the
- * backward pass needs them all), else two used in turn. */
-static float *net_x(const asn_sampler_ws *ws, int b, int lo)
-{
-    size_t slot = ws->train ? (size_t)b : (size_t)(b & 1);
-    return ws->xs + (slot * (size_t)ws->cap_v + (size_t)lo) * (size_t)ws->cfg.d_model;
-}
-static float *net_M(const asn_sampler_ws *ws, int b)
-{
-    size_t d = (size_t)ws->cfg.d_model, H = (size_t)ws->cfg.n_heads;
-    return ws->M + (size_t)b * d * (d + H);
-}
-
-/* Encoder: h0 = mlp(lp), for rows lo..hi; keeps g, u, a in the arena. */
-typedef struct enc_acts {
-    float *g, *u, *a;
-} enc_acts;
-static void net_encode(pass *p, const float *lp, float *x0, int cn, arena *a, enc_acts *z)
-{
-    const asn_sampler *s = p->s;
-    int d = s->cfg.d_model, NI = s->mlp.inner;
-    asn_nn_mlp m = mlp_view(&s->mlp, s->p);
-    z->g = arena_get(a, (size_t)cn * NI);
-    z->u = arena_get(a, (size_t)cn * NI);
-    z->a = arena_get(a, (size_t)cn * NI);
-    asn_nn_mlp_forward(x0, d, z->g, z->u, z->a, lp, 1, 1, NULL, NULL, &m, cn);
-}
-
-/* First half of block b for a block of tokens: qkv, phi(q) (kept in
- * ws->qf for the second half), and this block's partial attention sums.
- * Returns qkv (in the arena); kf receives phi(k) when not NULL. */
-static float *net_qkv(pass *p, int b, const float *x, int lo, int cn, arena *a, float **kf_out)
-{
-    const asn_sampler *s = p->s;
-    asn_sampler_ws *ws = p->ws;
-    int d = s->cfg.d_model;
-    const blk_off *k = &s->blk[b];
-    float *qkv = arena_get(a, (size_t)cn * 3 * d), *kf = arena_get(a, (size_t)cn * d);
-    asn_nn_linear_forward(qkv, 3 * d, x, d, s->p + k->qkv_w, d, s->p + k->qkv_b, cn, d, 3 * d);
-    float *qf = ws->qf + (size_t)lo * d;
-    asn_nn_elu1_forward(qf, d, qkv, 3 * d, cn, d);
-    asn_nn_elu1_forward(kf, d, qkv + d, 3 * d, cn, d);
-    if (kf_out)
-        *kf_out = kf;
-    return qkv;
-}
-
-static void net_stats_part(pass *p, int c, int lo, const float *qkv, float *kf, int cn, arena *a)
-{
-    asn_sampler_ws *ws = p->ws;
-    int d = ws->cfg.d_model;
-    size_t w = (size_t)d * (d + 1);
-    float *P = arena_get(a, w);
-    memset(P, 0, w * sizeof(float));
-    if (ws->w) /* representatives: phi(k) weighted by the tokens each stands for */
-        for (int i = 0; i < cn; i++)
-            for (int j = 0; j < d; j++)
-                kf[(size_t)i * d + j] *= ws->w[lo + i];
-    asn_nn_linattn_stats_forward(P, kf, d, qkv + 2 * d, 3 * d, cn, d);
-    double *part = ws->part + (size_t)c * ws->part_w;
-    for (size_t j = 0; j < w; j++)
-        part[j] = P[j];
-}
-
-/* Second half of block b: attention output, residual + LayerNorm, SwiGLU,
- * residual + LayerNorm, into xo (the next block's input rows). */
-typedef struct blk_acts {
-    float *att, *den, *r1, *m1, *s1, *h1, *g, *u, *a, *r2, *m2, *s2;
-} blk_acts;
-
-static void net_block_rest(pass *p, int b, const float *x, const float *qf, int ldq, float *xo, int cn, arena *a,
-                           blk_acts *z)
-{
-    const asn_sampler *s = p->s;
-    asn_sampler_ws *ws = p->ws;
-    int d = s->cfg.d_model, H = s->cfg.n_heads;
-    const blk_off *k = &s->blk[b];
-    int NI = k->ffn.inner;
-    size_t cd = (size_t)cn * d;
-    z->att = arena_get(a, cd);
-    z->den = arena_get(a, (size_t)cn * H);
-    z->r1 = arena_get(a, cd);
-    z->m1 = arena_get(a, (size_t)cn);
-    z->s1 = arena_get(a, (size_t)cn);
-    z->h1 = arena_get(a, cd);
-    z->g = arena_get(a, (size_t)cn * NI);
-    z->u = arena_get(a, (size_t)cn * NI);
-    z->a = arena_get(a, (size_t)cn * NI);
-    z->r2 = arena_get(a, cd);
-    z->m2 = arena_get(a, (size_t)cn);
-    z->s2 = arena_get(a, (size_t)cn);
-    float *nd = arena_get(a, (size_t)cn * (d + H));
-    asn_nn_linattn_forward(z->att, z->den, qf, ldq, net_M(ws, b), cn, d, H, nd);
-    asn_nn_linear_forward(z->r1, d, z->att, d, s->p + k->o_w, d, s->p + k->o_b, cn, d, d);
-    for (size_t j = 0; j < cd; j++)
-        z->r1[j] += x[j];
-    asn_nn_layernorm_forward(z->h1, z->m1, z->s1, z->r1, s->p + k->n1_w, s->p + k->n1_b, cn, d);
-    asn_nn_mlp m = mlp_view(&k->ffn, s->p);
-    asn_nn_mlp_forward(z->r2, d, z->g, z->u, z->a, z->h1, d, d, NULL, NULL, &m, cn);
-    for (size_t j = 0; j < cd; j++)
-        z->r2[j] += z->h1[j];
-    asn_nn_layernorm_forward(xo, z->m2, z->s2, z->r2, s->p + k->n2_w, s->p + k->n2_b, cn, d);
-}
-
-/* The block of tokens' part of the mean pooling: column sums of the last
- * block's output (weighted for representatives). */
-static void net_pool_part(asn_sampler_ws *ws, int c, int lo, const float *x, int cn)
-{
-    int d = ws->cfg.d_model;
-    double *part = ws->part + (size_t)c * ws->part_w;
-    memset(part, 0, (size_t)d * sizeof(double));
-    if (!ws->w) {
-        asn_nn_colsum(part, x, d, cn, d);
-        return;
-    }
-    for (int i = 0; i < cn; i++)
-        for (int j = 0; j < d; j++)
-            part[j] += (double)ws->w[lo + i] * x[(size_t)i * d + j];
-}
-
-static void net_fwd_encode_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
-{
-    asn_sampler_ws *ws = p->ws;
-    int cn = hi - lo;
-    float *lp = ws->lp + lo;
-    asn_nn_logsoftmax_forward(lp, ws->x + lo, ws->lse, cn);
-    enc_acts ez;
-    float *x0 = net_x(ws, 0, lo);
-    net_encode(p, lp, x0, cn, a, &ez);
-    if (ws->cfg.n_blocks > 0) {
-        float *kf;
-        float *qkv = net_qkv(p, 0, x0, lo, cn, a, &kf);
-        net_stats_part(p, c, lo, qkv, kf, cn, a);
-    } else {
-        net_pool_part(ws, c, lo, x0, cn);
-    }
-}
-
-static void net_fwd_block_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
-{
-    asn_sampler_ws *ws = p->ws;
-    int cn = hi - lo, d = ws->cfg.d_model, b = p->b;
-    blk_acts z;
-    float *xo = net_x(ws, b + 1, lo);
-    net_block_rest(p, b, net_x(ws, b, lo), ws->qf + (size_t)lo * d, d, xo, cn, a, &z);
-    a->used = 0;
-    if (b + 1 < ws->cfg.n_blocks) {
-        float *kf;
-        float *qkv = net_qkv(p, b + 1, xo, lo, cn, a, &kf);
-        net_stats_part(p, c, lo, qkv, kf, cn, a);
-    } else {
-        net_pool_part(ws, c, lo, xo, cn);
-    }
-}
-
-/* The attention sums of block b from the blocks' partials. */
-static void net_reduce_stats(asn_sampler_ws *ws, int b)
-{
-    int d = ws->cfg.d_model, H = ws->cfg.n_heads;
-    size_t w = (size_t)d * (d + 1);
-    double *tot = asn_xmalloc(w * sizeof(double));
-    float *P = asn_xmalloc(w * sizeof(float));
-    sum_parts(tot, ws->part, ws->part_w, n_chunks(ws), w);
-    for (size_t j = 0; j < w; j++)
-        P[j] = (float)tot[j];
-    asn_nn_linattn_build(net_M(ws, b), P, d, H);
-    free(tot);
-    free(P);
-}
-
-/* Head caches on c (ws->hc): truncation head g, u, a, out(2); scaling head
- * g, u, a, out(1). */
-typedef struct head_cache {
-    float *tg, *tu, *ta, *tout, *sg, *su, *sa, *sout;
-} head_cache;
-static head_cache net_hc(const asn_sampler_ws *ws)
-{
-    size_t d = (size_t)ws->cfg.d_model;
-    head_cache h = {ws->hc, ws->hc + d, ws->hc + 2 * d, ws->hc + 3 * d, ws->hc + 4 * d, ws->hc + 5 * d,
-                    ws->hc + 6 * d, ws->hc + 7 * d};
-    return h;
-}
-
-/* The pooled context and everything computed from it alone. */
-static void net_heads_on_c(const asn_sampler *s, asn_sampler_ws *ws)
-{
-    int d = s->cfg.d_model;
-    double *tot = asn_xmalloc((size_t)d * sizeof(double));
-    sum_parts(tot, ws->part, ws->part_w, n_chunks(ws), (size_t)d);
-    for (int j = 0; j < d; j++)
-        ws->c[j] = (float)(tot[j] / (ws->w ? ws->n_mean : ws->n));
-    free(tot);
-    asn_nn_mlp th = mlp_view(&s->thead, s->p), tr = mlp_view(&s->trhead, s->p);
-    asn_nn_mlp_tail_bias(ws->tb_g, ws->tb_u, &th, d, ws->c);
-    head_cache h = net_hc(ws);
-    asn_nn_mlp_forward(h.tout, 2, h.tg, h.tu, h.ta, ws->c, d, d, NULL, NULL, &tr, 1);
-    ws->scale = asn_nn_softplusf(h.tout[0]);
-    ws->thr = asn_nn_softplusf(h.tout[1]);
-    if (s->cfg.scale) {
-        asn_nn_mlp sh = mlp_view(&s->shead, s->p);
-        asn_nn_mlp_forward(h.sout, 1, h.sg, h.su, h.sa, ws->c, d, d, NULL, NULL, &sh, 1);
-        ws->mult = asn_nn_softplusf(h.sout[0]);
-    } else {
-        /* the reference's identity head returns the constant 1.0, so the
-         * multiplier is softplus(1) (kept for checkpoint compatibility) */
-        ws->mult = asn_nn_softplusf(1.0f);
-    }
-}
-
-/* Transformation head for a block of tokens: l' and l = mult * (lp + l'). */
-typedef struct head_acts {
-    float *g, *u, *a, *lmod, *l;
-} head_acts;
-static void net_head_rows(pass *p, const float *h, const float *lp, int cn, arena *a, head_acts *z)
-{
-    const asn_sampler *s = p->s;
-    asn_sampler_ws *ws = p->ws;
-    int d = s->cfg.d_model, NI = s->thead.inner;
-    asn_nn_mlp th = mlp_view(&s->thead, s->p);
-    z->g = arena_get(a, (size_t)cn * NI);
-    z->u = arena_get(a, (size_t)cn * NI);
-    z->a = arena_get(a, (size_t)cn * NI);
-    z->lmod = arena_get(a, (size_t)cn);
-    z->l = arena_get(a, (size_t)cn);
-    asn_nn_mlp_forward(z->lmod, 1, z->g, z->u, z->a, h, d, d, ws->tb_g, ws->tb_u, &th, cn);
-    for (int j = 0; j < cn; j++)
-        z->l[j] = ws->mult * (lp[j] + z->lmod[j]);
-}
-
-static void net_fwd_head_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
-{
-    asn_sampler_ws *ws = p->ws;
-    int cn = hi - lo;
-    head_acts z;
-    net_head_rows(p, net_x(ws, ws->cfg.n_blocks, lo), ws->lp + lo, cn, a, &z);
-    if (ws->lmod_out)
-        memcpy(ws->lmod_out + lo, z.lmod, (size_t)cn * sizeof(float));
-    else
-        out_truncate(p, lo, cn, z.l, a);
-}
-
-static void net_forward(pass *p, asn_pool *pool)
-{
-    asn_sampler_ws *ws = p->ws;
-    const asn_sampler *s = p->s;
-    run_pass(p, pool, net_fwd_encode_chunk);
-    for (int b = 0; b < s->cfg.n_blocks; b++) {
-        net_reduce_stats(ws, b);
-        p->b = b;
-        run_pass(p, pool, net_fwd_block_chunk);
-    }
-    net_heads_on_c(s, ws);
-    run_pass(p, pool, net_fwd_head_chunk);
-}
-
-/* ------------------------------------------------- SamplingNetwork backward */
-
-/* Head: from dout to dh (ws->dh) of the last block's output, with the
- * partial sums the context's gradient needs: part = [dscale, dthr, dmult,
- * sum dgate (NI), sum dup (NI)]. */
-static void net_bwd_head_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
-{
-    const asn_sampler *s = p->s;
-    asn_sampler_ws *ws = p->ws;
-    int cn = hi - lo, d = s->cfg.d_model, NI = s->thead.inner;
-    const float *lp = ws->lp + lo, *h = net_x(ws, s->cfg.n_blocks, lo);
-    head_acts z;
-    net_head_rows(p, h, lp, cn, a, &z);
-    const float *dout = dout_rows(p, lo, cn, a);
-    double *part = ws->part + (size_t)c * ws->part_w;
-    memset(part, 0, (3 + 2 * (size_t)NI) * sizeof(double));
-    float *dl = arena_get(a, (size_t)cn), *dlmod = arena_get(a, (size_t)cn);
-    asn_nn_trunc_backward(dl, &part[0], &part[1], dout, z.l, ws->scale, ws->thr, cn);
-    /* l = mult * (lp + l') */
-    double dmult = 0;
-    for (int j = 0; j < cn; j++) {
-        dmult += (double)dl[j] * (lp[j] + z.lmod[j]);
-        dlmod[j] = dl[j] * ws->mult;
-    }
-    part[2] = dmult;
-    if (p->want_dlogits)
-        memcpy(ws->dlp + lo, dlmod, (size_t)cn * sizeof(float));
-    asn_nn_mlp th = mlp_view(&s->thead, s->p), dth = mlp_view(&s->thead, tg);
-    float *dh = ws->dh + (size_t)lo * d, *scratch = arena_get(a, 3 * (size_t)cn * NI);
-    memset(dh, 0, (size_t)cn * d * sizeof(float));
-    asn_nn_mlp_backward(dh, d, &dth, part + 3, part + 3 + NI, dlmod, 1, z.g, z.u, z.a, h, d, d, &th, cn, scratch);
-}
-
-/* The context's gradient (ws->c's slot in hc is reused: dc in ws->dks). */
-static void net_bwd_heads_on_c(asn_sampler *s, asn_sampler_ws *ws)
-{
-    int d = s->cfg.d_model, NI = s->thead.inner;
-    size_t w = 3 + 2 * (size_t)NI;
-    double *tot = asn_xmalloc(w * sizeof(double));
-    sum_parts(tot, ws->part, ws->part_w, n_chunks(ws), w);
-    float *dc = ws->dks;
-    memset(dc, 0, (size_t)d * sizeof(float));
-    /* transformation head: the context part of its gate and up inputs */
-    asn_nn_mlp th = mlp_view(&s->thead, s->p), dth = mlp_view(&s->thead, s->g);
-    asn_nn_mlp_tail_backward(dc, &dth, tot + 3, tot + 3 + NI, &th, d, ws->c);
-    /* truncation head: (scale, thr) = softplus(mlp(c)) */
-    head_cache h = net_hc(ws);
-    float dt2[2] = {(float)tot[0] * asn_nn_softplus_gradf(h.tout[0]), (float)tot[1] * asn_nn_softplus_gradf(h.tout[1])};
-    asn_nn_mlp tr = mlp_view(&s->trhead, s->p), dtr = mlp_view(&s->trhead, s->g);
-    float scratch[3 * 64];
-    float *big = NULL, *sc = scratch;
-    if (3 * (size_t)tr.inner > 3 * 64 || (s->cfg.scale && 3 * (size_t)s->shead.inner > 3 * 64))
-        sc = big = asn_xmalloc(3 * (size_t)(tr.inner > s->shead.inner ? tr.inner : s->shead.inner) * sizeof(float));
-    asn_nn_mlp_backward(dc, d, &dtr, NULL, NULL, dt2, 2, h.tg, h.tu, h.ta, ws->c, d, d, &tr, 1, sc);
-    if (s->cfg.scale) {
-        float dsc = (float)tot[2] * asn_nn_softplus_gradf(h.sout[0]);
-        asn_nn_mlp sh = mlp_view(&s->shead, s->p), dsh = mlp_view(&s->shead, s->g);
-        asn_nn_mlp_backward(dc, d, &dsh, NULL, NULL, &dsc, 1, h.sg, h.su, h.sa, ws->c, d, d, &sh, 1, sc);
-    }
-    free(big);
-    free(tot);
-}
-
-/* Block b, first half of its backward pass for a block of tokens: ws->dh
- * holds d(loss)/d(block output); recomputes the block, back through
- * LayerNorm 2, the SwiGLU, LayerNorm 1 and o_proj into the attention; leaves
- * d(block input) through the residual in ws->dh, d(q) in ws->dq, phi(k) | v
- * in ws->kv, and this block of tokens' part of d(M). */
-static void net_bwd_block_a(pass *p, int b, int c, int lo, int cn, arena *a, float *tg)
-{
-    const asn_sampler *s = p->s;
-    asn_sampler_ws *ws = p->ws;
-    int d = s->cfg.d_model, H = s->cfg.n_heads;
-    const blk_off *k = &s->blk[b];
-    int NI = k->ffn.inner;
-    size_t cd = (size_t)cn * d;
-    float *dh = ws->dh + (size_t)lo * d;
-    if (b == s->cfg.n_blocks - 1) /* the mean over the vocabulary */
-        asn_nn_mean_backward(dh, d, ws->dks, ws->n, cn, d);
-    /* recompute */
-    const float *x = net_x(ws, b, lo);
-    float *kf;
-    float *qkv = net_qkv(p, b, x, lo, cn, a, &kf);
-    float *qf = ws->qf + (size_t)lo * d, *kv = ws->kv + (size_t)lo * 2 * d;
-    for (int i = 0; i < cn; i++) {
-        memcpy(kv + (size_t)i * 2 * d, kf + (size_t)i * d, (size_t)d * sizeof(float));
-        memcpy(kv + (size_t)i * 2 * d + d, qkv + (size_t)i * 3 * d + 2 * d, (size_t)d * sizeof(float));
-    }
-    blk_acts z;
-    float *xo = arena_get(a, cd);
-    net_block_rest(p, b, x, qf, d, xo, cn, a, &z);
-    /* LayerNorm 2, residual, SwiGLU */
-    float *dr2 = arena_get(a, cd), *dh1 = arena_get(a, cd), *scratch = arena_get(a, 3 * (size_t)cn * NI);
-    memset(dr2, 0, cd * sizeof(float));
-    asn_nn_layernorm_backward(dr2, tg + k->n2_w, tg + k->n2_b, dh, z.r2, s->p + k->n2_w, z.m2, z.s2, cn, d);
-    memcpy(dh1, dr2, cd * sizeof(float));
-    asn_nn_mlp m = mlp_view(&k->ffn, s->p), dm = mlp_view(&k->ffn, tg);
-    asn_nn_mlp_backward(dh1, d, &dm, NULL, NULL, dr2, d, z.g, z.u, z.a, z.h1, d, d, &m, cn, scratch);
-    /* LayerNorm 1; the residual's part of d(x) goes to ws->dh */
-    memset(dh, 0, cd * sizeof(float));
-    asn_nn_layernorm_backward(dh, tg + k->n1_w, tg + k->n1_b, dh1, z.r1, s->p + k->n1_w, z.m1, z.s1, cn, d);
-    /* o_proj, then the attention over phi(q) */
-    float *datt = arena_get(a, cd), *dqf = arena_get(a, cd), *nd = arena_get(a, (size_t)cn * (d + H));
-    size_t wm = (size_t)d * (d + H);
-    float *dMp = arena_get(a, wm);
-    memset(datt, 0, cd * sizeof(float));
-    memset(dMp, 0, wm * sizeof(float));
-    asn_nn_linear_backward(datt, d, tg + k->o_w, d, tg + k->o_b, dh, d, z.att, d, s->p + k->o_w, d, cn, d, d);
-    asn_nn_linattn_backward(dqf, d, dMp, datt, z.att, z.den, qf, d, net_M(ws, b), cn, d, H, nd);
-    asn_nn_elu1_backward(ws->dq + (size_t)lo * d, d, dqf, d, qkv, 3 * d, cn, d);
-    double *part = ws->part + (size_t)c * ws->part_w;
-    for (size_t j = 0; j < wm; j++)
-        part[j] = dMp[j];
-}
-
-/* Block b, second half: through the attention sums into phi(k) and v, then
- * qkv_proj into ws->dh (d(block input)). */
-static void net_bwd_block_b(pass *p, int b, int lo, int cn, arena *a, float *tg)
-{
-    const asn_sampler *s = p->s;
-    asn_sampler_ws *ws = p->ws;
-    int d = s->cfg.d_model;
-    const blk_off *k = &s->blk[b];
-    size_t cd = (size_t)cn * d;
-    const float *kv = ws->kv + (size_t)lo * 2 * d;
-    float *dkf = arena_get(a, cd), *dv = arena_get(a, cd), *dqkv = arena_get(a, 3 * cd);
-    asn_nn_linattn_stats_backward(dkf, d, dv, d, ws->dkv, ws->dks, kv, 2 * d, kv + d, 2 * d, cn, d);
-    const float *dq = ws->dq + (size_t)lo * d;
-    for (int i = 0; i < cn; i++) {
-        float *r = dqkv + (size_t)i * 3 * d;
-        const float *kfi = kv + (size_t)i * 2 * d, *dkfi = dkf + (size_t)i * d;
-        memcpy(r, dq + (size_t)i * d, (size_t)d * sizeof(float));
-        for (int j = 0; j < d; j++) /* phi'(k) = min(phi(k), 1) */
-            r[d + j] = dkfi[j] * (kfi[j] < 1.0f ? kfi[j] : 1.0f);
-        memcpy(r + 2 * d, dv + (size_t)i * d, (size_t)d * sizeof(float));
-    }
-    asn_nn_linear_backward(ws->dh + (size_t)lo * d, d, tg + k->qkv_w, d, tg + k->qkv_b, dqkv, 3 * d,
-                           net_x(ws, b, lo), d, s->p + k->qkv_w, d, cn, d, 3 * d);
-}
-
-static void net_bwd_encoder(pass *p, int c, int lo, int cn, arena *a, float *tg)
-{
-    const asn_sampler *s = p->s;
-    asn_sampler_ws *ws = p->ws;
-    int d = s->cfg.d_model, NI = s->mlp.inner;
-    const float *lp = ws->lp + lo;
-    enc_acts ez;
-    float *x0 = arena_get(a, (size_t)cn * d), *scratch = arena_get(a, 3 * (size_t)cn * NI);
-    net_encode(p, lp, x0, cn, a, &ez);
-    asn_nn_mlp m = mlp_view(&s->mlp, s->p), dm = mlp_view(&s->mlp, tg);
-    float *dlp = p->want_dlogits ? ws->dlp + lo : NULL;
-    asn_nn_mlp_backward(dlp, 1, &dm, NULL, NULL, ws->dh + (size_t)lo * d, d, ez.g, ez.u, ez.a, lp, 1, 1, &m, cn,
-                        scratch);
-    if (dlp)
-        ws->part_dlp[c] = asn_nn_sum(dlp, cn);
-}
-
-static void net_bwd_first_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
-{
-    /* after the head: the last block's first half (or the encoder) */
-    int nb = p->s->cfg.n_blocks;
-    if (nb > 0) {
-        net_bwd_block_a(p, nb - 1, c, lo, hi - lo, a, tg);
-    } else {
-        asn_nn_mean_backward(p->ws->dh + (size_t)lo * p->s->cfg.d_model, p->s->cfg.d_model, p->ws->dks, p->ws->n,
-                             hi - lo, p->s->cfg.d_model);
-        net_bwd_encoder(p, c, lo, hi - lo, a, tg);
-    }
-}
-
-static void net_bwd_next_chunk(pass *p, int c, int lo, int hi, arena *a, float *tg)
-{
-    int b = p->b;
-    net_bwd_block_b(p, b, lo, hi - lo, a, tg);
-    a->used = 0;
-    if (b > 0)
-        net_bwd_block_a(p, b - 1, c, lo, hi - lo, a, tg);
-    else
-        net_bwd_encoder(p, c, lo, hi - lo, a, tg);
-}
-
-static void net_backward(pass *p, asn_pool *pool)
-{
-    asn_sampler *s = (asn_sampler *)p->s;
-    asn_sampler_ws *ws = p->ws;
-    int d = s->cfg.d_model, H = s->cfg.n_heads;
-    run_pass(p, pool, net_bwd_head_chunk);
-    net_bwd_heads_on_c(s, ws);
-    run_pass(p, pool, net_bwd_first_chunk);
-    size_t wm = (size_t)d * (d + H);
-    double *tot = asn_xmalloc(wm * sizeof(double));
-    float *dM = asn_xmalloc(wm * sizeof(float));
-    for (int b = s->cfg.n_blocks - 1; b >= 0; b--) {
-        sum_parts(tot, ws->part, ws->part_w, n_chunks(ws), wm);
-        for (size_t j = 0; j < wm; j++)
-            dM[j] = (float)tot[j];
-        asn_nn_linattn_dbuild(ws->dkv, ws->dks, dM, d, H);
-        p->b = b;
-        run_pass(p, pool, net_bwd_next_chunk);
-    }
-    free(tot);
-    free(dM);
-}
-
 /* ================================================================ dispatch */
 
 /* ============================================= EquivariantLocalTransform */
@@ -1395,12 +763,12 @@ static int forward(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, con
             pertoken_setup(s, ws);
             pertoken_run(ws, &p, pool, fast, exact_max);
         } else {
-            run_pass(&p, pool, dist_fwd_chunk);
+            asn__run_pass(&p, pool, dist_fwd_chunk);
         }
         break;
     }
     case ASN_SAMPLER_NETWORK:
-        net_forward(&p, pool);
+        asn__net_forward(&p, pool);
         break;
     case ASN_SAMPLER_EQUI:
         equi_forward(s, ws, out);
@@ -1456,7 +824,7 @@ int asn_sampler_backward(asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, con
     int nch = n_chunks(ws);
     switch (s->cfg.arch) {
     case ASN_SAMPLER_LOCAL: {
-        run_pass(&p, pool, local_bwd_chunk);
+        asn__run_pass(&p, pool, local_bwd_chunk);
         double tot[2];
         sum_parts(tot, ws->part, ws->part_w, nch, 2);
         s->g[s->tr_scale] += (float)tot[0];
@@ -1464,7 +832,7 @@ int asn_sampler_backward(asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, con
         break;
     }
     case ASN_SAMPLER_DIST: {
-        run_pass(&p, pool, dist_bwd_chunk);
+        asn__run_pass(&p, pool, dist_bwd_chunk);
         int NI = s->mlp.inner, Hd = s->cfg.hidden_dims;
         size_t w = 2 + 2 * (size_t)NI;
         double *tot = asn_xmalloc(w * sizeof(double));
@@ -1490,7 +858,7 @@ int asn_sampler_backward(asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, con
         break;
     }
     case ASN_SAMPLER_NETWORK:
-        net_backward(&p, pool);
+        asn__net_backward(&p, pool);
         break;
     case ASN_SAMPLER_EQUI:
         break;
@@ -1545,7 +913,7 @@ void asn__sampler_net_reps(const asn_sampler *s, asn_sampler_ws *rws, asn_pool *
     memset(&p, 0, sizeof p);
     p.s = s;
     p.ws = rws;
-    net_forward(&p, pool);
+    asn__net_forward(&p, pool);
     *mult = rws->mult;
     *scale = rws->scale;
     *thr = rws->thr;
