@@ -359,26 +359,6 @@ static void ws_reserve(asn_sampler_ws *ws, int V, int nth)
 
 /* ====================================================== passes over tokens */
 
-static void pass_thread(void *ctx, int ith, int nth)
-{
-    pass *p = ctx;
-    asn_sampler_ws *ws = p->ws;
-    int nch = (ws->n + CHUNK - 1) / CHUNK, c0, c1;
-    asn_split(nch, ith, nth, 1, &c0, &c1);
-    float *tg = ws->train && ws->tgrad ? ws->tgrad + (size_t)ith * ws->np : NULL;
-    for (int c = c0; c < c1; c++) {
-        int lo = c * CHUNK, hi = lo + CHUNK < ws->n ? lo + CHUNK : ws->n;
-        ws->arenas[ith].used = 0;
-        p->fn(p, c, lo, hi, &ws->arenas[ith], tg);
-    }
-}
-
-void asn__run_pass(pass *p, asn_pool *pool, chunk_fn fn)
-{
-    p->fn = fn;
-    asn_pool_run(pool, pass_thread, p);
-}
-
 /* ------------------------------------------------ scan: lse and -inf tokens */
 
 typedef struct scan_ctx {
@@ -490,7 +470,7 @@ static void dlogits_pass(pass *p, asn_pool *pool, float *dlogits)
         for (int i = 0; i < ws->V; i++)
             dlogits[i] = 0.0f;
     p->out = dlogits;
-    asn__run_pass(p, pool, lsm_back_chunk);
+    run_pass(p, pool, lsm_back_chunk);
 }
 
 /* Per-thread gradients: zeroed before a backward pass, added to the
@@ -553,11 +533,11 @@ static void pertoken_run(asn_sampler_ws *ws, pass *p, asn_pool *pool, int fast, 
             ws->ptf = asn_xmalloc(sizeof *ws->ptf);
         if (asn_nn_pertoken_fast_setup(ws->ptf, &ws->pt, ws->xmax, ws->xmin) == 0) {
             ws->ptf_ni = ws->ptf->ni;
-            asn__run_pass(p, pool, pertoken_fast_chunk);
+            run_pass(p, pool, pertoken_fast_chunk);
             return;
         }
     }
-    asn__run_pass(p, pool, pertoken_fwd_chunk);
+    run_pass(p, pool, pertoken_fwd_chunk);
 }
 
 static void pertoken_setup(const asn_sampler *s, asn_sampler_ws *ws)
@@ -763,7 +743,7 @@ static int forward(const asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, con
             pertoken_setup(s, ws);
             pertoken_run(ws, &p, pool, fast, exact_max);
         } else {
-            asn__run_pass(&p, pool, dist_fwd_chunk);
+            run_pass(&p, pool, dist_fwd_chunk);
         }
         break;
     }
@@ -824,7 +804,7 @@ int asn_sampler_backward(asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, con
     int nch = n_chunks(ws);
     switch (s->cfg.arch) {
     case ASN_SAMPLER_LOCAL: {
-        asn__run_pass(&p, pool, local_bwd_chunk);
+        run_pass(&p, pool, local_bwd_chunk);
         double tot[2];
         sum_parts(tot, ws->part, ws->part_w, nch, 2);
         s->g[s->tr_scale] += (float)tot[0];
@@ -832,7 +812,7 @@ int asn_sampler_backward(asn_sampler *s, asn_sampler_ws *ws, asn_pool *pool, con
         break;
     }
     case ASN_SAMPLER_DIST: {
-        asn__run_pass(&p, pool, dist_bwd_chunk);
+        run_pass(&p, pool, dist_bwd_chunk);
         int NI = s->mlp.inner, Hd = s->cfg.hidden_dims;
         size_t w = 2 + 2 * (size_t)NI;
         double *tot = asn_xmalloc(w * sizeof(double));

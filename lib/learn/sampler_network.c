@@ -256,14 +256,14 @@ void asn__net_forward(pass *p, asn_pool *pool)
 {
     asn_sampler_ws *ws = p->ws;
     const asn_sampler *s = p->s;
-    asn__run_pass(p, pool, net_fwd_encode_chunk);
+    run_pass(p, pool, net_fwd_encode_chunk);
     for (int b = 0; b < s->cfg.n_blocks; b++) {
         net_reduce_stats(ws, b);
         p->b = b;
-        asn__run_pass(p, pool, net_fwd_block_chunk);
+        run_pass(p, pool, net_fwd_block_chunk);
     }
     net_heads_on_c(s, ws);
-    asn__run_pass(p, pool, net_fwd_head_chunk);
+    run_pass(p, pool, net_fwd_head_chunk);
 }
 
 /* ------------------------------------------------- SamplingNetwork backward */
@@ -452,9 +452,9 @@ void asn__net_backward(pass *p, asn_pool *pool)
     asn_sampler *s = (asn_sampler *)p->s;
     asn_sampler_ws *ws = p->ws;
     int d = s->cfg.d_model, H = s->cfg.n_heads;
-    asn__run_pass(p, pool, net_bwd_head_chunk);
+    run_pass(p, pool, net_bwd_head_chunk);
     net_bwd_heads_on_c(s, ws);
-    asn__run_pass(p, pool, net_bwd_first_chunk);
+    run_pass(p, pool, net_bwd_first_chunk);
     size_t wm = (size_t)d * (d + H);
     double *tot = asn_xmalloc(wm * sizeof(double));
     float *dM = asn_xmalloc(wm * sizeof(float));
@@ -464,7 +464,7 @@ void asn__net_backward(pass *p, asn_pool *pool)
             dM[j] = (float)tot[j];
         asn_nn_linattn_dbuild(ws->dkv, ws->dks, dM, d, H);
         p->b = b;
-        asn__run_pass(p, pool, net_bwd_next_chunk);
+        run_pass(p, pool, net_bwd_next_chunk);
     }
     free(tot);
     free(dM);

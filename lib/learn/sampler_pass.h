@@ -155,8 +155,26 @@ struct pass {
 };
 
 /* Runs fn on every block of CHUNK tokens of the row, threads taking
- * whole blocks. */
-void asn__run_pass(pass *p, asn_pool *pool, chunk_fn fn);
+ * whole blocks (run_pass). */
+static inline void pass_thread(void *ctx, int ith, int nth)
+{
+    pass *p = ctx;
+    asn_sampler_ws *ws = p->ws;
+    int nch = (ws->n + CHUNK - 1) / CHUNK, c0, c1;
+    asn_split(nch, ith, nth, 1, &c0, &c1);
+    float *tg = ws->train && ws->tgrad ? ws->tgrad + (size_t)ith * ws->np : NULL;
+    for (int c = c0; c < c1; c++) {
+        int lo = c * CHUNK, hi = lo + CHUNK < ws->n ? lo + CHUNK : ws->n;
+        ws->arenas[ith].used = 0;
+        p->fn(p, c, lo, hi, &ws->arenas[ith], tg);
+    }
+}
+
+static inline void run_pass(pass *p, asn_pool *pool, chunk_fn fn)
+{
+    p->fn = fn;
+    asn_pool_run(pool, pass_thread, p);
+}
 
 static inline int n_chunks(const asn_sampler_ws *ws) { return (ws->n + CHUNK - 1) / CHUNK; }
 
