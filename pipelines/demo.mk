@@ -97,7 +97,7 @@ $(eval $(call score_chain,$(OUT)))
 
 # 9. the learned sampler, trained on round 1's best candidates (TRAIN_TOP of
 # each group) of the training prompts: every third prompt is held out (heldout.jsonl), and
-# round 2 is ranked on those too (heldout-rank.txt)
+# round 2 is ranked on those too (heldout-rank.txt: over every candidate, then the kept ones)
 $(OUT)/heldout.jsonl: $(PROMPTS) | $(OUT)/.dir
 	awk 'NR % 3 == 0' $(PROMPTS) > $@
 $(OUT)/train-top.jsonl: $(R1)/scored.jsonl | $(OUT)/.dir
@@ -114,8 +114,15 @@ $(OUT)/sampler.gguf: $(OUT)/sampler-imitation.gguf $(OUT)/train-kept.jsonl $(RL_
 	  $(BIN)/train-sampler -m $(BASE) --init $< --rl --reward score.final --max-steps $(RL_STEPS) $(RL_OPTS) \
 	    --seed $(SAMPLER_SEED) -t $(THREADS) -q --save-steps 0 -o $@ $(OUT)/train-kept.jsonl; \
 	else cp $< $@; fi
-$(OUT)/heldout-rank.txt: $(OUT)/filtered.jsonl $(OUT)/heldout.jsonl
-	/usr/bin/python3 scripts/heldout-rank.py $(OUT)/filtered.jsonl $(OUT)/heldout.jsonl > $@
+# ranked by the mean final score of every candidate (each heuristic on the
+# same prompts and seeds), then of the kept ones only (the report's measure)
+$(OUT)/scored-all.jsonl: $(OUT)/scored.jsonl
+	$(BIN)/filter-topk --top-k 0 $< > $@.tmp && mv $@.tmp $@
+$(OUT)/heldout-rank.txt: $(OUT)/scored-all.jsonl $(OUT)/filtered.jsonl $(OUT)/heldout.jsonl
+	{ echo "every candidate of the held-out prompts:"; \
+	  /usr/bin/python3 scripts/heldout-rank.py $(OUT)/scored-all.jsonl $(OUT)/heldout.jsonl && echo && \
+	  echo "the kept candidates (filter-topk --top-k 2) of the held-out prompts:" && \
+	  /usr/bin/python3 scripts/heldout-rank.py $(OUT)/filtered.jsonl $(OUT)/heldout.jsonl; } > $@.tmp && mv $@.tmp $@
 	@cat $@
 
 # 10. round 2's heuristics: the grid plus the learned sampler

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """heldout-rank.py — where the learned sampler lands among the heuristics on
 the prompts held out from its training: each heuristic's mean final score
-(score.final, filter-topk) over its kept candidates of those prompts, the
-report's leaderboard measure, with a bootstrap interval over prompts for the
-learned sampler's margin over the best heuristic.
+(score.final, filter-topk) over its candidates of those prompts in FILTERED,
+with a bootstrap interval over prompts for the learned sampler's margin over
+the best heuristic.
 
     heldout-rank.py FILTERED.jsonl HELDOUT_PROMPTS.jsonl [--top 5] [--boot 2000] [--seed 0]
 
-FILTERED: filter-topk output of a round that includes a `learned` heuristic;
+FILTERED: filter-topk output of a round that includes a `learned` heuristic:
+`filter-topk -k 0` (every candidate, scored: every heuristic on the same
+prompts and seeds) or the kept ones (the report's leaderboard measure);
 HELDOUT_PROMPTS: prompt records ({"id": ...}) held out from the training.
 Prints a table (rank, heuristic, kept, quality, final, 95% interval of the
 mean over prompts) and a line with the learned sampler's rank and margin."""
