@@ -34,11 +34,16 @@ SAMPLER_OPTS   ?= --num-epochs 8 --token-batch-size 8 --gradient-accumulation-st
 # the mixture of all kept heuristics learns their average, whose tail is
 # heavier than any of theirs.
 TRAIN_TOP      ?= 1
-# Reward-driven fine-tuning after imitation (train-sampler --rl, reward =
-# filter-topk's final score of the candidates it imitated): RL_STEPS
-# optimizer steps, 0 for none.
+# Round 2's sampler: by default the imitation sampler fine-tuned on-policy
+# (DEMO_RL=1: the rl target below, RL_ROUNDS rounds of rollouts on the
+# training prompts rewarded by the labelling chain's final score); with
+# DEMO_RL=0 the imitation sampler, or with RL_STEPS > 0 that one fine-tuned
+# offline on the candidates it imitated (train-sampler --rl, reward =
+# filter-topk's final score), RL_STEPS optimizer steps.
+DEMO_RL  ?= 1
+RL_OUT   ?= $(OUT)/rl
 RL_STEPS ?= 0
-# or a sampler made elsewhere (e.g. by the rl target below) used as is
+# or a sampler made elsewhere used as is
 RL_SAMPLER ?=
 RL_OPTS  ?= --token-batch-size 8 --gradient-accumulation-steps 4 --learning-rate 0.002 --rl-beta 0.5
 
@@ -108,8 +113,10 @@ $(OUT)/train-kept.jsonl: $(OUT)/train-top.jsonl $(OUT)/heldout.jsonl
 $(OUT)/sampler-imitation.gguf: $(OUT)/train-kept.jsonl $(BASE) $(SAMPLER_CONFIG)
 	$(BIN)/train-sampler -m $(BASE) -a $(SAMPLER_ARCH) -c $(SAMPLER_CONFIG) $(SAMPLER_OPTS) \
 	  --seed $(SAMPLER_SEED) -t $(THREADS) -q --save-steps 0 -o $@ $<
-$(OUT)/sampler.gguf: $(OUT)/sampler-imitation.gguf $(OUT)/train-kept.jsonl $(RL_SAMPLER)
+$(OUT)/sampler.gguf: $(OUT)/sampler-imitation.gguf $(OUT)/train-kept.jsonl $(RL_SAMPLER) \
+                     $(if $(RL_SAMPLER),,$(if $(filter 1,$(DEMO_RL)),$(RL_OUT)/sampler.gguf))
 	if [ -n "$(RL_SAMPLER)" ]; then cp $(RL_SAMPLER) $@; \
+	elif [ "$(DEMO_RL)" = 1 ]; then cp $(RL_OUT)/sampler.gguf $@; \
 	elif [ $(RL_STEPS) -gt 0 ]; then \
 	  $(BIN)/train-sampler -m $(BASE) --init $< --rl --reward score.final --max-steps $(RL_STEPS) $(RL_OPTS) \
 	    --seed $(SAMPLER_SEED) -t $(THREADS) -q --save-steps 0 -o $@ $(OUT)/train-kept.jsonl; \
@@ -177,14 +184,12 @@ include pipelines/sweep.mk
 
 # On-policy reward-driven fine-tuning (pipelines/rl.mk) of the imitation
 # sampler on the training prompts, rewarded by the demo's labelling chain:
-# `make -f pipelines/demo.mk rl` (not part of all) writes $(OUT)/rl/; then
-# `make -f pipelines/demo.mk RL_SAMPLER=$(OUT)/rl/sampler.gguf` runs round 2
-# with it in place of the imitation sampler.
+# $(OUT)/rl/, round 2's sampler unless DEMO_RL=0 (`make -f pipelines/demo.mk
+# rl` makes it alone).
 RL_MODEL   ?= $(BASE)
 RL_INIT    ?= $(OUT)/sampler-imitation.gguf
 RL_PROMPTS ?= $(OUT)/train-prompts.jsonl
 RL_JUDGE   ?= $(REF)
-RL_OUT     ?= $(OUT)/rl
 RL_GEN_OPTS ?= -n $(MAX_NEW) --min-new-tokens $(MIN_NEW)
 $(OUT)/train-prompts.jsonl: $(PROMPTS) | $(OUT)/.dir
 	awk 'NR % 3 != 0' $(PROMPTS) > $@

@@ -53,7 +53,10 @@ def main(argv):
         qual.setdefault(h, []).append((r.get("quality") or {}).get("bt") or 0.0)
     if not per:
         sys.exit("heldout-rank: no kept candidate of a held-out prompt in %s" % args[0])
-    prompts = sorted(held)
+    # the prompts with candidates here (filter-topk drops the group of a
+    # verifiable prompt that no candidate answered right)
+    prompts = sorted(p for p in held if any(p in v for v in per.values()))
+    empty = len(held) - len(prompts)
 
     def mean_of(h, sample):
         xs = [x for p in sample for x in per[h].get(p, [])]
@@ -86,9 +89,10 @@ def main(argv):
     diffs.sort()
     margin = mean_of(learned, prompts) - mean_of(best, prompts)
     lo, hi = (diffs[int(0.025 * len(diffs))], diffs[int(0.975 * len(diffs)) - 1]) if diffs else (float("nan"),) * 2
-    print("learned: rank %d of %d on %d held-out prompts; margin over the best heuristic (%s) %+.3f, "
-          "95%% bootstrap interval over prompts [%+.3f, %+.3f]" % (board.index(learned) + 1, len(board), len(prompts),
-                                                                  best, margin, lo, hi))
+    print("learned: rank %d of %d on %d held-out prompts%s; margin over the best heuristic (%s) %+.3f, "
+          "95%% bootstrap interval over prompts [%+.3f, %+.3f]" %
+          (board.index(learned) + 1, len(board), len(prompts),
+           " (and %d without a candidate here)" % empty if empty else "", best, margin, lo, hi))
 
 
 if __name__ == "__main__":
