@@ -49,7 +49,7 @@ RL_OPTS  ?= --token-batch-size 8 --gradient-accumulation-steps 4 --learning-rate
 
 .PHONY: all report clean sweep
 .DELETE_ON_ERROR:
-all: $(OUT)/report/report.html $(OUT)/analysis/summary.txt $(OUT)/heldout-rank.txt
+all: $(OUT)/report/report.html $(OUT)/analysis/summary.txt $(OUT)/heldout-rank.txt $(R1)/filtered.jsonl
 
 $(OUT)/.dir:
 	@mkdir -p $(OUT) $(R1) && touch $@
