@@ -68,13 +68,14 @@ $(R1)/heuristics.yaml: $(GRID) | $(OUT)/.dir
 $(OUT)/ngram.idx: $(CORPUS)/train.txt | $(OUT)/.dir
 	$(BIN)/score-ngram build -o $@ $<
 
-# score_chain DIR: DIR/heuristics.yaml -> candidates -> verified -> ranked ->
-# diverse -> ngram -> scored -> filtered + pairs
+# score_chain DIR [PROMPTS]: DIR/heuristics.yaml -> candidates -> verified ->
+# ranked -> diverse -> ngram -> scored -> filtered + pairs (on $(PROMPTS)
+# unless given)
 define score_chain
 # 2. candidates: every prompt x heuristic x seed (resumable)
-$(1)/candidates.jsonl: $(BASE) $(1)/heuristics.yaml $(PROMPTS)
+$(1)/candidates.jsonl: $(BASE) $(1)/heuristics.yaml $(or $(2),$(PROMPTS))
 	$(BIN)/gen-candidates -m $(BASE) -H $(1)/heuristics.yaml --seeds $(SEEDS) -n $(MAX_NEW) \
-	  --min-new-tokens $(MIN_NEW) -t $(THREADS) -o $$@ --resume $(PROMPTS)
+	  --min-new-tokens $(MIN_NEW) -t $(THREADS) -o $$@ --resume $(or $(2),$(PROMPTS))
 # 3. integrity, with a few replays
 $(1)/verified.jsonl: $(1)/candidates.jsonl
 	$(BIN)/verify --expected-seeds $(SEED_N) -H $(1)/heuristics.yaml -m $(BASE) --replay 8 \
@@ -181,6 +182,39 @@ SWEEP_LRS    ?= 0.02 0.005
 SWEEP_OPTS   ?= --num-epochs 2 --token-batch-size 8 --gradient-accumulation-steps 4 \
                 --num-warmup-steps 4 --loss-gamma 1 --log-every 1
 include pipelines/sweep.mk
+
+# Then by the pipeline's own score (`make -f pipelines/demo.mk sweep-final`,
+# after the sweep): the SWEEP_FINALISTS runs of smallest held-out KL
+# (finalists.txt) each become a `learned CONFIG` heuristic of one more round
+# of the labelling chain on the grid, on the training prompts only (the
+# demo's held-out prompts stay out of the choice), in $(SWEEP_OUT)/final/;
+# final.tsv: config, heldout_kl, the mean final score of its candidates,
+# how many, its rank among the round's heuristics by that mean, their
+# number, chosen (1 on the highest mean); final-best.gguf / .txt.
+SWEEP_FINALISTS ?= 3
+SF := $(SWEEP_OUT)/final
+.PHONY: sweep-final
+sweep-final: $(SF)/final.tsv $(SF)/final-best.gguf
+$(SF)/finalists.txt: $(SWEEP_OUT)/sweep.tsv
+	@mkdir -p $(@D)
+	awk -F '\t' 'NR > 1 && $$6 != "null" { print $$6 "\t" NR "\t" $$1 }' $< | sort -g -k1,1 -k2,2n \
+	  | head -n $(SWEEP_FINALISTS) | cut -f3 > $@.tmp && mv $@.tmp $@
+$(SF)/learned.yaml: $(SF)/finalists.txt
+	{ echo 'sampling_pipelines:'; while read c; do \
+	    printf -- '- name: learned %s\n  weight: 1\n  processors:\n  - name: learned\n    params:\n      path: %s\n' \
+	      "$$c" "$(SWEEP_OUT)/runs/$$c/sampler.gguf"; done < $<; } > $@.tmp && mv $@.tmp $@
+$(SF)/heuristics.yaml: $(GRID) $(SF)/learned.yaml
+	$(BIN)/gen-heuristics --grid $(GRID) --family none --append $(SF)/learned.yaml -o $@
+$(eval $(call score_chain,$(SF),$(OUT)/train-prompts.jsonl))
+$(SF)/scored-all.jsonl: $(SF)/scored.jsonl
+	$(BIN)/filter-topk --top-k 0 $< > $@.tmp && mv $@.tmp $@
+$(SF)/final.tsv: $(SF)/scored-all.jsonl $(SWEEP_OUT)/sweep.tsv $(SF)/finalists.txt
+	/usr/bin/python3 scripts/sweep-final.py $^ > $@.tmp && mv $@.tmp $@
+	@cat $@
+$(SF)/final-best.txt: $(SF)/final.tsv
+	awk -F '\t' 'NR > 1 && $$7 == 1 { print $$1 }' $< > $@.tmp && mv $@.tmp $@
+$(SF)/final-best.gguf: $(SF)/final-best.txt
+	cp $(SWEEP_OUT)/runs/$$(cat $<)/sampler.gguf $@.tmp && mv $@.tmp $@
 
 # On-policy reward-driven fine-tuning (pipelines/rl.mk) of the imitation
 # sampler on the training prompts, rewarded by the demo's labelling chain:

@@ -24,3 +24,37 @@ check "the held-out ranking places the learned sampler (or says it kept none the
 check "the report is written" test -s "$TMP/demo/report/report.html"
 D > "$TMP/out2" 2>&1
 check "a second run has nothing to do" grep -q "Nothing to be done\|is up to date" "$TMP/out2"
+
+# the sweep's finalists in one more round on the training prompts
+# (sweep-final): finalists in order of held-out KL, each one's mean final
+# score over its candidates (recomputed here), the chosen one the highest
+expect_status "pipelines/demo.mk sweep-final" 0 D SWEEP_ARCHS="EquivariantLocalTransform LocalProbabilityTransform" \
+    SWEEP_HIDDEN=4 SWEEP_LRS="0.02 0.005" SWEEP_FINALISTS=3 sweep-final
+check "final.tsv: the finalists by held-out KL, their mean final scores, the chosen one" \
+    /usr/bin/python3 - "$TMP/demo" <<'PYEOF'
+import json, sys
+d = sys.argv[1]
+sw = [l.split("\t") for l in open(d + "/sweep/sweep.tsv").read().splitlines()[1:]]
+order = [r[0] for r in sorted((r for r in sw if r[5] != "null"), key=lambda r: float(r[5]))][:3]
+lines = open(d + "/sweep/final/final.tsv").read().splitlines()
+assert lines[0].split("\t") == ["config", "heldout_kl", "final", "candidates", "rank", "heuristics", "chosen"], lines[0]
+rows = [l.split("\t") for l in lines[1:]]
+assert [r[0] for r in rows] == order, (rows, order)
+train = {json.loads(l)["id"] for l in open(d + "/train-prompts.jsonl")}
+held = {json.loads(l)["id"] for l in open(d + "/heldout.jsonl")}
+fin = {}
+for l in open(d + "/sweep/final/scored-all.jsonl"):
+    r = json.loads(l)
+    assert r["prompt_id"] in train and r["prompt_id"] not in held, r["prompt_id"]
+    fin.setdefault(r["heuristic"]["name"], []).append(r["score"]["final"])
+mean = {h: sum(v) / len(v) for h, v in fin.items()}
+for r in rows:
+    h = "learned " + r[0]
+    assert abs(float(r[2]) - mean[h]) < 1e-6 and int(r[3]) == len(fin[h]), (r, mean[h])
+    assert int(r[4]) == 1 + sum(m > mean[h] for m in mean.values()) and int(r[5]) == len(mean), r
+best = max(rows, key=lambda r: float(r[2]))
+assert [r[0] for r in rows if r[6] == "1"] == [best[0]], rows
+assert open(d + "/sweep/final/final-best.txt").read() == best[0] + "\n"
+assert open(d + "/sweep/final/final-best.gguf", "rb").read() == \
+    open("%s/sweep/runs/%s/sampler.gguf" % (d, best[0]), "rb").read()
+PYEOF
