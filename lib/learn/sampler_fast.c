@@ -423,7 +423,11 @@ static void out_thread(void *ctx, int ith, int nth)
     asn_split(oc->nblk, ith, nth, 1, &b0, &b1);
     for (int blk = b0; blk < b1; blk++) {
         int l0 = blk * FB, l1 = l0 + FB < oc->row->n ? l0 + FB : oc->row->n, cn = l1 - l0;
-        float *o = oc->row->idx ? ob : oc->out + l0;
+        /* through ob when the outputs are scattered, or written over the
+         * logits (in place: the pieces' pass must not overwrite the logits
+         * of the tokens it leaves to the interpolation) */
+        int in_place = !oc->row->idx && oc->out == oc->row->x;
+        float *o = oc->row->idx || in_place ? ob : oc->out + l0;
         if (f->poly) {
             int ne = asn_nn_ptfast_eval(o, oc->row->x + l0, &f->pt, cn, rest);
             out_interp(oc, l0, ne, rest, o, xb, bb, l);
@@ -433,6 +437,8 @@ static void out_thread(void *ctx, int ith, int nth)
         if (oc->row->idx)
             for (int i = 0; i < cn; i++)
                 oc->out[oc->row->idx[l0 + i]] = o[i];
+        else if (in_place)
+            memcpy(oc->out + l0, o, (size_t)cn * sizeof *o);
     }
 }
 

@@ -213,6 +213,11 @@ static void check_row(const char *label, asn_sampler *s, const float *x, int V, 
             snprintf(name, sizeof name, "%s: %d threads give the same bits", label, k + 2);
             T_OK(name, ok && !memcmp(b, b2, V * sizeof(float)), "%s", ok ? "outputs differ" : e.msg);
         }
+        /* in place (out = logits, the learned processor's use) */
+        memcpy(b2, x, V * sizeof(float));
+        ok = asn_sampler_forward_fast(s, wf, NULL, b2, V, b2, &e) == 0;
+        snprintf(name, sizeof name, "%s: in place (out = logits), the same bits", label);
+        T_OK(name, ok && !memcmp(b, b2, V * sizeof(float)), "%s", ok ? "outputs differ" : e.msg);
         /* the interpolation's copies per instruction set (sampler_fast.c) */
         int same = 1, top = asn_nn_pertoken_level();
         for (int level = 0; level < top; level++) {
