@@ -69,8 +69,8 @@ $(OUT)/ngram.idx: $(CORPUS)/train.txt | $(OUT)/.dir
 	$(BIN)/score-ngram build -o $@ $<
 
 # score_chain DIR [PROMPTS]: DIR/heuristics.yaml -> candidates -> verified ->
-# ranked -> diverse -> ngram -> scored -> filtered + pairs (on $(PROMPTS)
-# unless given)
+# ranked -> diverse -> ngram -> scored -> filtered + pairs + scored-all (on
+# $(PROMPTS) unless given)
 define score_chain
 # 2. candidates: every prompt x heuristic x seed (resumable)
 $(1)/candidates.jsonl: $(BASE) $(1)/heuristics.yaml $(or $(2),$(PROMPTS))
@@ -97,6 +97,9 @@ $(1)/filtered.jsonl: $(1)/scored.jsonl
 	$(BIN)/filter-topk --top-k 2 $$< > $$@
 $(1)/pairs.jsonl: $(1)/scored.jsonl
 	$(BIN)/filter-topk --pairs $$< > $$@
+# every candidate with its final score (the held-out ranking, the sweep's finalists)
+$(1)/scored-all.jsonl: $(1)/scored.jsonl
+	$(BIN)/filter-topk --top-k 0 $$< > $$@.tmp && mv $$@.tmp $$@
 endef
 $(eval $(call score_chain,$(R1)))
 $(eval $(call score_chain,$(OUT)))
@@ -124,8 +127,6 @@ $(OUT)/sampler.gguf: $(OUT)/sampler-imitation.gguf $(OUT)/train-kept.jsonl $(RL_
 	else cp $< $@; fi
 # ranked by the mean final score of every candidate (each heuristic on the
 # same prompts and seeds), then of the kept ones only (the report's measure)
-$(OUT)/scored-all.jsonl: $(OUT)/scored.jsonl
-	$(BIN)/filter-topk --top-k 0 $< > $@.tmp && mv $@.tmp $@
 $(OUT)/heldout-rank.txt: $(OUT)/scored-all.jsonl $(OUT)/filtered.jsonl $(OUT)/heldout.jsonl
 	{ echo "every candidate of the held-out prompts:"; \
 	  /usr/bin/python3 scripts/heldout-rank.py $(OUT)/scored-all.jsonl $(OUT)/heldout.jsonl && echo && \
@@ -206,8 +207,6 @@ $(SF)/learned.yaml: $(SF)/finalists.txt
 $(SF)/heuristics.yaml: $(GRID) $(SF)/learned.yaml
 	$(BIN)/gen-heuristics --grid $(GRID) --family none --append $(SF)/learned.yaml -o $@
 $(eval $(call score_chain,$(SF),$(OUT)/train-prompts.jsonl))
-$(SF)/scored-all.jsonl: $(SF)/scored.jsonl
-	$(BIN)/filter-topk --top-k 0 $< > $@.tmp && mv $@.tmp $@
 $(SF)/final.tsv: $(SF)/scored-all.jsonl $(SWEEP_OUT)/sweep.tsv $(SF)/finalists.txt
 	/usr/bin/python3 scripts/sweep-final.py $^ > $@.tmp && mv $@.tmp $@
 	@cat $@

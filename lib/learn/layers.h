@@ -157,6 +157,8 @@ void asn_nn_pertoken_forward(float *out, float *lp, const float *x, const asn_nn
 #define ASN_NN_PTFAST_COARSE_TOL 1e-5 /* a fifth of ASN_SAMPLER_FAST_HEAD_TOL */
 #define ASN_NN_PTFAST_CMAX 1.0f
 #define ASN_NN_PTFAST_NODES (ASN_NN_PTFAST_NI * ASN_NN_PTFAST_DEG + 1) /* at most */
+/* log2 of the intervals per octave of ni (4 octaves in all) */
+static inline int asn_nn_ptfast_ob(int ni) { return ni == 64 ? 4 : 3; }
 typedef struct asn_nn_ptfast {
     /* row[j][k] = coef[k][j]: interval j's coefficients in 16 bytes, one
      * load per token (the AVX2 lookups) */
@@ -177,16 +179,21 @@ void asn_nn_pertoken_fast_forward(float *out, const float *x, const asn_nn_perto
  * fits the polynomials to h there (-1 when one is not finite);
  * ptfast_eval() writes out[i] = the polynomial of token i's interval for
  * the tokens inside the intervals and returns how many are not (or are in
- * an interval ptfast_drop() took out), their positions in rest (out[i]
- * undefined there; out and x do not overlap). ptfast_x() is the logit at
- * u in [0, 1] of interval j, ptfast_poly() its polynomial there (in
- * double), to check a fit between the nodes. */
+ * an interval ptfast_drop() took out), their positions in rest and their
+ * x in rest_x (out[i] undefined there; out may be x). ptfast_x() is the
+ * logit at u in [0, 1] of interval j, ptfast_poly() its polynomial there
+ * (in double); ptfast_mid_x() the logit midway between nodes q and q + 1
+ * of interval j (q < DEG), and ptfast_strays() 1 when the polynomial of
+ * interval j is off by more than tol max(1, |y|) from y[q] at one of them:
+ * a fit checked between its nodes. */
 int asn_nn_ptfast_nodes(asn_nn_ptfast *t, float xmax, float xmin, float head, int ni, float *xn);
 int asn_nn_ptfast_fit(asn_nn_ptfast *t, const float *yn);
 double asn_nn_ptfast_x(const asn_nn_ptfast *t, int j, double u);
 double asn_nn_ptfast_poly(const asn_nn_ptfast *t, int j, double u);
+double asn_nn_ptfast_mid_x(const asn_nn_ptfast *t, int j, int q);
+int asn_nn_ptfast_strays(const asn_nn_ptfast *t, int j, const double *y, double tol);
 void asn_nn_ptfast_drop(asn_nn_ptfast *t, int j);
-int asn_nn_ptfast_eval(float *out, const float *x, const asn_nn_ptfast *t, int n, int32_t *rest);
+int asn_nn_ptfast_eval(float *out, const float *x, const asn_nn_ptfast *t, int n, int32_t *rest, float *rest_x);
 /* The instruction set the kernels run on: 2 AVX-512, 1 AVX2 + FMA, 0 any;
  * force(level) caps it (tests and benchmarks; -1 lifts the cap). */
 int asn_nn_pertoken_level(void);

@@ -78,7 +78,7 @@ typedef uint32_t pt_vu __attribute__((vector_size(64)));
 #define VI pt_vi
 static inline uint32_t gen_geo(V t, int32_t base, const int ni, pt_vi *j, V *u)
 {
-    const int ob = ni == 64 ? 4 : 3;
+    const int ob = asn_nn_ptfast_ob(ni);
     pt_vu b = (pt_vu)t;
     pt_vi jr = (pt_vi)(b >> (23 - ob)) - base;
     *j = jr & (ni - 1);
@@ -232,7 +232,7 @@ typedef struct a2i {
 /* j as the byte offset of its row in T->row (16 j) */
 static inline uint32_t a2_geo1(__m256 t, int32_t base, const int ni, __m256i *q, __m256 *u)
 {
-    const int ob = ni == 64 ? 4 : 3;
+    const int ob = asn_nn_ptfast_ob(ni);
     __m256i b = _mm256_castps_si256(t);
     __m256i jr = _mm256_sub_epi32(_mm256_srli_epi32(b, 23 - ob - 4), _mm256_set1_epi32(base * 16));
     *q = _mm256_and_si256(jr, _mm256_set1_epi32((ni - 1) * 16));
@@ -379,7 +379,7 @@ typedef struct a5i {
 #define VI a5i
 static inline uint32_t a5_geo1(__m512 t, int32_t base, const int ni, __m512i *j, __m512 *u)
 {
-    const int ob = ni == 64 ? 4 : 3;
+    const int ob = asn_nn_ptfast_ob(ni);
     __m512i b = _mm512_castps_si512(t);
     __m512i jr = _mm512_sub_epi32(_mm512_srli_epi32(b, 23 - ob), _mm512_set1_epi32(base));
     *j = jr; /* the lookups (a5_lut_1) read its low 5 or 6 bits only */
@@ -539,9 +539,11 @@ void asn_nn_pertoken_expsum(const float *x, int n, float m, double *sum, double 
 
 _Static_assert(ASN_NN_PTFAST_DEG == 3, "the AVX2 lookup (a2_poly1) transposes rows of 4 coefficients");
 
-/* The inverse of the Vandermonde matrix of the nodes u_i = (1 - cos(pi i /
- * DEG)) / 2 (Chebyshev-Lobatto on [0, 1]): coef_k = sum_i inv[k][i] y_i.
- * Computed in double, the same way every call. */
+/* The nodes u_i = (1 - cos(pi i / DEG)) / 2 (Chebyshev-Lobatto on [0, 1])
+ * and the inverse of their Vandermonde matrix: coef_k = sum_i inv[k][i]
+ * y_i. Computed once, in double (ptf_nodes_once). */
+static double ptf_u[ASN_NN_PTFAST_DEG + 1], ptf_inv[ASN_NN_PTFAST_DEG + 1][ASN_NN_PTFAST_DEG + 1];
+static pthread_once_t ptf_once = PTHREAD_ONCE_INIT;
 static void ptf_nodes(double *u, double inv[ASN_NN_PTFAST_DEG + 1][ASN_NN_PTFAST_DEG + 1])
 {
     enum { N = ASN_NN_PTFAST_DEG + 1 };
@@ -576,6 +578,8 @@ static void ptf_nodes(double *u, double inv[ASN_NN_PTFAST_DEG + 1][ASN_NN_PTFAST
         for (int i = 0; i < N; i++)
             inv[k][i] = a[k][N + i];
 }
+static void ptf_nodes_once(void) { ptf_nodes(ptf_u, ptf_inv); }
+
 
 /* The power of two c where the intervals start (t = c) */
 static double ptf_c(const asn_nn_ptfast *T)
@@ -597,7 +601,7 @@ int asn_nn_ptfast_nodes(asn_nn_ptfast *T, float xmax, float xmin, float head, in
 {
     enum { D = ASN_NN_PTFAST_DEG, OCT = 4 }; /* 4 octaves of t */
     T->ni = ni == 32 ? 32 : 64;
-    T->ob = T->ni == 64 ? 4 : 3;
+    T->ob = asn_nn_ptfast_ob(T->ni);
     double range = (double)xmax - (double)xmin;
     float c = 1.0f / 64;
     while ((double)((1 << OCT) - 1) * c < range - head && c < ASN_NN_PTFAST_CMAX)
@@ -606,11 +610,10 @@ int asn_nn_ptfast_nodes(asn_nn_ptfast *T, float xmax, float xmin, float head, in
     uint32_t cb;
     memcpy(&cb, &c, sizeof cb);
     T->ibase = (int32_t)(cb >> (23 - T->ob));
-    double u[D + 1], inv[D + 1][D + 1];
-    ptf_nodes(u, inv);
+    pthread_once(&ptf_once, ptf_nodes_once);
     for (int j = 0; j < T->ni; j++)
         for (int i = 0; i < D + (j == T->ni - 1); i++)
-            xn[j * D + i] = (float)asn_nn_ptfast_x(T, j, u[i]);
+            xn[j * D + i] = (float)asn_nn_ptfast_x(T, j, ptf_u[i]);
     return T->ni * D + 1;
 }
 
@@ -635,8 +638,8 @@ int asn_nn_ptfast_fit(asn_nn_ptfast *T, const float *yn)
     for (int i = 0; i < NI * D + 1; i++)
         if (!isfinite(yn[i]))
             return -1;
-    double u[D + 1], inv[D + 1][D + 1];
-    ptf_nodes(u, inv);
+    pthread_once(&ptf_once, ptf_nodes_once);
+    const double(*inv)[D + 1] = ptf_inv;
     for (int j = 0; j < NI; j++)
         for (int k = 0; k <= D; k++) {
             double s = 0;
@@ -650,26 +653,39 @@ int asn_nn_ptfast_fit(asn_nn_ptfast *T, const float *yn)
     return 0;
 }
 
+/* midway between the nodes 0, 1/4, 3/4, 1 */
+static const double ptf_mid[ASN_NN_PTFAST_DEG] = {0.125, 0.5, 0.875};
+
+double asn_nn_ptfast_mid_x(const asn_nn_ptfast *T, int j, int q) { return asn_nn_ptfast_x(T, j, ptf_mid[q]); }
+
+int asn_nn_ptfast_strays(const asn_nn_ptfast *T, int j, const double *y, double tol)
+{
+    for (int q = 0; q < ASN_NN_PTFAST_DEG; q++)
+        if (!(fabs(asn_nn_ptfast_poly(T, j, ptf_mid[q]) - y[q]) <= tol * fmax(1.0, fabs(y[q]))))
+            return 1;
+    return 0;
+}
+
 int asn_nn_pertoken_fast_setup(asn_nn_ptfast *T, const asn_nn_pertoken *f, float xmax, float xmin)
 {
     /* 32 intervals, kept when within COARSE_TOL of the kernel midway
      * between their nodes */
-    static const double mid[3] = {0.125, 0.5, 0.875};
+    enum { D = ASN_NN_PTFAST_DEG };
     float xn[ASN_NN_PTFAST_NODES], yn[ASN_NN_PTFAST_NODES];
     int nn = asn_nn_ptfast_nodes(T, xmax, xmin, ASN_NN_PTFAST_HEAD, 32, xn);
     asn_nn_pertoken_forward(yn, NULL, xn, f, nn);
     if (asn_nn_ptfast_fit(T, yn) == 0) {
         for (int j = 0; j < 32; j++)
-            for (int q = 0; q < 3; q++)
-                xn[3 * j + q] = (float)asn_nn_ptfast_x(T, j, mid[q]);
-        asn_nn_pertoken_forward(yn, NULL, xn, f, 96);
+            for (int q = 0; q < D; q++)
+                xn[D * j + q] = (float)asn_nn_ptfast_mid_x(T, j, q);
+        asn_nn_pertoken_forward(yn, NULL, xn, f, D * 32);
         int ok = 1;
-        for (int j = 0; j < 32 && ok; j++)
-            for (int q = 0; q < 3; q++) {
-                double y = yn[3 * j + q];
-                if (!(fabs(asn_nn_ptfast_poly(T, j, mid[q]) - y) <= ASN_NN_PTFAST_COARSE_TOL * fmax(1.0, fabs(y))))
-                    ok = 0;
-            }
+        for (int j = 0; j < 32 && ok; j++) {
+            double y[D];
+            for (int q = 0; q < D; q++)
+                y[q] = yn[D * j + q];
+            ok = !asn_nn_ptfast_strays(T, j, y, ASN_NN_PTFAST_COARSE_TOL);
+        }
         if (ok)
             return 0;
     }
@@ -685,19 +701,19 @@ void asn_nn_pertoken_fast_forward(float *out, const float *x, const asn_nn_perto
     PT_RUN(pt_fast, out, x, f, T, n);
 }
 
-int asn_nn_ptfast_eval(float *out, const float *x, const asn_nn_ptfast *T, int n, int32_t *rest)
+int asn_nn_ptfast_eval(float *out, const float *x, const asn_nn_ptfast *T, int n, int32_t *rest, float *rest_x)
 {
     if (n <= 0)
         return 0;
 #ifdef PT_X86
     switch (asn_nn_pertoken_level()) {
     case 2:
-        return pt_poly_rest_avx512(out, x, T, n, rest);
+        return pt_poly_rest_avx512(out, x, T, n, rest, rest_x);
     case 1:
-        return pt_poly_rest_avx2(out, x, T, n, rest);
+        return pt_poly_rest_avx2(out, x, T, n, rest, rest_x);
     default:
         break;
     }
 #endif
-    return pt_poly_rest_generic(out, x, T, n, rest);
+    return pt_poly_rest_generic(out, x, T, n, rest, rest_x);
 }

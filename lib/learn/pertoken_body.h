@@ -281,12 +281,12 @@ static void SFX(pt_fast)(float *out, const float *x, const asn_nn_pertoken *f, c
 
 /* The polynomials alone, for a caller with its own function beyond the
  * intervals (SamplingNetwork's fast pass): out[i] for the tokens inside
- * them, and the positions of the others and of those whose polynomial is
- * NaN (+inf: an interval dropped) in rest, as many as returned (their
- * out[i] is left undefined). out and x do not overlap. */
+ * them, and the positions and x of the others and of those whose
+ * polynomial is NaN (+inf: an interval dropped) in rest and rest_x, as many
+ * as returned (their out[i] is left undefined). out may be x. */
 static inline __attribute__((always_inline)) int SFX(pt_poly_rest_ni)(float *out, const float *x,
                                                                       const asn_nn_ptfast *T, int n,
-                                                                      int32_t *rest, const int ni)
+                                                                      int32_t *rest, float *rest_x, const int ni)
 {
     const float K = T->K;
     const int32_t base = T->ibase;
@@ -301,17 +301,20 @@ static inline __attribute__((always_inline)) int SFX(pt_poly_rest_ni)(float *out
         m |= vmask_nlt(p, vset(INFINITY)); /* the intervals dropped (NaN) */
         if (k < VL)
             m &= (1u << k) - 1;
-        vstoren(out + i, p, k);
-        while (m) {
-            rest[ne++] = i + __builtin_ctz(m);
+        while (m) { /* before the store: out may be x */
+            const int l = i + __builtin_ctz(m);
+            rest_x[ne] = x[l];
+            rest[ne++] = l;
             m &= m - 1;
         }
+        vstoren(out + i, p, k);
     }
     return ne;
 }
-static int SFX(pt_poly_rest)(float *out, const float *x, const asn_nn_ptfast *T, int n, int32_t *rest)
+static int SFX(pt_poly_rest)(float *out, const float *x, const asn_nn_ptfast *T, int n, int32_t *rest, float *rest_x)
 {
-    return T->ni == 32 ? SFX(pt_poly_rest_ni)(out, x, T, n, rest, 32) : SFX(pt_poly_rest_ni)(out, x, T, n, rest, 64);
+    return T->ni == 32 ? SFX(pt_poly_rest_ni)(out, x, T, n, rest, rest_x, 32)
+                       : SFX(pt_poly_rest_ni)(out, x, T, n, rest, rest_x, 64);
 }
 
 /* Sums over n values of e = exp(x - m) and of e (x - m) (-inf entries and

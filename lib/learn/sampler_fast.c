@@ -52,7 +52,7 @@
 #define GEO_BITS 6        /* 2^GEO_BITS bins per octave beyond them */
 #define GEO_OCTAVES 130
 #define POLY_TOL 2e-6  /* the polynomials' largest error against the interpolation, relative beyond 1 */
-#define TB_FLOATS (6 * FB) /* per thread: out_thread's buffers */
+#define TB_FLOATS (5 * FB) /* per thread: out_thread's five buffers of FB */
 
 typedef struct fast_state {
     asn_sampler_fast_opts o;
@@ -388,29 +388,28 @@ typedef struct out_ctx {
 } out_ctx;
 
 /* Tokens lo .. lo + n of the row through the interpolation and the
- * truncation, into o (n of them), at the positions pos (or all n when pos
- * is NULL); xb, bb, l: scratch of n */
-static void out_interp(const out_ctx *oc, int lo, int n, const int32_t *pos, float *o, float *xb, int32_t *bb,
+ * truncation, into o (n of them); or, when pos is given, the n tokens at
+ * positions pos from lo, whose logits are xp (o may be the logits); bb,
+ * l: scratch of n */
+static void out_interp(const out_ctx *oc, int lo, int n, const int32_t *pos, float *xp, float *o, int32_t *bb,
                        float *l)
 {
     const fast_state *f = oc->f;
     const float *x = oc->row->x + lo;
     const int32_t *bin = f->tbin + lo;
     if (pos) {
-        for (int q = 0; q < n; q++) {
-            xb[q] = x[pos[q]];
+        for (int q = 0; q < n; q++)
             bb[q] = bin[pos[q]];
-        }
-        x = xb, bin = bb;
+        x = xp, bin = bb;
     }
     interp_any(bin, f->bm, f->bq, x, n, oc->hi, oc->lo, oc->mult, oc->b_head, l);
     if (!pos) {
         asn_nn_pertoken_trunc_fast(o, l, oc->scale, oc->thr, n);
         return;
     }
-    asn_nn_pertoken_trunc_fast(xb, l, oc->scale, oc->thr, n);
+    asn_nn_pertoken_trunc_fast(xp, l, oc->scale, oc->thr, n);
     for (int q = 0; q < n; q++)
-        o[pos[q]] = xb[q];
+        o[pos[q]] = xp[q];
 }
 
 static void out_thread(void *ctx, int ith, int nth)
@@ -423,23 +422,27 @@ static void out_thread(void *ctx, int ith, int nth)
     asn_split(oc->nblk, ith, nth, 1, &b0, &b1);
     for (int blk = b0; blk < b1; blk++) {
         int l0 = blk * FB, l1 = l0 + FB < oc->row->n ? l0 + FB : oc->row->n, cn = l1 - l0;
-        /* through ob when the outputs are scattered, or written over the
-         * logits (in place: the pieces' pass must not overwrite the logits
-         * of the tokens it leaves to the interpolation) */
-        int in_place = !oc->row->idx && oc->out == oc->row->x;
-        float *o = oc->row->idx || in_place ? ob : oc->out + l0;
+        float *o = oc->row->idx ? ob : oc->out + l0;
         if (f->poly) {
-            int ne = asn_nn_ptfast_eval(o, oc->row->x + l0, &f->pt, cn, rest);
-            out_interp(oc, l0, ne, rest, o, xb, bb, l);
+            int ne = asn_nn_ptfast_eval(o, oc->row->x + l0, &f->pt, cn, rest, xb);
+            out_interp(oc, l0, ne, rest, xb, o, bb, l);
         } else {
-            out_interp(oc, l0, cn, NULL, o, xb, bb, l);
+            out_interp(oc, l0, cn, NULL, NULL, o, bb, l);
         }
         if (oc->row->idx)
             for (int i = 0; i < cn; i++)
                 oc->out[oc->row->idx[l0 + i]] = o[i];
-        else if (in_place)
-            memcpy(oc->out + l0, o, (size_t)cn * sizeof *o);
     }
+}
+
+/* The cubic from knot k towards knot j (knots at lp m, values L, slopes
+ * sl) as L[k] + dm (sl[k] + dm (c2 + dm c3)), dm = lp - m[k]: the one with
+ * both knots' values and slopes. */
+static void hermite(const double *m, const double *L, const double *sl, int k, int j, double *c2, double *c3)
+{
+    double h = m[j] - m[k], d = (L[j] - L[k]) / h;
+    *c2 = (3 * d - 2 * sl[k] - sl[j]) / h;
+    *c3 = (sl[k] + sl[j] - 2 * d) / (h * h);
 }
 
 /* The interpolation between the bins' representatives (knots, in bin
@@ -483,11 +486,8 @@ static void interp_setup(fast_state *f, int b_head, int n_tail)
         for (int side = 0; side < 2; side++) { /* 0: towards knot k - 1 (above), 1: k + 1 */
             int j = side ? k + 1 : k - 1;
             double c2 = 0, c3 = 0;
-            if (j >= 0 && j < K) {
-                double h = m[j] - m[k], d = (L[j] - L[k]) / h;
-                c2 = (3 * d - 2 * sl[k] - sl[j]) / h;
-                c3 = (sl[k] + sl[j] - 2 * d) / (h * h);
-            }
+            if (j >= 0 && j < K)
+                hermite(m, L, sl, k, j, &c2, &c3);
             q[4 * side] = (float)L[k];
             q[4 * side + 1] = (float)sl[k];
             q[4 * side + 2] = (float)c2;
@@ -520,8 +520,8 @@ static double interp_at(const fast_state *f, double lp)
         else
             b = c;
     }
-    double h = m[b] - m[a], d = (L[b] - L[a]) / h, dm = lp - m[a];
-    double c2 = (3 * d - 2 * sl[a] - sl[b]) / h, c3 = (sl[a] + sl[b] - 2 * d) / (h * h);
+    double c2, c3, dm = lp - m[a];
+    hermite(m, L, sl, a, b, &c2, &c3);
     return L[a] + dm * (sl[a] + dm * (c2 + dm * c3));
 }
 
@@ -557,16 +557,15 @@ static void poly_setup(fast_state *f, const asn__sampler_row *row, int b_head, f
     f->info.pieces = f->pt.ni;
     /* intervals where the polynomial strays from the interpolation midway
      * between its nodes go back to the interpolation */
-    static const double mid[] = {0.125, 0.5, 0.875};
-    for (int j = 0; j < f->pt.ni; j++)
-        for (int q = 0; q < 3; q++) {
-            double y = tail_out(f, asn_nn_ptfast_x(&f->pt, j, mid[q]) - row->lse, mult, scale, thr);
-            if (!(fabs(asn_nn_ptfast_poly(&f->pt, j, mid[q]) - y) <= POLY_TOL * fmax(1.0, fabs(y)))) {
-                asn_nn_ptfast_drop(&f->pt, j);
-                f->info.dropped++;
-                break;
-            }
+    for (int j = 0; j < f->pt.ni; j++) {
+        double y[ASN_NN_PTFAST_DEG];
+        for (int q = 0; q < ASN_NN_PTFAST_DEG; q++)
+            y[q] = tail_out(f, asn_nn_ptfast_mid_x(&f->pt, j, q) - row->lse, mult, scale, thr);
+        if (asn_nn_ptfast_strays(&f->pt, j, y, POLY_TOL)) {
+            asn_nn_ptfast_drop(&f->pt, j);
+            f->info.dropped++;
         }
+    }
 }
 
 /* ---------------------------------------------------------------- the pass */
