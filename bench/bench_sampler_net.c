@@ -214,7 +214,8 @@ int main(int argc, char **argv)
         {"Dist h=32", {ASN_SAMPLER_DIST, 32, 0, 0, 0, 0, 0, 0}, 0, 1},
         {"Equi h=8", {ASN_SAMPLER_EQUI, 8, 0, 0, 0, 0, 0, 0}, 0, 1},
         {"Net d=8", {ASN_SAMPLER_NETWORK, 0, 0, 8, 16, 4, 2, 0}, 0.5, 1},
-        {"Net", {ASN_SAMPLER_NETWORK, 0, 0, 32, 64, 4, 4, 0}, 0.5, 1},
+        {"Net d=16", {ASN_SAMPLER_NETWORK, 0, 0, 16, 32, 4, 4, 0}, 0.5, 1},
+        {"Net d=32", {ASN_SAMPLER_NETWORK, 0, 0, 32, 64, 4, 4, 0}, 0, 1},
         {"Net scale", {ASN_SAMPLER_NETWORK, 0, 0, 32, 64, 4, 4, 1}, 0, 1},
     };
     int n_cases = (int)(sizeof cases / sizeof cases[0]);

@@ -13,6 +13,8 @@ MODELS   ?= examples/models
 BASE     ?= $(MODELS)/demo-base.gguf
 REF      ?= $(MODELS)/demo-ref.gguf
 PROMPTS  ?= examples/prompts/demo.jsonl
+# prompts that only round 2 sees (held out from round 1 and the sampler)
+HELDOUT  ?= examples/prompts/demo-heldout.jsonl
 GRID     ?= configs/heuristics/demo-grid.yaml
 SEEDS    ?= 0-3
 SEED_N   ?= 4
@@ -102,13 +104,17 @@ $(1)/scored-all.jsonl: $(1)/scored.jsonl
 	$(BIN)/filter-topk --top-k 0 $$< > $$@.tmp && mv $$@.tmp $$@
 endef
 $(eval $(call score_chain,$(R1)))
-$(eval $(call score_chain,$(OUT)))
+$(eval $(call score_chain,$(OUT),$(OUT)/round2-prompts.jsonl))
+$(OUT)/round2-prompts.jsonl: $(PROMPTS) $(HELDOUT) | $(OUT)/.dir
+	cat $(PROMPTS) $(HELDOUT) > $@
 
 # 9. the learned sampler, trained on round 1's best candidates (TRAIN_TOP of
-# each group) of the training prompts: every third prompt is held out (heldout.jsonl), and
-# round 2 is ranked on those too (heldout-rank.txt: over every candidate, then the kept ones)
-$(OUT)/heldout.jsonl: $(PROMPTS) | $(OUT)/.dir
-	awk 'NR % 3 == 0' $(PROMPTS) > $@
+# each group) of the training prompts: every third prompt of $(PROMPTS) is held
+# out, and with $(HELDOUT) (seen by round 2 only) makes heldout.jsonl; round 2
+# is ranked on those too (heldout-rank.txt: over every candidate, then the
+# kept ones)
+$(OUT)/heldout.jsonl: $(PROMPTS) $(HELDOUT) | $(OUT)/.dir
+	{ awk 'NR % 3 == 0' $(PROMPTS); cat $(HELDOUT); } > $@
 $(OUT)/train-top.jsonl: $(R1)/scored.jsonl | $(OUT)/.dir
 	$(BIN)/filter-topk --top-k $(TRAIN_TOP) $< > $@.tmp && mv $@.tmp $@
 $(OUT)/train-kept.jsonl: $(OUT)/train-top.jsonl $(OUT)/heldout.jsonl

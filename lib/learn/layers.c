@@ -28,13 +28,27 @@ typedef int32_t vi __attribute__((vector_size(64)));
 
 static inline vf vsplat(float x) { return (vf){0} + x; }
 static inline vf vsel(vi m, vf a, vf b) { return (vf)((m & (vi)a) | (~m & (vi)b)); }
-static inline vf vmin(vf a, vf b) { return vsel(a < b, a, b); }
 static inline vf vabs(vf a) { return (vf)((vi)a & 0x7fffffff); }
-/* All-ones in the first k lanes. */
+
+/* Comparisons as masks (all-ones where true) by arithmetic on the bits:
+ * GCC lowers a comparison of 16-float vectors one lane at a time (scalar
+ * compares and conditional moves) on a target whose registers are narrower,
+ * AVX2's, and the arithmetic in its native width. Each gives what the IEEE
+ * comparison gives, NaN included (false).
+ * vnotnan: all-ones unless a is NaN (|a|'s bits above those of infinity). */
+static inline vi vnotnan(vf a) { return (((vi)a & 0x7fffffff) - 0x7f800001) >> 31; }
+/* a < b where a - b is not -0 for a >= b (b not +0 with a -0), and not both
+ * infinite: then a < b exactly when a - b is negative. */
+static inline vi vlt(vf a, vf b) { return ((vi)(a - b) >> 31) & vnotnan(a) & vnotnan(b); }
+/* a < 0: the sign bit, but not -0 and not NaN */
+static inline vi vlt0(vf a) { return ((vi)a >> 31) & ~((((vi)a & 0x7fffffff) - 1) >> 31) & vnotnan(a); }
+/* min(a, 0) as a < 0 ? a : 0 */
+static inline vf vmin0(vf a) { return vsel(vlt0(a), a, vsplat(0.0f)); }
+/* All-ones in the first k lanes: lane - k is negative. */
 static inline vi vlanes(int k)
 {
-    const vf iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-    return vsplat((float)k) > iota;
+    const vi iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    return (iota - k) >> 31;
 }
 
 /* k lanes from p (k == VL in the main loops, where the branch folds away);
@@ -80,8 +94,8 @@ static inline float vhsum(vf a)
 static inline vf vexp(vf x)
 {
     const vf lo = vsplat(-87.3f), hi = vsplat(88.3f), magic = vsplat(12582912.0f);
-    vi under = x < lo;
-    x = vsel(x > hi, hi, x);
+    vi under = vlt(x, lo);
+    x = vsel(vlt(hi, x), hi, x);
     x = vsel(under, lo, x);
     vf n = (x * 1.44269504088896341f + magic) - magic;
     vf r = x - n * 0.693359375f;
@@ -105,7 +119,7 @@ static inline vf vlog1p01(vf e)
 {
     vf u = 1.0f + e;
     vf c = e - (u - 1.0f);
-    vi big = u > vsplat(1.41421356f);
+    vi big = vlt(vsplat(1.41421356f), u);
     vf m = vsel(big, u * 0.5f, u);
     vf k = vsel(big, vsplat(0.693147181f), vsplat(0.0f));
     vf s = (m - 1.0f) / (m + 1.0f);
@@ -121,7 +135,7 @@ static inline vf vlog1p01(vf e)
 
 static inline vf vsigmoid(vf x) { return 1.0f / (1.0f + vexp(-x)); }
 /* logsigmoid(z) = min(z, 0) - log1p(exp(-|z|)) */
-static inline vf vlogsigmoid(vf z) { return vmin(z, vsplat(0.0f)) - vlog1p01(vexp(-vabs(z))); }
+static inline vf vlogsigmoid(vf z) { return vmin0(z) - vlog1p01(vexp(-vabs(z))); }
 
 /* --------------------------------------------------------- scalar helpers */
 
@@ -185,9 +199,10 @@ void asn_nn_linear_forward(float *out, int ldo, const float *inp, int ldi, const
         }
         return;
     }
-    if (bias)
+    if (bias) /* a loop, not memcpy: a call per row cost more than the copy (few columns) */
         for (int i = 0; i < n; i++)
-            memcpy(out + (size_t)i * ldo, bias, (size_t)oc * sizeof(float));
+            for (int j = 0; j < oc; j++)
+                out[(size_t)i * ldo + j] = bias[j];
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, oc, in, 1.0f, inp, ldi, w, ldw,
                 bias ? 1.0f : 0.0f, out, ldo);
 }
@@ -226,40 +241,35 @@ ASN_CLONES
 void asn_nn_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                               const float *b, int n, int C)
 {
-    if (C < VL) { /* rows narrower than a vector (SamplingNetwork's small d_model): the
-                   * arithmetic of the loop below, lane by lane, without its partial loads */
-        for (int r = 0; r < n; r++) {
-            const float *x = inp + (size_t)r * C;
-            float *o = out + (size_t)r * C;
-            float a[VL] = {0};
-            for (int j = 0; j < C; j++)
-                a[j] = 0.0f + x[j];
-            float m = hsum16(a) / (float)C;
-            for (int j = 0; j < C; j++) {
-                float dv = x[j] - m;
-                a[j] = 0.0f + dv * dv;
-            }
-            float var = hsum16(a) / (float)C;
-            float rs = 1.0f / sqrtf(var + ASN_NN_LN_EPS);
-            for (int j = 0; j < C; j++)
-                o[j] = (x[j] - m) * rs * w[j] + b[j];
-            mean[r] = m;
-            rstd[r] = rs;
-        }
-        return;
-    }
+    /* The sums of vhsum's 16-lane accumulators, as arrays of 16 floats that
+     * the compiler vectorizes in each target's width (VEC_LOOP's 16-float
+     * vectors live in memory on AVX2: 3x the time there). Lanes past the
+     * row's end add 0, as vload's zero lanes did. */
     for (int r = 0; r < n; r++) {
         const float *x = inp + (size_t)r * C;
         float *o = out + (size_t)r * C;
-        vf acc = vsplat(0.0f);
-        VEC_LOOP(C, acc += vload(x + i, k););
-        float m = vhsum(acc) / (float)C;
-        vf acc2 = vsplat(0.0f);
-        VEC_LOOP(C, {
-            vf dv = vload(x + i, k) - m;
-            acc2 += vsel(vlanes(k), dv * dv, vsplat(0.0f));
-        });
-        float var = vhsum(acc2) / (float)C;
+        float a[VL] = {0};
+        int i = 0;
+        for (; i + VL <= C; i += VL)
+            for (int l = 0; l < VL; l++)
+                a[l] = a[l] + x[i + l];
+        if (i < C)
+            for (int l = 0; l < VL; l++)
+                a[l] = a[l] + (i + l < C ? x[i + l] : 0.0f);
+        float m = hsum16(a) / (float)C;
+        for (int l = 0; l < VL; l++)
+            a[l] = 0.0f;
+        for (i = 0; i + VL <= C; i += VL)
+            for (int l = 0; l < VL; l++) {
+                float dv = x[i + l] - m;
+                a[l] = a[l] + dv * dv;
+            }
+        if (i < C)
+            for (int l = 0; l < VL; l++) {
+                float dv = i + l < C ? x[i + l] - m : 0.0f;
+                a[l] = a[l] + dv * dv;
+            }
+        float var = hsum16(a) / (float)C;
         float rs = 1.0f / sqrtf(var + ASN_NN_LN_EPS);
         for (int j = 0; j < C; j++)
             o[j] = (x[j] - m) * rs * w[j] + b[j];
@@ -388,7 +398,7 @@ void asn_nn_elu1_backward(float *dinp, int lddi, const float *dout, int lddo, co
         const float *dy = dout + (size_t)r * lddo, *in = inp + (size_t)r * ldi;
         VEC_LOOP((size_t)w, {
             vf x = vload(in + i, k);
-            vstore(d + i, vload(dy + i, k) * vsel(x > vsplat(0.0f), vsplat(1.0f), vexp(vmin(x, vsplat(0.0f)))), k);
+            vstore(d + i, vload(dy + i, k) * vsel(vlt(vsplat(0.0f), x), vsplat(1.0f), vexp(vmin0(x))), k);
         });
     }
 }
