@@ -19,10 +19,11 @@
  * Rows: log-probabilities of a Zipf(1.1) distribution plus N(0,1) noise,
  * all finite (the usual input: raw logits). Local and distribution-aware
  * transforms are timed at hidden_dims 8, 16 and 32 (the reference ships no
- * config for them); SamplingNetwork with the shipped configs (d_model 32,
- * d_ff 64, 4 blocks, 4 heads, scale off / on), with its arithmetic counted
- * as the reference computes it (multiply-add = 2 flops).
- * Targets at V = 128k on one thread (the shipped configs, hidden size 8),
+ * config for them); SamplingNetwork at d_model 8, 16 (network.yaml) and
+ * 32 (the reference's sizes, scale off / on), 4 blocks, with its
+ * arithmetic counted as the reference computes it (multiply-add = 2 flops).
+ * Targets at V = 128k on one thread (the shipped configs: hidden size 8,
+ * d_model 16 for SamplingNetwork),
  * for the default pass, the fast one (the exact pass of Local and Dist is
  * compared with them too): LocalProbabilityTransform <= 0.1 ms,
  * SimpleDistributionAwareTransform <= 0.25 ms, SamplingNetwork <= 0.5 ms (EquivariantLocalTransform,

@@ -38,7 +38,7 @@ for f in min_p top_p top_k typical epsilon eta; do
         case $a in
             EquivariantLocalTransform) cfg=equivariant.yaml lr=0.02 ep=4 ;;
             SimpleDistributionAwareTransform) cfg=dist.yaml lr=0.01 ep=2 ;;
-            SamplingNetwork) cfg=network.yaml lr=0.002 ep=2 ;;
+            SamplingNetwork) cfg=network.yaml lr=0.005 ep=2 ;;
             *) cfg=local.yaml lr=0.01 ep=4 ;;
         esac
         "$BIN/train-sampler" -m $M -q -a $a -c $C/$cfg -b 8 --gradient-accumulation-steps 1 --num-warmup-steps 20 \

@@ -25,7 +25,7 @@ THREADS=${THREADS:-2}
 train() { # train MODEL ARCH TRAIN OUT [OPTIONS]
     m=$1 a=$2 data=$3 out=$4; shift 4
     case $a in
-        SamplingNetwork) cfg=network.yaml lr=0.002 ;;
+        SamplingNetwork) cfg=network.yaml lr=0.005 ;;
         SimpleDistributionAwareTransform) cfg=dist.yaml lr=0.01 ;;
         *) cfg=local.yaml lr=0.01 ;;
     esac

@@ -185,6 +185,16 @@ static void add_colsum(float *dst, size_t step, const float *x, int ld, int n, i
 
 /* ----------------------------------------------------------------- Linear */
 
+/* out's n rows of oc columns set to bias: a loop, not a memcpy per row
+ * (the call cost more than the copy of a few columns) */
+ASN_CLONES
+static void bias_rows(float *out, int ldo, const float *bias, int n, int oc)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < oc; j++)
+            out[(size_t)i * ldo + j] = bias[j];
+}
+
 void asn_nn_linear_forward(float *out, int ldo, const float *inp, int ldi, const float *w, int ldw,
                            const float *bias, int n, int in, int oc)
 {
@@ -199,10 +209,8 @@ void asn_nn_linear_forward(float *out, int ldo, const float *inp, int ldi, const
         }
         return;
     }
-    if (bias) /* a loop, not memcpy: a call per row cost more than the copy (few columns) */
-        for (int i = 0; i < n; i++)
-            for (int j = 0; j < oc; j++)
-                out[(size_t)i * ldo + j] = bias[j];
+    if (bias)
+        bias_rows(out, ldo, bias, n, oc);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, oc, in, 1.0f, inp, ldi, w, ldw,
                 bias ? 1.0f : 0.0f, out, ldo);
 }
@@ -225,51 +233,68 @@ void asn_nn_linear_backward(float *dinp, int lddi, float *dw, int lddw, float *d
 
 /* --------------------------------------------------------------- LayerNorm */
 
-/* vhsum of the 16 lanes a, in scalars: the same additions in the same
- * order (float addition is commutative). */
-static inline float hsum16(const float *a)
+/* 8-float halves of a 16-lane accumulator (LayerNorm's sums) */
+typedef float ln_v8 __attribute__((vector_size(32)));
+typedef int32_t ln_vi8 __attribute__((vector_size(32)));
+/* k floats from p (none when k <= 0), the other lanes 0 */
+static inline ln_v8 ln_load8(const float *p, int k)
 {
-    float b[8], c[4];
-    for (int j = 0; j < 8; j++)
-        b[j] = a[j] + a[j + 8];
-    for (int j = 0; j < 4; j++)
-        c[j] = b[j] + b[j + 4];
-    return (c[0] + c[2]) + (c[1] + c[3]);
+    ln_v8 v = {0};
+    if (k >= 8)
+        memcpy(&v, p, sizeof v);
+    else
+        for (int l = 0; l < k; l++)
+            v[l] = p[l];
+    return v;
+}
+/* v in the first k lanes, 0 in the others (k may be <= 0 or >= 8) */
+static inline ln_v8 ln_sel8(int k, ln_v8 v)
+{
+    const ln_vi8 iota = {0, 1, 2, 3, 4, 5, 6, 7};
+    return (ln_v8)((ln_vi8)v & ((iota - k) >> 31));
+}
+/* vhsum of the 16 lanes lo, hi: (i, i+8), (i, i+4), (i, i+2), (i, i+1) */
+static inline float ln_hsum(ln_v8 lo, ln_v8 hi)
+{
+    ln_v8 b = lo + hi;
+    float c0 = b[0] + b[4], c1 = b[1] + b[5], c2 = b[2] + b[6], c3 = b[3] + b[7];
+    return (c0 + c2) + (c1 + c3);
 }
 
 ASN_CLONES
 void asn_nn_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *w,
                               const float *b, int n, int C)
 {
-    /* The sums of vhsum's 16-lane accumulators, as arrays of 16 floats that
-     * the compiler vectorizes in each target's width (VEC_LOOP's 16-float
-     * vectors live in memory on AVX2: 3x the time there). Lanes past the
-     * row's end add 0, as vload's zero lanes did. */
+    /* vhsum's 16-lane sums as two 8-float halves: VEC_LOOP's 16-float
+     * vectors live in memory on AVX2 (3x the time there), 8 floats are a
+     * register of every x86-64 level from AVX2 on. Lanes past the row's end
+     * add 0, as vload's zero lanes did. */
     for (int r = 0; r < n; r++) {
         const float *x = inp + (size_t)r * C;
         float *o = out + (size_t)r * C;
-        float a[VL] = {0};
+        ln_v8 lo = {0}, hi = {0};
         int i = 0;
-        for (; i + VL <= C; i += VL)
-            for (int l = 0; l < VL; l++)
-                a[l] = a[l] + x[i + l];
-        if (i < C)
-            for (int l = 0; l < VL; l++)
-                a[l] = a[l] + (i + l < C ? x[i + l] : 0.0f);
-        float m = hsum16(a) / (float)C;
-        for (int l = 0; l < VL; l++)
-            a[l] = 0.0f;
-        for (i = 0; i + VL <= C; i += VL)
-            for (int l = 0; l < VL; l++) {
-                float dv = x[i + l] - m;
-                a[l] = a[l] + dv * dv;
-            }
-        if (i < C)
-            for (int l = 0; l < VL; l++) {
-                float dv = i + l < C ? x[i + l] - m : 0.0f;
-                a[l] = a[l] + dv * dv;
-            }
-        float var = hsum16(a) / (float)C;
+        for (; i + VL <= C; i += VL) {
+            lo += ln_load8(x + i, 8);
+            hi += ln_load8(x + i + 8, 8);
+        }
+        if (i < C) {
+            lo += ln_load8(x + i, C - i);
+            hi += ln_load8(x + i + 8, C - i - 8);
+        }
+        float m = ln_hsum(lo, hi) / (float)C;
+        ln_v8 lo2 = {0}, hi2 = {0};
+        for (i = 0; i + VL <= C; i += VL) {
+            ln_v8 d0 = ln_load8(x + i, 8) - m, d1 = ln_load8(x + i + 8, 8) - m;
+            lo2 += d0 * d0;
+            hi2 += d1 * d1;
+        }
+        if (i < C) {
+            ln_v8 d0 = ln_load8(x + i, C - i) - m, d1 = ln_load8(x + i + 8, C - i - 8) - m;
+            lo2 += ln_sel8(C - i, d0 * d0);
+            hi2 += ln_sel8(C - i - 8, d1 * d1);
+        }
+        float var = ln_hsum(lo2, hi2) / (float)C;
         float rs = 1.0f / sqrtf(var + ASN_NN_LN_EPS);
         for (int j = 0; j < C; j++)
             o[j] = (x[j] - m) * rs * w[j] + b[j];

@@ -21,7 +21,7 @@ for h in minp epsilon; do
 done
 T() { "$BIN/train-sampler" -m "$M" -q -b 8 --gradient-accumulation-steps 1 --num-warmup-steps 20 --loss-gamma 1 --save-steps 0 -t 2 "$@"; }
 T -a SimpleDistributionAwareTransform -c "$C/dist.yaml" --learning-rate 0.01 --num-epochs 2 -o "$TMP/dist.gguf" "$TMP/minp-train.jsonl"
-T -a SamplingNetwork -c "$C/network.yaml" --learning-rate 0.002 --max-steps 300 -o "$TMP/net.gguf" "$TMP/minp-train.jsonl"
+T -a SamplingNetwork -c "$C/network.yaml" --learning-rate 0.005 --max-steps 600 -o "$TMP/net.gguf" "$TMP/minp-train.jsonl"
 T -a LocalProbabilityTransform -c "$C/local.yaml" --learning-rate 0.01 --num-epochs 4 -o "$TMP/local-minp.gguf" "$TMP/minp-train.jsonl"
 T -a LocalProbabilityTransform -c "$C/local.yaml" --learning-rate 0.01 --num-epochs 4 -o "$TMP/local-eps.gguf" "$TMP/epsilon-train.jsonl"
 
