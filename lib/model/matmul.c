@@ -470,11 +470,26 @@ static inline __attribute__((always_inline)) void pack_tail(const float *W, int 
  * The pack, per group of GW = TV * VW tokens: Xp[g][l][b][t] = X[GW g +
  * t][16 b + l], the group's width rounded up to VW (zero tokens past T,
  * computed and not stored), GW * 16 * roundup(K, 16) / 16 floats apart. */
-enum { XPACK_KB = 64 };
+enum { XPACK_KB = 48 };
 
 static size_t xpack_floats(int T, int K, int GW)
 {
     return (size_t)((T + GW - 1) / GW) * GW * (size_t)((K + 15) / 16) * 16;
+}
+
+/* The first n (at most 8) floats of v to y; the tiles' row counts (8, 6,
+ * 4) as stores of known size. */
+static inline __attribute__((always_inline)) void store_row8(float *y, v8 v, int n)
+{
+    if (n == 8)
+        memcpy(y, &v, 8 * sizeof(float));
+    else if (n == 6)
+        memcpy(y, &v, 6 * sizeof(float));
+    else if (n == 4)
+        memcpy(y, &v, 4 * sizeof(float));
+    else
+        for (int j = 0; j < n; j++)
+            y[j] = v[j];
 }
 
 #define DEFINE_XPACKED(NAME, TARGET, V, VW, R, TV)                                                 \
@@ -518,8 +533,14 @@ static size_t xpack_floats(int T, int K, int GW)
                         sum[l][r][p] = acc[r][p];                                                  \
             }                                                                                      \
         }                                                                                          \
-        for (int r = 0; r < rn; r++)                                                               \
+        enum { RP = (R + 7) / 8 * 8 }; /* rows in groups of 8 for the transpose */                \
+        V res[RP][TV];                                                                             \
+        for (int r = 0; r < RP; r++)                                                               \
             for (int p = 0; p < TN; p++) {                                                         \
+                if (r >= rn) {                                                                     \
+                    res[r][p] = (V){0};                                                            \
+                    continue;                                                                      \
+                }                                                                                  \
                 V s[8];                                                                            \
                 _Pragma("GCC unroll 8") for (int l = 0; l < 8; l++)                                \
                     s[l] = sum[l][r][p] + sum[l + 8][r][p];                                        \
@@ -527,8 +548,18 @@ static size_t xpack_floats(int T, int K, int GW)
                     _Pragma("GCC unroll 8") for (int l = 0; l < h; l++)                            \
                         s[l] += s[l + h];                                                          \
                 s[0] += bias ? bias[r] : 0.0f; /* + 0 without a bias, as the tiles do */           \
+                res[r][p] = s[0];                                                                  \
+            }                                                                                      \
+        /* each token's rows contiguous in Y: 8 rows x 8 tokens transposed */                      \
+        for (int g = 0; g < RP; g += 8)                                                            \
+            for (int p = 0; p < TN; p++) {                                                         \
+                V c[8];                                                                            \
+                _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)                                \
+                    c[i] = res[g + i][p];                                                          \
+                transpose8(c);                                                                     \
+                int nr = rn - g < 8 ? rn - g : 8;                                                  \
                 for (int t = 0; t < VW && p * VW + t < tn; t++)                                    \
-                    Y[(size_t)(p * VW + t) * ldy + r] = s[0][t];                                   \
+                    store_row8(Y + (size_t)(p * VW + t) * ldy + g, c[t], nr);                      \
             }                                                                                      \
     }                                                                                              \
                                                                                                    \
