@@ -458,7 +458,7 @@ static inline __attribute__((always_inline)) void pack_tail(const float *W, int 
  * row: per k, TV loads of the packed tokens and R broadcasts of W[j][k]
  * straight from the rows, R * TV multiply-adds (6 rows x 16 tokens on
  * AVX2: 12 accumulators, 2 token vectors and a broadcast). The lanes run
- * one after the other over XPACK_KB blocks of 16 k: lane l reads one
+ * one after the other over xpack_kb(nb) blocks of 16 k: lane l reads one
  * float from each of the tile's row lines, which stay in L1 for the 16
  * lanes, so W is read from memory once and never packed; meanwhile lanes
  * 0 .. R-1 of the first group of tokens fetch the next tile's rows into
@@ -470,10 +470,19 @@ static inline __attribute__((always_inline)) void pack_tail(const float *W, int 
  * The pack, per group of GW = TV * VW tokens: Xp[g][l][b][t] = X[GW g +
  * t][16 b + l], the group's width rounded up to VW (zero tokens past T,
  * computed and not stored), GW * 16 * roundup(K, 16) / 16 floats apart. */
-/* 48 blocks: a lane pass touches 6 rows x 48 lines of W (18 KB) and 3 KB of
- * packed tokens, within a 32 KB L1; at 64 (28 KB) the lines spilled: one
- * core, AVX2, T = 128, K = 2048, N = 768: 84 GFLOPS at 48, 75 at 64. */
-enum { XPACK_KB = 48 };
+/* The blocks of a lane pass: all nb when nb <= 64, else nb in equal parts
+ * of at most 48. A pass touches 6 rows x kb lines of W and kb 64-byte
+ * blocks of packed tokens, to stay within a 32 KB L1: one core, AVX2, T =
+ * 128, K = 2048 (nb = 128), N = 768: 84 GFLOPS in parts of 48, 75 of 64;
+ * but a second pass costs more than a few lines: K = 896 (nb = 56), T =
+ * 256, N = 4864: 94 GFLOPS in one pass, 82 in parts of 48 and 8. */
+static int xpack_kb(int nb)
+{
+    if (nb <= 64)
+        return nb;
+    int parts = (nb + 47) / 48;
+    return (nb + parts - 1) / parts;
+}
 
 static size_t xpack_floats(int T, int K, int GW)
 {
@@ -507,9 +516,10 @@ static inline __attribute__((always_inline)) void store_row8(float *y, v8 v, int
         const float *w_[R];                                                                        \
         _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) /* rows past rn: row 0 again */       \
             w_[r] = W + (size_t)(r < rn ? r : 0) * ldw;                                            \
-        for (int b0 = 0; b0 < nb; b0 += XPACK_KB) {                                                \
+        const int kb = xpack_kb(nb);                                                               \
+        for (int b0 = 0; b0 < nb; b0 += kb) {                                                      \
             for (int l = 0; l < 16; l++) {                                                         \
-                int n = l < K ? (K - l + 15) / 16 : 0, bend = b0 + XPACK_KB < n ? b0 + XPACK_KB : n; \
+                int n = l < K ? (K - l + 15) / 16 : 0, bend = b0 + kb < n ? b0 + kb : n;         \
                 V acc[R][TV];                                                                      \
                 _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)                               \
                     _Pragma("GCC unroll 4") for (int p = 0; p < TN; p++)                           \
