@@ -11,8 +11,10 @@ FILTERED: filter-topk output of a round that includes a `learned` heuristic:
 `filter-topk -k 0` (every candidate, scored: every heuristic on the same
 prompts and seeds) or the kept ones (the report's leaderboard measure);
 HELDOUT_PROMPTS: prompt records ({"id": ...}) held out from the training.
-Prints a table (rank, heuristic, kept, quality, final, 95% interval of the
-mean over prompts) and a line with the learned sampler's rank and margin."""
+Prints a table (rank, heuristic, kept, quality, diversity, final, 95%
+interval of the mean over prompts; diversity is the mean embedding entropy
+across seeds, score-diversity's) and a line with the learned sampler's rank
+and margin."""
 import json
 import random
 import sys
@@ -35,7 +37,7 @@ def main(argv):
         if line.strip():
             held.add(json.loads(line)["id"])
     per = {}  # heuristic -> prompt -> [final]
-    qual = {}
+    qual, div = {}, {}
     learned = None
     for n, line in enumerate(open(args[0]), 1):
         if not line.strip():
@@ -51,6 +53,9 @@ def main(argv):
             learned = h
         per.setdefault(h, {}).setdefault(r["prompt_id"], []).append(final)
         qual.setdefault(h, []).append((r.get("quality") or {}).get("bt") or 0.0)
+        e = (r.get("diversity") or {}).get("embedding_entropy")
+        if e is not None:
+            div.setdefault(h, []).append(e)
     if not per:
         sys.exit("heldout-rank: no kept candidate of a held-out prompt in %s" % args[0])
     # the prompts with candidates here (filter-topk drops the group of a
@@ -70,13 +75,15 @@ def main(argv):
         ms = sorted(m for m in (mean_of(h, b) for b in boots) if m is not None)
         return (ms[int(0.025 * len(ms))], ms[int(0.975 * len(ms)) - 1]) if ms else (float("nan"),) * 2
 
-    print("%4s  %-44s %5s %8s %8s  %s" % ("rank", "heuristic", "kept", "quality", "final", "95% interval (prompts)"))
+    print("%4s  %-44s %5s %8s %9s %8s  %s" % ("rank", "heuristic", "kept", "quality", "diversity", "final",
+                                              "95% interval (prompts)"))
     for k, h in enumerate(board, 1):
         if k <= opts["--top"] or h == learned:
             lo, hi = interval(h)
             kept = sum(len(v) for v in per[h].values())
-            print("%4d%s %-44s %5d %8.3f %8.3f  [%.3f, %.3f]" % (k, "*" if h == learned else " ", h, kept,
-                  sum(qual[h]) / len(qual[h]), mean_of(h, prompts), lo, hi))
+            d = "%9.3f" % (sum(div[h]) / len(div[h])) if div.get(h) else "%9s" % "-"
+            print("%4d%s %-44s %5d %8.3f %s %8.3f  [%.3f, %.3f]" % (k, "*" if h == learned else " ", h, kept,
+                  sum(qual[h]) / len(qual[h]), d, mean_of(h, prompts), lo, hi))
     if learned is None:
         print("no learned sampler among the kept candidates of the held-out prompts")
         return
