@@ -183,7 +183,7 @@ void asn_sampler_ws_set_step(asn_sampler_ws *ws, int step);
  * from the token's exact lp: l = multiplier (lp + l'), out = l +
  * logsigmoid(l scale + threshold). Below the head and 4 nats below the
  * top, that output is itself a smooth function of the logit: it is fitted
- * with the per-token fast passes' 64 cubic pieces (learn/layers.h,
+ * with the per-token fast passes' 64 cubic pieces (learn/pertoken.h,
  * asn_nn_ptfast_*), and a piece that strays from the interpolation by more
  * than 2e-6 max(1, |out|) midway between its nodes is left to the
  * interpolation, as are the tokens beyond the last piece. The network runs on about head_max +
@@ -224,7 +224,7 @@ int asn_sampler_ws_set_fast(asn_sampler_ws *ws, const asn_sampler_fast_opts *o, 
  * cubics stray from it by more than 1e-5 midway between nodes) and
  * interpolated (piecewise cubic) for every token but those within 4 nats
  * of the top and those far below the intervals, which take the exact
- * kernel (learn/layers.h, asn_nn_pertoken_fast_*); the same KL bound, and
+ * kernel (learn/pertoken.h, asn_nn_pertoken_fast_*); the same KL bound, and
  * the head bound with the head's own max |exact| for scale
  * (test_sampler_fast.c); rows of at most exact_max finite tokens take the
  * exact pass; 3.5 to 10 times faster at V = 128k (bench_sampler_net). EquivariantLocalTransform: the exact pass.

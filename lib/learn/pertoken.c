@@ -10,7 +10,7 @@
  * operation in it is lane-wise and correctly rounded, so the three give the
  * same bits; the best one the processor has is picked at run time. */
 #include "asn/cpu.h"
-#include "learn/layers.h"
+#include "learn/pertoken.h"
 
 #include <math.h>
 #include <pthread.h>

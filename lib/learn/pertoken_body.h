@@ -231,7 +231,7 @@ static inline V SFX(pt_poly)(const asn_nn_ptfast *T, VI j, V u, const int ni)
 #define vpoly SFX(pt_poly)
 #endif
 
-/* The fast pass (layers.h, asn_nn_ptfast): each token the polynomial of its
+/* The fast pass (pertoken.h, asn_nn_ptfast): each token the polynomial of its
  * interval of t = K - x, by Horner; the tokens of the head and beyond the
  * last interval, gathered a group at a time, through the exact kernel (the
  * exact pass's bits: every operation is lane-wise). out may be x. ni is

@@ -16,7 +16,7 @@
  *  - every token evaluated on its own (head_max and head_range large) gives
  *    the exact pass's outputs to float rounding;
  *  - LocalProbabilityTransform and SimpleDistributionAwareTransform (their
- *    own fast pass: interpolation in lp, see layers.h): the same KL bound,
+ *    own fast pass: interpolation in lp, see pertoken.h): the same KL bound,
  *    and the head bound against the head's own outputs, on Zipf-like,
  *    random and the rows above at V = 32k (Zipf and random at 128k), for the
  *    reference initialization, weights 3 times larger and a sharp
@@ -434,7 +434,7 @@ static void test_edges(void)
 
 /* LocalProbabilityTransform and SimpleDistributionAwareTransform: the
  * per-token fast pass (interpolation of the row's function of lp, see
- * layers.h) against the exact pass, on rows of 32k and 128k logits, for the
+ * pertoken.h) against the exact pass, on rows of 32k and 128k logits, for the
  * reference initialization, weights 3 times larger, and a truncation moved
  * to cut sharply 3 nats below the top (scale 4), as a trained sampler's may. */
 static void row_random(float *x, int V) /* no structure: N(0, 2) logits */
