@@ -53,6 +53,7 @@
 #define GEO_OCTAVES 130
 #define POLY_TOL 2e-6  /* the polynomials' largest error against the interpolation, relative beyond 1 */
 #define TB_FLOATS (5 * FB) /* per thread: out_thread's five buffers of FB */
+#define TSUM_PER_THREAD 2 /* bin_thread's histograms (even and odd tokens), the first their sum */
 
 typedef struct fast_state {
     asn_sampler_fast_opts o;
@@ -65,7 +66,7 @@ typedef struct fast_state {
     int cnt_bits;
     int64_t *cnt, *ks;        /* per bin: tokens, sum of their lp in those units */
     int cap_th;               /* threads the per-thread bins have room for */
-    uint64_t *tsum;           /* per thread and bin: count + (sum << cnt_bits) */
+    uint64_t *tsum;           /* per thread, TSUM_PER_THREAD histograms of nb bins: count + (sum << cnt_bits) */
     int cap_blk;
     int *bmin;                /* per block of tokens: its smallest bin */
     int cap_tok;
@@ -346,14 +347,17 @@ typedef struct bin_ctx {
     int nblk;
 } bin_ctx;
 
+/* Thread th's bins (the sum of its histograms once bin_thread is done). */
+static uint64_t *thread_bins(const fast_state *f, int th) { return f->tsum + (size_t)TSUM_PER_THREAD * th * f->nb; }
+
 static void bin_thread(void *ctx, int ith, int nth)
 {
     bin_ctx *bc = ctx;
     fast_state *f = bc->f;
     /* two histograms, even and odd tokens (a run of tokens in one bin waits
      * on half as many dependent adds), added at the end: the same integers */
-    uint64_t *h = f->tsum + (size_t)2 * ith * f->nb, *h1 = h + f->nb;
-    memset(h, 0, (size_t)2 * f->nb * sizeof *h);
+    uint64_t *h = thread_bins(f, ith), *h1 = h + f->nb;
+    memset(h, 0, (size_t)TSUM_PER_THREAD * f->nb * sizeof *h);
     int b0, b1;
     asn_split(bc->nblk, ith, nth, 1, &b0, &b1);
     uint64_t *v = (uint64_t *)(f->tbuf + (size_t)ith * TB_FLOATS);
@@ -599,7 +603,7 @@ static void fast_reserve(fast_state *f, int nth, int nblk, int R, int H, int n)
     }
     if (nth > f->cap_th) {
         free(f->tsum), free(f->tbuf);
-        f->tsum = asn_xmalloc((size_t)2 * nth * f->cap_nb * sizeof(uint64_t));
+        f->tsum = asn_xmalloc((size_t)TSUM_PER_THREAD * nth * f->cap_nb * sizeof(uint64_t));
         f->tbuf = asn_xmalloc((size_t)nth * TB_FLOATS * sizeof(float));
         f->cap_th = nth;
     }
@@ -663,7 +667,7 @@ int asn_sampler_forward_fast(const asn_sampler *s, asn_sampler_ws *ws, asn_pool 
     for (int b = 0; b < f->nb; b++) {
         uint64_t t = 0;
         for (int th = 0; th < nth; th++)
-            t += f->tsum[(size_t)2 * th * f->nb + b];
+            t += thread_bins(f, th)[b];
         uint64_t c = t & (((uint64_t)1 << f->cnt_bits) - 1);
         f->cnt[b] = (int64_t)c;
         f->ks[b] = (int64_t)(t - c) / ((int64_t)1 << f->cnt_bits);
