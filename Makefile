@@ -152,7 +152,7 @@ test-faults: all
 	@FAULT_POINTS=$(FAULT_POINTS) FAULT_REPORT=$(CURDIR)/build/faults-report.tsv sh tests/run.sh $(O) faults
 	@[ ! -f build/faults-report.tsv ] || { echo "tool	tried	mid-run	passed"; cat build/faults-report.tsv; }
 
-# Unit tests only (what the sanitizer pass runs).
+# Unit tests only.
 test-unit: $(TESTS) $(REPLAYS)
 	@sh tests/run.sh $(O) unit
 

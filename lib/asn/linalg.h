@@ -42,10 +42,12 @@ void asn_matmul_f32(const float *X, int T, int ldx, int K, const float *W, int l
 /* The dot product of two f32 vectors in the order above. */
 float asn_dot(const float *a, const float *b, int K);
 
-/* out[j] = asn_dot(x, column j of Wt) for j < 16, bit for bit, where Wt is
- * K rows of 16 floats (Wt[k * 16 + j]): sixteen fixed-order dot products at
- * once (attention's scores against a page of keys stored transposed). */
-void asn_dot_cols16(const float *x, int K, const float *Wt, float *out);
+/* out[i * ldo + j] = asn_dot(row i of X, column j of Wt) for i < nt, j < 16,
+ * bit for bit, where X has row stride ldx and Wt is K rows of 16 floats
+ * (Wt[k * 16 + j]): sixteen fixed-order dot products per token, a few
+ * tokens sharing each load of Wt (attention's scores of a group of tokens
+ * against a page of keys stored transposed). */
+void asn_dot_cols16(const float *X, int ldx, int nt, int K, const float *Wt, float *out, int ldo);
 
 /* The same product for quantized W in integer arithmetic (qmatmul.c): X is
  * quantized to 8 bits per block of W's super-block, W is never expanded to

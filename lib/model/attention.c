@@ -201,16 +201,20 @@ SM_DEFINE(4)
         V acc[ATT_GROUP][2];                                                                      \
         for (int i = 0; i < ATT_GROUP; i++)                                                       \
             acc[i][0] = acc[i][1] = (V){0};                                                       \
-        for (int j = j_lo; j <= j_hi; j++) {                                                      \
-            const float *vj = v_at(en, s, layer, j) + off;                                        \
-            V v0 = {0}, v1 = {0};                                                                 \
-            memcpy(&v0, vj, n0);                                                                  \
-            memcpy(&v1, vj + W, n1);                                                              \
-            for (int i = 0; i < ATT_GROUP; i++) {                                                 \
-                V wi = (V){0} + w[i][j]; /* broadcast */                                          \
-                acc[i][0] += wi * v0;                                                             \
-                acc[i][1] += wi * v1;                                                             \
+        for (int j0 = j_lo; j0 <= j_hi;) { /* a page at a time */                                 \
+            int jn = (j0 / PAGE + 1) * PAGE <= j_hi ? (j0 / PAGE + 1) * PAGE : j_hi + 1;          \
+            const float *vj = v_at(en, s, layer, j0) + off;                                       \
+            for (int j = j0; j < jn; j++, vj += en->kvd) {                                        \
+                V v0 = {0}, v1 = {0};                                                             \
+                memcpy(&v0, vj, n0);                                                              \
+                memcpy(&v1, vj + W, n1);                                                          \
+                _Pragma("GCC unroll 8") for (int i = 0; i < ATT_GROUP; i++) {                     \
+                    V wi = w[i][j] - (V){0}; /* a broadcast (x - 0 is x) */                       \
+                    acc[i][0] += wi * v0;                                                         \
+                    acc[i][1] += wi * v1;                                                         \
+                }                                                                                 \
             }                                                                                     \
+            j0 = jn;                                                                              \
         }                                                                                         \
         for (int i = 0; i < nt; i++) {                                                            \
             float o[2 * W];                                                                       \
@@ -242,10 +246,11 @@ PV_DEFINE(4, v4f)
  *
  * A job is one head of a group of up to ATT_GROUP consecutive tokens of
  * one sequence (a prompt's tokens in prefill): their scores against each
- * KV page are sixteen dot products a token (asn_dot_cols16 over the page's
- * transposed keys), and each V row is loaded once for all of them. A token's results do not depend on its group: each score is
- * asn/linalg.h's fixed-order dot product, each output sums its visible
- * positions in order. */
+ * KV page are sixteen dot products a token, the group's tokens sharing
+ * each load of the page's transposed keys (asn_dot_cols16), and each V row
+ * is loaded once for all of them. A token's results do not depend on its
+ * group: each score is asn/linalg.h's fixed-order dot product, each output
+ * sums its visible positions in order. */
 static inline __attribute__((always_inline)) void attn_body(void *arg, int ith, int nth, int W)
 {
     attn_task *a = arg;
@@ -253,7 +258,8 @@ static inline __attribute__((always_inline)) void attn_body(void *arg, int ith, 
     const asn_model_config *c = &en->m->cfg;
     int hd = c->head_dim, group = c->n_head / c->n_head_kv, qd = c->n_head * hd;
     float scale = c->attn_scale, cap = c->attn_softcap;
-    size_t ld = (size_t)en->n_ctx; /* score row of each token of the group */
+    /* score row of each token of the group, whole pages */
+    size_t ld = ((size_t)en->n_ctx + PAGE - 1) / PAGE * PAGE;
     float *scores = asn_pool_scratch(en->pool, ith, ATT_GROUP * ld * sizeof(float));
     /* jobs dealt out in turn: in a prompt the later groups see more
      * positions, so contiguous halves would give one thread most of the work */
@@ -273,13 +279,8 @@ static inline __attribute__((always_inline)) void attn_body(void *arg, int ith, 
         /* scores a page (16 positions) at a time, all tokens of the group
          * (a token's positions outside its own range are computed, never used) */
         for (int j0 = j_lo / PAGE * PAGE; j0 <= j_hi; j0 += PAGE) {
-            int nj = j_hi + 1 - j0 < PAGE ? j_hi + 1 - j0 : PAGE;
             const float *kt = k_page(en, s, a->layer, j0) + (size_t)kvh * hd * PAGE;
-            for (int i = 0; i < nt; i++) {
-                float sc[PAGE];
-                asn_dot_cols16(en->q + (size_t)(t0 + i) * qd + (size_t)h * hd, hd, kt, sc);
-                memcpy(scores + i * ld + j0, sc, (size_t)nj * sizeof(float));
-            }
+            asn_dot_cols16(en->q + (size_t)t0 * qd + (size_t)h * hd, qd, nt, hd, kt, scores + j0, (int)ld);
         }
         for (int i = 0; i < nt; i++) {
             float *x = scores + i * ld + from[i];

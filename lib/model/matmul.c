@@ -304,31 +304,68 @@ DEFINE_ROWS(tile4)
  * whole vectors: the same bits as asn_dot(x, column j), sixteen at a time
  * without horizontal sums, with eight vectors live (all sixteen p_l would
  * not fit beside the operands in 16 registers). */
-#define DEFINE_COLS16(NAME, TARGET, V, VW)                                                         \
-    TARGET static inline __attribute__((always_inline)) V NAME##_lane(const float *x, int K,       \
-                                                                       const float *Wt, int c, int l) \
+/* DEFINE_COLS16: out[i * ldo + j] = the dot product of token i (row i of
+ * X) and column j of Wt for i < nt, j < 16, where Wt is K rows of 16
+ * floats: lane l of column j is fed Wt[k][j] * x[k] for k = l, l + 16, ...
+ * in increasing k (one vector load of Wt's row feeds all 16 columns' lane
+ * l, VW at a time), then lanes l and l + 8 are added, then (l, l + 4),
+ * (l, l + 2), (l, l + 1) as whole vectors: the order of asn/linalg.h.
+ * Up to TT tokens at a time share each load of Wt. */
+#define DEFINE_COLS16(NAME, TARGET, V, VW, TT)                                                     \
+    static inline __attribute__((always_inline)) void NAME##_tile(const float *X, int ldx, int K,  \
+                                                                  const float *Wt, float *out,     \
+                                                                  int ldo, const int TN)           \
     {                                                                                              \
-        V p = (V){0};                                                                              \
-        for (int k = l; k < K; k += 16) {                                                          \
-            V w;                                                                                   \
-            memcpy(&w, Wt + (size_t)k * 16 + c, sizeof w);                                         \
-            p += w * x[k];                                                                         \
+        enum { NH = 16 / VW };                                                                     \
+        V s[8][TT][NH];                                                                            \
+        for (int l = 0; l < 16; l++) {                                                             \
+            V p[TT][NH];                                                                           \
+            _Pragma("GCC unroll 8") for (int i = 0; i < TN; i++)                                   \
+                _Pragma("GCC unroll 4") for (int h = 0; h < NH; h++)                               \
+                    p[i][h] = (V){0};                                                              \
+            for (int k = l; k < K; k += 16) {                                                      \
+                V w[NH];                                                                           \
+                _Pragma("GCC unroll 4") for (int h = 0; h < NH; h++)                               \
+                    memcpy(&w[h], Wt + (size_t)k * 16 + h * VW, sizeof w[h]);                      \
+                _Pragma("GCC unroll 8") for (int i = 0; i < TN; i++) {                             \
+                    float xi = X[(size_t)i * ldx + k];                                             \
+                    _Pragma("GCC unroll 4") for (int h = 0; h < NH; h++)                           \
+                        p[i][h] += w[h] * xi;                                                      \
+                }                                                                                  \
+            }                                                                                      \
+            _Pragma("GCC unroll 8") for (int i = 0; i < TN; i++)                                   \
+                _Pragma("GCC unroll 4") for (int h = 0; h < NH; h++)                               \
+                    s[l & 7][i][h] = l < 8 ? p[i][h] : s[l & 7][i][h] + p[i][h];                   \
         }                                                                                          \
-        return p;                                                                                  \
+        _Pragma("GCC unroll 4") for (int w = 4; w > 0; w /= 2)                                     \
+            _Pragma("GCC unroll 8") for (int l = 0; l < w; l++)                                    \
+                _Pragma("GCC unroll 8") for (int i = 0; i < TN; i++)                               \
+                    _Pragma("GCC unroll 4") for (int h = 0; h < NH; h++)                           \
+                        s[l][i][h] += s[l + w][i][h];                                              \
+        for (int i = 0; i < TN; i++)                                                               \
+            memcpy(out + (size_t)i * ldo, s[0][i], 16 * sizeof(float));                            \
     }                                                                                              \
                                                                                                    \
-    TARGET static void NAME(const float *x, int K, const float *Wt, float *out)                    \
+    TARGET static void NAME(const float *X, int ldx, int nt, int K, const float *Wt, float *out,   \
+                            int ldo)                                                               \
     {                                                                                              \
-        _Pragma("GCC unroll 4") for (int c = 0; c < 16; c += VW) {                                 \
-            V s[8];                                                                                \
-            _Pragma("GCC unroll 8") for (int l = 0; l < 8; l++)                                    \
-                s[l] = NAME##_lane(x, K, Wt, c, l) + NAME##_lane(x, K, Wt, c, l + 8);              \
-            _Pragma("GCC unroll 4") for (int h = 4; h > 0; h /= 2)                                 \
-                _Pragma("GCC unroll 8") for (int l = 0; l < h; l++)                                \
-                    s[l] += s[l + h];                                                              \
-            memcpy(out + c, &s[0], sizeof s[0]);                                                   \
+        for (int i0 = 0; i0 < nt; i0 += TT) {                                                      \
+            const float *x = X + (size_t)i0 * ldx;                                                 \
+            float *o = out + (size_t)i0 * ldo;                                                     \
+            switch (nt - i0 < TT ? nt - i0 : TT) {                                                 \
+            case 1: NAME##_tile(x, ldx, K, Wt, o, ldo, 1); break;                                  \
+            case 2: COLS16_CASE(NAME, TT, 2); break;                                               \
+            case 3: COLS16_CASE(NAME, TT, 3); break;                                               \
+            case 4: COLS16_CASE(NAME, TT, 4); break;                                               \
+            }                                                                                      \
         }                                                                                          \
     }
+
+#define COLS16_CASE(NAME, TT, N)                                                                   \
+    do {                                                                                           \
+        if (TT >= N)                                                                               \
+            NAME##_tile(x, ldx, K, Wt, o, ldo, N);                                                 \
+    } while (0)
 
 /* The same outer products over many tokens: 16 rows of W packed transposed
  * (PACK), then tiles of TT tokens by the 16 columns. Lane l of output
@@ -613,7 +650,7 @@ static xpack_fn xpack_impl;
 typedef void (*packed_fn)(const float *, int, int, int, const float *, int, int, const float *, float *, int,
                           float *);
 
-typedef void (*cols16_fn)(const float *, int, const float *, float *);
+typedef void (*cols16_fn)(const float *, int, int, int, const float *, float *, int);
 static cols16_fn cols16_impl;
 
 typedef void (*block_fn)(const float *, int, int, int, const float *, int, int, const float *, float *, int);
@@ -644,9 +681,9 @@ DEFINE_BLOCK(stream_avx2, V3_TARGET, tile8, 2, 3, 1)
 DEFINE_DOT(dot_avx512, V4_TARGET, tile16)
 DEFINE_DOT(dot_avx2, V3_TARGET, tile8)
 DEFINE_DOT(dot_base, V1_TARGET, tile4)
-DEFINE_COLS16(cols16_avx512, V4_TARGET, v16, 16)
-DEFINE_COLS16(cols16_avx2, V3_TARGET, v8, 8)
-DEFINE_COLS16(cols16_base, V1_TARGET, v4, 4)
+DEFINE_COLS16(cols16_avx512, V4_TARGET, v16, 16, 4)
+DEFINE_COLS16(cols16_avx2, V3_TARGET, v8, 8, 4)
+DEFINE_COLS16(cols16_base, V1_TARGET, v4, 4, 2)
 /* r[i][j] becomes r[j][i]. */
 static inline __attribute__((always_inline)) void transpose8(v8 r[8])
 {
@@ -752,7 +789,7 @@ static void choose_kernels(void)
  * not measured. */
 DEFINE_BLOCK(block_generic, , tile4, 2, 3, 6)
 DEFINE_DOT(dot_generic, , tile4)
-DEFINE_COLS16(cols16_generic, , v4, 4)
+DEFINE_COLS16(cols16_generic, , v4, 4, 4)
 
 static block_fn block_impl;
 static block_fn stream_impl; /* one token, f32 weights read from memory */
@@ -922,10 +959,10 @@ void asn_matmul_f32(const float *X, int T, int ldx, int K, const float *W, int l
     free(buf);
 }
 
-void asn_dot_cols16(const float *x, int K, const float *Wt, float *out)
+void asn_dot_cols16(const float *X, int ldx, int nt, int K, const float *Wt, float *out, int ldo)
 {
     pick_block();
-    cols16_impl(x, K, Wt, out);
+    cols16_impl(X, ldx, nt, K, Wt, out, ldo);
 }
 
 float asn_dot(const float *a, const float *b, int K)

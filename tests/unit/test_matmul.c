@@ -133,14 +133,25 @@ static int check_kernel(const char *name, int fused)
         if (!same_bits(d, model_dot(X, W, K, fused)))
             n_dot++;
         /* 16 rows of W transposed (rows past N: row 0 again) */
-        float *Wt = malloc(sizeof *Wt * (size_t)K * 16), c16[16];
+        float *Wt = malloc(sizeof *Wt * (size_t)K * 16);
         for (int k = 0; k < K; k++)
             for (int j = 0; j < 16; j++)
                 Wt[(size_t)k * 16 + j] = W[(size_t)(j < N ? j : 0) * ldw + k];
-        asn_dot_cols16(X, K, Wt, c16);
-        for (int j = 0; j < 16; j++)
-            if (!same_bits(c16[j], model_dot(X, W + (size_t)(j < N ? j : 0) * ldw, K, fused)))
-                n_cols++;
+        /* the first nt tokens of X (every count up to 7), outputs 20 apart */
+        int nt = T < 7 ? T : 7;
+        float c16[7 * 20];
+        for (int n = 1; n <= nt; n++) {
+            memset(c16, 0, sizeof c16);
+            asn_dot_cols16(X, ldx, n, K, Wt, c16, 20);
+            for (int i = 0; i < n; i++)
+                for (int j = 0; j < 16; j++)
+                    if (!same_bits(c16[i * 20 + j],
+                                   model_dot(X + (size_t)i * ldx, W + (size_t)(j < N ? j : 0) * ldw, K, fused)))
+                        n_cols++;
+            for (int i = 0; i < 7; i++) /* nothing written past token n, nor between rows */
+                for (int j = i < n ? 16 : 0; j < 20; j++)
+                    n_cols += c16[i * 20 + j] != 0;
+        }
         free(Wt);
         free(X), free(W), free(Wc), free(bias), free(Y), free(Y3), free(Yf);
     }
@@ -155,7 +166,7 @@ static int check_kernel(const char *name, int fused)
     CHECK("3 threads equal 1 thread", n_threads);
     CHECK("asn_matmul_f32 with row strides equals the order model", n_f32);
     CHECK("asn_dot equals the order model", n_dot);
-    CHECK("asn_dot_cols16 (16 transposed rows) equals the order model", n_cols);
+    CHECK("asn_dot_cols16 (1-7 tokens x 16 transposed rows) equals the order model", n_cols);
     /* the name asn_matmul_kernel gives is the kernel forced, or the one this
      * CPU's features select (independently of matmul.c's choice) */
 #if defined(__x86_64__)
