@@ -923,6 +923,31 @@ static void mm_run(void *arg, int ith, int nth)
     }
 }
 
+/* From this many tokens on, the threads pack X's groups of tokens between
+ * them (a pool run of its own) rather than the caller alone: in a 512-token
+ * prefill on 2 threads the single packer took 4% of the time while the
+ * other thread waited. */
+enum { XPACK_SPLIT_T = 64 };
+
+typedef struct xpack_task {
+    const float *X;
+    int T, ldx, K, gw;
+    float *Xp;
+} xpack_task;
+
+/* Each thread packs whole groups: a group's place in the pack does not
+ * depend on the others. */
+static void xpack_run(void *arg, int ith, int nth)
+{
+    const xpack_task *x = arg;
+    int lo, hi;
+    asn_split((x->T + x->gw - 1) / x->gw, ith, nth, 1, &lo, &hi);
+    int t0 = lo * x->gw, t1 = hi * x->gw < x->T ? hi * x->gw : x->T;
+    if (t1 > t0)
+        xpack_impl(x->X + (size_t)t0 * x->ldx, t1 - t0, x->ldx, x->K, x->gw,
+                   x->Xp + xpack_floats(t0, x->K, x->gw));
+}
+
 void asn_matmul(asn_pool *pool, const float *X, int T, int ldx, int K, const void *W,
                 uint32_t wtype, int N, const float *bias, float *Y, int ldy)
 {
@@ -933,7 +958,11 @@ void asn_matmul(asn_pool *pool, const float *X, int T, int ldx, int K, const voi
         m.block = stream_impl;
     if (m.xpacked) { /* packed once, read by every thread */
         float *Xp = asn_pool_shared_scratch(pool, xpack_floats(T, K, gw) * sizeof(float));
-        xpack_impl(X, T, ldx, K, gw, Xp);
+        xpack_task xt = {X, T, ldx, K, gw, Xp};
+        if (T >= XPACK_SPLIT_T)
+            asn_pool_run(pool, xpack_run, &xt);
+        else
+            xpack_impl(X, T, ldx, K, gw, Xp);
         m.Xp = Xp;
     }
     asn_pool_run(pool, mm_run, &m);

@@ -64,7 +64,8 @@ typedef struct shape {
  * tokens on, while T x K is at most 2^19, AVX2 takes outer products over X
  * packed (groups of 16 tokens, of 8 up to 8 tokens, the last group padded;
  * tiles of 6 rows, 12 up to 8 tokens; K in blocks of 1024): the shapes
- * from 3 tokens on, the last lines with T in 8..77 around 8 and 16, rows
+ * from 3 tokens on (from 64 the threads pack X's groups between them),
+ * the last lines with T in 8..77 around 8 and 16, rows
  * past multiples of 6 and 12, K under 16 (lanes with no term) and past
  * 1024 with a partial last 16. Past 2^19 it packs 16 rows of W instead
  * (tiles of 6 tokens, the last 7..11 tokens in two tiles, K in blocks of
