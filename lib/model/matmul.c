@@ -318,7 +318,7 @@ DEFINE_ROWS(tile4)
     {                                                                                              \
         enum { NH = 16 / VW };                                                                     \
         V s[8][TT][NH];                                                                            \
-        for (int l = 0; l < 16; l++) {                                                             \
+        _Pragma("GCC unroll 16") for (int l = 0; l < 16; l++) {                                    \
             V p[TT][NH];                                                                           \
             _Pragma("GCC unroll 8") for (int i = 0; i < TN; i++)                                   \
                 _Pragma("GCC unroll 4") for (int h = 0; h < NH; h++)                               \
