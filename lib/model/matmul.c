@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 /* Native vector widths: one 16-lane accumulator is one v16 (AVX-512), two
  * v8 halves (AVX2) or four v4 quarters (SSE2, NEON); part p holds lanes
@@ -650,6 +651,22 @@ static xpack_fn xpack_impl;
 typedef void (*packed_fn)(const float *, int, int, int, const float *, int, int, const float *, float *, int,
                           float *);
 
+/* X packed (DEFINE_XPACKED) rather than W from XPACK_MIN_T tokens while
+ * the pack, T x K floats, is at most XPACK_MAX_FLOATS (2 MB), so that it
+ * stays in L2 while every tile of rows passes over it. Measured on AVX2,
+ * one core, GFLOPS X-packed against W-packed (the tiles below 8 tokens):
+ * K = 768, N = 32768 (W streamed from memory): 73 / 63 at T = 8, 89 / 82
+ * at 16, 106 / 97 at 32, 115 / 106 at 64, 27 / 23 at 3, 57 / 35 at 6, a
+ * tie at 2; K = 3072, N = 768, T = 32: 104 / 64; T = 512, K = 768, N =
+ * 3072: 119-121 / 115; past the bound X-packed falls behind (98 / 110 at
+ * T = 256, K = 3072, N = 768), ties at 128 x 3072 and 1024 x 768. */
+enum { XPACK_MIN_T = 3, XPACK_MAX_FLOATS = 1 << 19 };
+
+/* The tokens for which the X-packed kernel replaces the tiles: from
+ * XPACK_MIN_T on with the AVX2 kernel; on an AVX-512 machine only where
+ * xpack_wins_v4 measured it faster, XPACK_V4_LO ... XPACK_V4_HI. */
+static int xpack_lo = 1 << 30, xpack_hi = 1 << 30;
+
 typedef void (*cols16_fn)(const float *, int, int, int, const float *, float *, int);
 static cols16_fn cols16_impl;
 
@@ -762,6 +779,49 @@ static block_fn stream_impl; /* one token, f32 weights read from memory */
 static packed_fn packed_impl; /* NULL: the tiles only */
 static xpacked_fn xpacked_impl, xpacked8_impl; /* NULL: none */
 
+/* Where AVX-512 runs as two 256-bit halves (AMD Zen 4), the AVX2 outer
+ * products beat the 5 x 5 AVX-512 tiles for a few dozen tokens; where the
+ * FMA units are 512 bits wide they should not. Both give the same bits,
+ * so the choice is made by timing them on this machine: T = 32, K = 768,
+ * 128 rows (in L2), the better of 5 alternated runs each, the X-packed
+ * kernel taken when 10% faster. Measured on a Zen 4 core, GFLOPS AVX-512
+ * / AVX2 X-packed, K = 768, N = 32768 (W streamed from memory): 24.9 /
+ * 16.9 at T = 4, 41.7 / 32.9 at 8, 54.4 / 72.8 at 16, 72.2 / 82.9 at 32,
+ * 83.0 / 89.3 at 64, 87.6 / 91.8 at 128; at T = 256, K = 896, N = 4864:
+ * 93.4 / 91.5. */
+enum { XPACK_V4_LO = 16, XPACK_V4_HI = 128 };
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int xpack_wins_v4(void)
+{
+    enum { T = 32, K = 768, N = 128 };
+    float *X = asn_xmalloc(sizeof(float) * (T * K + N * K + T * N) + xpack_floats(T, K, 16) * sizeof(float));
+    float *W = X + T * K, *Y = W + N * K, *Xp = Y + T * N;
+    for (int i = 0; i < T * K + N * K; i++)
+        X[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
+    double best[2] = {1e9, 1e9};
+    for (int r = 0; r < 5; r++)
+        for (int k = 0; k < 2; k++) {
+            double t0 = mono_now();
+            if (k == 0) {
+                block_avx512(X, T, K, K, W, K, N, NULL, Y, N);
+            } else {
+                xpack_avx2(X, T, K, K, 16, Xp);
+                xpacked_avx2(Xp, T, K, W, K, N, NULL, Y, N);
+            }
+            double dt = mono_now() - t0;
+            best[k] = dt < best[k] ? dt : best[k];
+        }
+    free(X);
+    return best[1] * 1.1 < best[0];
+}
+
 /* Chooses the kernels once (pick_block's pthread_once). */
 static void choose_kernels(void)
 {
@@ -770,13 +830,17 @@ static void choose_kernels(void)
     int base = force && !strcmp(force, "base"), avx2 = force && !strcmp(force, "avx2");
     if (base)
         block_impl = block_base, dot_impl = dot_base, cols16_impl = cols16_base, kernel_name = "base";
-    else if (!avx2 && asn_cpu_has(ASN_CPU_V4))
+    else if (!avx2 && asn_cpu_has(ASN_CPU_V4)) {
         block_impl = block_avx512, dot_impl = dot_avx512, cols16_impl = cols16_avx512, stream_impl = stream_avx512,
         kernel_name = "avx512";
-    else if (avx2 || asn_cpu_has(ASN_CPU_AVX2 | ASN_CPU_FMA))
+        /* ASN_MATMUL_KERNEL=avx512: the AVX-512 tiles alone */
+        if (!force && xpack_wins_v4())
+            xpacked_impl = xpacked_avx2, xpacked8_impl = xpacked8_avx2, xpack_impl = xpack_avx2,
+            xpack_lo = XPACK_V4_LO, xpack_hi = XPACK_V4_HI;
+    } else if (avx2 || asn_cpu_has(ASN_CPU_AVX2 | ASN_CPU_FMA))
         block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2, packed_impl = packed_avx2,
         xpacked_impl = xpacked_avx2, xpacked8_impl = xpacked8_avx2, xpack_impl = xpack_avx2,
-        stream_impl = stream_avx2, kernel_name = "avx2";
+        stream_impl = stream_avx2, kernel_name = "avx2", xpack_lo = XPACK_MIN_T;
     else
         block_impl = block_base, dot_impl = dot_base, cols16_impl = cols16_base, kernel_name = "base";
     if (!stream_impl)
@@ -838,16 +902,6 @@ enum { PACK_MIN_T = 8 };
 /* The floats of the pack (DEFINE_PACKED) for K (16 rows, K rounded up to 16). */
 static size_t pack_floats(int K) { return (size_t)(K + 15) / 16 * 256; }
 
-/* X packed (DEFINE_XPACKED) rather than W from XPACK_MIN_T tokens while
- * the pack, T x K floats, is at most XPACK_MAX_FLOATS (2 MB), so that it
- * stays in L2 while every tile of rows passes over it. Measured on AVX2,
- * one core, GFLOPS X-packed against W-packed (the tiles below 8 tokens):
- * K = 768, N = 32768 (W streamed from memory): 73 / 63 at T = 8, 89 / 82
- * at 16, 106 / 97 at 32, 115 / 106 at 64, 27 / 23 at 3, 57 / 35 at 6, a
- * tie at 2; K = 3072, N = 768, T = 32: 104 / 64; T = 512, K = 768, N =
- * 3072: 119-121 / 115; past the bound X-packed falls behind (98 / 110 at
- * T = 256, K = 3072, N = 768), ties at 128 x 3072 and 1024 x 768. */
-enum { XPACK_MIN_T = 3, XPACK_MAX_FLOATS = 1 << 19 };
 
 /* The packed kernel for T tokens, or NULL for the tiles. */
 static packed_fn pick_packed(int T)
@@ -860,7 +914,7 @@ static packed_fn pick_packed(int T)
 static xpacked_fn pick_xpacked(int T, int K, int *gw)
 {
     pick_block();
-    if (T < XPACK_MIN_T || (size_t)T * (size_t)K > XPACK_MAX_FLOATS || !xpacked_impl)
+    if (T < xpack_lo || T > xpack_hi || (size_t)T * (size_t)K > XPACK_MAX_FLOATS || !xpacked_impl)
         return NULL;
     *gw = T <= 8 ? 8 : 16;
     return T <= 8 ? xpacked8_impl : xpacked_impl;
