@@ -837,7 +837,7 @@ static void choose_kernels(void)
         /* ASN_MATMUL_KERNEL=avx512: the AVX-512 tiles alone */
         if (!force && xpack_wins_v4())
             xpacked_impl = xpacked_avx2, xpacked8_impl = xpacked8_avx2, xpack_impl = xpack_avx2,
-            xpack_lo = XPACK_V4_LO, xpack_hi = XPACK_V4_HI;
+            xpack_lo = XPACK_V4_LO, xpack_hi = XPACK_V4_HI, kernel_name = "avx512+xpacked";
     } else if (avx2 || asn_cpu_has(ASN_CPU_AVX2 | ASN_CPU_FMA))
         block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2, packed_impl = packed_avx2,
         xpacked_impl = xpacked_avx2, xpacked8_impl = xpacked8_avx2, xpack_impl = xpack_avx2,

@@ -178,9 +178,13 @@ static int check_kernel(const char *name, int fused)
     const char *top = "base";
 #endif
     const char *want = strcmp(name, "default") ? name : top;
+    /* the default on AVX-512 may add the AVX2 outer products it timed faster */
+    const char *got = asn_matmul_kernel();
+    int same = !strcmp(got, want) || (!strcmp(name, "default") && !strcmp(want, "avx512") &&
+                                      !strcmp(got, "avx512+xpacked"));
     snprintf(tn, sizeof tn, "matmul %s: asn_matmul_kernel() says %s", name, want);
-    T_OK(tn, !strcmp(asn_matmul_kernel(), want), "it says %s", asn_matmul_kernel());
-    failed += strcmp(asn_matmul_kernel(), want) != 0;
+    T_OK(tn, same, "it says %s", got);
+    failed += !same;
     /* f32 sums of up to 1000 terms: a few K * 2^-24 of sum |w x| at most */
     snprintf(tn, sizeof tn, "matmul %s: the order model is within 1000 * 2^-24 of float64 (relative to sum |w x|)", name);
     T_OK(tn, worst <= 1000.0 / 16777216.0, "worst %g", worst);
