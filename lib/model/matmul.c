@@ -296,23 +296,17 @@ DEFINE_ROWS(tile4)
         return out[0];                                                                            \
     }
 
-/* out[j] = dot(x, column j of Wt) for j < 16, Wt K rows of 16 (Wt[k * 16 +
- * j]): the products of the tiles above, transposed. The tiles give output
- * (t, j) one 16-lane accumulator whose lane l takes k = l, l + 16, ...;
- * here that lane is a vector p_l whose lanes are the columns j, so p_l[j]
- * gets the same multiply-adds in the same order. Lanes l and l + 8 are
- * summed one after the other, each over its whole k chain, and added at
- * once (the tree's first level), then (l, l+4), (l, l+2), (l, l+1) add
- * whole vectors: the same bits as asn_dot(x, column j), sixteen at a time
- * without horizontal sums, with eight vectors live (all sixteen p_l would
- * not fit beside the operands in 16 registers). */
-/* DEFINE_COLS16: out[i * ldo + j] = the dot product of token i (row i of
- * X) and column j of Wt for i < nt, j < 16, where Wt is K rows of 16
- * floats: lane l of column j is fed Wt[k][j] * x[k] for k = l, l + 16, ...
- * in increasing k (one vector load of Wt's row feeds all 16 columns' lane
- * l, VW at a time), then lanes l and l + 8 are added, then (l, l + 4),
- * (l, l + 2), (l, l + 1) as whole vectors: the order of asn/linalg.h.
- * Up to TT tokens at a time share each load of Wt. */
+/* DEFINE_COLS16: out[i * ldo + j] = dot(token i, column j of Wt) for i <
+ * nt, j < 16, where token i is row i of X and Wt is K rows of 16 floats
+ * (Wt[k * 16 + j]): the products of the tiles above, transposed. The tiles
+ * give output (t, j) one 16-lane accumulator whose lane l takes k = l, l +
+ * 16, ...; here that lane is a vector p_l whose lanes are the columns j
+ * (16 / VW vectors of VW), so p_l[j] gets the same multiply-adds in the
+ * same order, one load of Wt's row k feeding up to TT tokens. Lanes l and
+ * l + 8 are summed one after the other, each over its whole k chain, and
+ * added (the tree's first level), then (l, l+4), (l, l+2), (l, l+1) add
+ * whole vectors: the same bits as asn_dot(x, column j), without horizontal
+ * sums. */
 #define DEFINE_COLS16(NAME, TARGET, V, VW, TT)                                                     \
     static inline __attribute__((always_inline)) void NAME##_tile(const float *X, int ldx, int K,  \
                                                                   const float *Wt, float *out,     \
