@@ -503,17 +503,19 @@ static inline __attribute__((always_inline)) void pack_tail(const float *W, int 
  * The pack, per group of GW = TV * VW tokens: Xp[g][l][b][t] = X[GW g +
  * t][16 b + l], the group's width rounded up to VW (zero tokens past T,
  * computed and not stored), GW * 16 * roundup(K, 16) / 16 floats apart. */
-/* The blocks of a lane pass: all nb when nb <= 64, else nb in equal parts
- * of at most 48. A pass touches 6 rows x kb lines of W and kb 64-byte
- * blocks of packed tokens, to stay within a 32 KB L1: one core, AVX2, T =
- * 128, K = 2048 (nb = 128), N = 768: 84 GFLOPS in parts of 48, 75 of 64;
- * but a second pass costs more than a few lines: K = 896 (nb = 56), T =
- * 256, N = 4864: 94 GFLOPS in one pass, 82 in parts of 48 and 8. */
-static int xpack_kb(int nb)
+/* The blocks of a lane pass over R rows: all nb when R nb <= 384 lines,
+ * else nb in equal parts of at most 288 / R (R = 6 for the AVX2 kernels,
+ * the 12-row one for up to 8 tokens included). A pass touches R rows x kb
+ * lines of W and kb blocks of packed tokens, to stay within a 32 KB L1:
+ * one core, AVX2 (R = 6), T = 128, K = 2048 (nb = 128), N = 768: 84
+ * GFLOPS in parts of 48, 75 of 64; but a second pass costs more than a
+ * few lines: K = 896 (nb = 56), T = 256, N = 4864: 94 GFLOPS in one pass,
+ * 82 in parts of 48 and 8. */
+static int xpack_kb(int nb, int R)
 {
-    if (nb <= 64)
+    if (nb * R <= 384)
         return nb;
-    int parts = (nb + 47) / 48;
+    int most = 288 / R, parts = (nb + most - 1) / most;
     return (nb + parts - 1) / parts;
 }
 
@@ -537,7 +539,7 @@ static inline __attribute__((always_inline)) void store_row8(float *y, v8 v, int
             y[j] = v[j];
 }
 
-#define DEFINE_XPACKED(NAME, TARGET, V, VW, R, TV)                                                 \
+#define DEFINE_XPACKED(NAME, TARGET, V, VW, R, TV, LR)                                               \
     static inline __attribute__((always_inline)) void NAME##_tile(const float *Xp, int K,          \
                                                                   const float *W, int ldw, int TN, \
                                                                   int rn, int tn, const float *bias, \
@@ -549,7 +551,7 @@ static inline __attribute__((always_inline)) void store_row8(float *y, v8 v, int
         const float *w_[R];                                                                        \
         _Pragma("GCC unroll 16") for (int r = 0; r < R; r++) /* rows past rn: row 0 again */       \
             w_[r] = W + (size_t)(r < rn ? r : 0) * ldw;                                            \
-        const int kb = xpack_kb(nb);                                                               \
+        const int kb = xpack_kb(nb, LR);                                                           \
         for (int b0 = 0; b0 < nb; b0 += kb) {                                                      \
             for (int l = 0; l < 16; l++) {                                                         \
                 int n = l < K ? (K - l + 15) / 16 : 0, bend = b0 + kb < n ? b0 + kb : n;         \
@@ -598,15 +600,16 @@ static inline __attribute__((always_inline)) void store_row8(float *y, v8 v, int
             }                                                                                      \
         /* each token's rows contiguous in Y: 8 rows x 8 tokens transposed */                      \
         for (int g = 0; g < RP; g += 8)                                                            \
-            for (int p = 0; p < TN; p++) {                                                         \
-                V c[8];                                                                            \
-                _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)                                \
-                    c[i] = res[g + i][p];                                                          \
-                transpose8(c);                                                                     \
-                int nr = rn - g < 8 ? rn - g : 8;                                                  \
-                for (int t = 0; t < VW && p * VW + t < tn; t++)                                    \
-                    store_row8(Y + (size_t)(p * VW + t) * ldy + g, c[t], nr);                      \
-            }                                                                                      \
+            for (int p = 0; p < TN; p++)                                                           \
+                for (int h = 0; h < VW / 8; h++) { /* 8 tokens at a time */                        \
+                    v8 c[8];                                                                       \
+                    _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)                            \
+                        memcpy(&c[i], (const float *)&res[g + i][p] + 8 * h, sizeof c[i]);         \
+                    transpose8(c);                                                                 \
+                    int nr = rn - g < 8 ? rn - g : 8, t0 = p * VW + 8 * h;                         \
+                    for (int t = 0; t < 8 && t0 + t < tn; t++)                                     \
+                        store_row8(Y + (size_t)(t0 + t) * ldy + g, c[t], nr);                      \
+                }                                                                                  \
     }                                                                                              \
                                                                                                    \
     TARGET static void NAME(const float *Xp, int T, int K, const float *W, int ldw, int nrows,     \
@@ -639,9 +642,6 @@ static inline __attribute__((always_inline)) void store_row8(float *y, v8 v, int
             NAME##_tile(xp, K, w, ldw, N, rn, tn, b, y, ldy, w + (size_t)R * ldw, nnext);          \
     } while (0)
 
-typedef void (*xpacked_fn)(const float *, int, int, const float *, int, int, const float *, float *, int);
-typedef void (*xpack_fn)(const float *, int, int, int, int, float *);
-static xpack_fn xpack_impl;
 
 typedef void (*packed_fn)(const float *, int, int, int, const float *, int, int, const float *, float *, int,
                           float *);
@@ -660,7 +660,18 @@ enum { XPACK_MIN_T = 3, XPACK_MAX_FLOATS = 1 << 19 };
 /* The tokens for which the X-packed kernel replaces the tiles: from
  * XPACK_MIN_T on with the AVX2 kernel; on an AVX-512 machine only where
  * xpack_wins_v4 measured it faster, XPACK_V4_LO ... XPACK_V4_HI. */
-static int xpack_lo = 1 << 30, xpack_hi = 1 << 30;
+typedef void (*xpacked_fn)(const float *, int, int, const float *, int, int, const float *, float *, int);
+typedef void (*xpack_fn)(const float *, int, int, int, int, int, float *);
+typedef struct xpack_choice {
+    xpacked_fn big;   /* groups of gw tokens in vectors of vw */
+    xpacked_fn small; /* up to small_t tokens, in one vector of small_t */
+    xpack_fn pack;
+    int gw, vw, small_t;
+    int lo, hi; /* the tokens it takes */
+    int chunks; /* 1: an X of more than XPACK_MAX_FLOATS goes in chunks of tokens */
+    int fill4;  /* taken only where at least fill4 / 4 of the vectors' lanes hold tokens */
+} xpack_choice;
+static xpack_choice xpk; /* .big NULL: none */
 
 typedef void (*cols16_fn)(const float *, int, int, int, const float *, float *, int);
 static cols16_fn cols16_impl;
@@ -740,11 +751,11 @@ V3_TARGET static void pack_avx2(const float *W, int ldw, int nrows, int K, float
 DEFINE_PACKED(packed_avx2, V3_TARGET, v8, 8, 6, pack_avx2)
 /* xpack with VW = 8, an 8 x 8 transpose at a time (8 tokens by 8 k), the
  * blocks past T or K one float at a time */
-V3_TARGET static void xpack_avx2(const float *X, int T, int ldx, int K, int GW, float *Xp)
+V3_TARGET static void xpack_avx2(const float *X, int T, int ldx, int K, int GW, int VW, float *Xp)
 {
     int nb = (K + 15) / 16;
     for (int t0 = 0; t0 < T; t0 += GW) {
-        int tn = T - t0 < GW ? T - t0 : GW, G = (tn + 7) / 8 * 8;
+        int tn = T - t0 < GW ? T - t0 : GW, G = (tn + VW - 1) / VW * VW;
         float *xp = Xp + (size_t)(t0 / GW) * GW * nb * 16;
         for (int p = 0; p < G; p += 8)
             for (int k0 = 0; k0 < nb * 16; k0 += 8) {
@@ -766,26 +777,33 @@ V3_TARGET static void xpack_avx2(const float *X, int T, int ldx, int K, int GW, 
     }
 }
 /* X packed: 6 rows x 16 tokens, and 12 rows x 8 tokens for up to 8 tokens */
-DEFINE_XPACKED(xpacked_avx2, V3_TARGET, v8, 8, 6, 2)
-DEFINE_XPACKED(xpacked8_avx2, V3_TARGET, v8, 8, 12, 1)
+DEFINE_XPACKED(xpacked_avx2, V3_TARGET, v8, 8, 6, 2, 6)
+DEFINE_XPACKED(xpacked8_avx2, V3_TARGET, v8, 8, 12, 1, 6)
+/* The same on AVX-512: 6 rows x 32 tokens, 12 accumulators of 16 tokens
+ * (each multiply-add takes its broadcast of W from memory), and 8 rows x
+ * 16 tokens up to 16 tokens (one core, T = 16: 84.5 GFLOPS at K = 768,
+ * N = 32768, against 72.7 with 6 rows; 69.6 against 76.9 at K = 2048, N =
+ * 8192) */
+DEFINE_XPACKED(xpacked_avx512, V4_TARGET, v16, 16, 6, 2, 6)
+DEFINE_XPACKED(xpacked16_avx512, V4_TARGET, v16, 16, 8, 1, 8)
 
 static block_fn block_impl;
 static block_fn stream_impl; /* one token, f32 weights read from memory */
 static packed_fn packed_impl; /* NULL: the tiles only */
-static xpacked_fn xpacked_impl, xpacked8_impl; /* NULL: none */
-
-/* Where AVX-512 runs as two 256-bit halves (AMD Zen 4), the AVX2 outer
- * products beat the 5 x 5 AVX-512 tiles for a few dozen tokens; where the
- * FMA units are 512 bits wide they should not. Both give the same bits,
- * so the choice is made by timing them on this machine: T = 32, K = 768,
- * 128 rows (in L2), the better of 5 alternated runs each, the X-packed
- * kernel taken when 10% faster. Measured on a Zen 4 core, GFLOPS AVX-512
- * / AVX2 X-packed, K = 768, N = 32768 (W streamed from memory): 24.9 /
- * 16.9 at T = 4, 41.7 / 32.9 at 8, 54.4 / 72.8 at 16, 72.2 / 82.9 at 32,
- * 83.0 / 89.3 at 64, 87.6 / 91.8 at 128; at T = 256, K = 896, N = 4864:
- * 93.4 / 91.5. */
-enum { XPACK_V4_LO = 16, XPACK_V4_HI = 128 };
-
+/* On AVX-512 the outer products over X packed (xpacked_avx512) beat the
+ * 5 x 5 tiles on a Zen 4 core, whose AVX-512 runs as two 256-bit halves:
+ * GFLOPS tiles / X-packed at K = 768, N = 32768 (W streamed from memory),
+ * 58.1 / 72.7 at T = 16, 72.1 / 88.1 at 32, 84.4 / 97.7 at 64; at T = 32,
+ * K = 2048, N = 8192: 67.7 / 91.5; at T = 256, K = 896, N = 4864: 92.5 /
+ * 100.2; at T = 256, K = 2048, N = 768: 77.4 / 90.6 (the AVX2 X-packed
+ * kernel: 83 at T = 32, K = 768, and 75 at K = 2048). Where the FMA units
+ * are 512 bits wide the balance may differ; both give the same bits, so
+ * the choice is made by timing them on this machine at first use: T = 32,
+ * K = 768, 128 rows (in L2), the better of 5 alternated runs each, the
+ * X-packed kernels taken for 16 tokens on when not slower. */
+enum { XPACK_V4_LO = 16 };
+static const xpack_choice xpack_avx2_choice = {xpacked_avx2, xpacked8_avx2, xpack_avx2, 16, 8, 8, XPACK_MIN_T, 1 << 30, 0, 0},
+                          xpack_v4_choice = {xpacked_avx512, xpacked16_avx512, xpack_avx2, 32, 16, 16, XPACK_V4_LO, 1 << 30, 1, 3};
 static double mono_now(void)
 {
     struct timespec ts;
@@ -796,7 +814,7 @@ static double mono_now(void)
 static int xpack_wins_v4(void)
 {
     enum { T = 32, K = 768, N = 128 };
-    float *X = asn_xmalloc(sizeof(float) * (T * K + N * K + T * N) + xpack_floats(T, K, 16) * sizeof(float));
+    float *X = asn_xmalloc(sizeof(float) * (T * K + N * K + T * N) + xpack_floats(T, K, 32) * sizeof(float));
     float *W = X + T * K, *Y = W + N * K, *Xp = Y + T * N;
     for (int i = 0; i < T * K + N * K; i++)
         X[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
@@ -807,20 +825,22 @@ static int xpack_wins_v4(void)
             if (k == 0) {
                 block_avx512(X, T, K, K, W, K, N, NULL, Y, N);
             } else {
-                xpack_avx2(X, T, K, K, 16, Xp);
-                xpacked_avx2(Xp, T, K, W, K, N, NULL, Y, N);
+                xpack_avx2(X, T, K, K, 32, 16, Xp);
+                xpacked_avx512(Xp, T, K, W, K, N, NULL, Y, N);
             }
             double dt = mono_now() - t0;
             best[k] = dt < best[k] ? dt : best[k];
         }
     free(X);
-    return best[1] * 1.1 < best[0];
+    return best[1] <= best[0];
 }
 
 /* Chooses the kernels once (pick_block's pthread_once). */
 static void choose_kernels(void)
 {
-    /* ASN_MATMUL_KERNEL=avx512|avx2|base forces a kernel (tests compare them) */
+    /* ASN_MATMUL_KERNEL=avx512|avx512x|avx2|base forces a kernel (tests
+     * compare them): avx512 the AVX-512 tiles alone, avx512x with the
+     * X-packed kernels untimed */
     const char *force = getenv("ASN_MATMUL_KERNEL");
     int base = force && !strcmp(force, "base"), avx2 = force && !strcmp(force, "avx2");
     if (base)
@@ -828,14 +848,11 @@ static void choose_kernels(void)
     else if (!avx2 && asn_cpu_has(ASN_CPU_V4)) {
         block_impl = block_avx512, dot_impl = dot_avx512, cols16_impl = cols16_avx512, stream_impl = stream_avx512,
         kernel_name = "avx512";
-        /* ASN_MATMUL_KERNEL=avx512: the AVX-512 tiles alone */
-        if (!force && xpack_wins_v4())
-            xpacked_impl = xpacked_avx2, xpacked8_impl = xpacked8_avx2, xpack_impl = xpack_avx2,
-            xpack_lo = XPACK_V4_LO, xpack_hi = XPACK_V4_HI, kernel_name = "avx512+xpacked";
+        if (force ? !strcmp(force, "avx512x") : xpack_wins_v4())
+            xpk = xpack_v4_choice, kernel_name = "avx512+xpacked";
     } else if (avx2 || asn_cpu_has(ASN_CPU_AVX2 | ASN_CPU_FMA))
         block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2, packed_impl = packed_avx2,
-        xpacked_impl = xpacked_avx2, xpacked8_impl = xpacked8_avx2, xpack_impl = xpack_avx2,
-        stream_impl = stream_avx2, kernel_name = "avx2", xpack_lo = XPACK_MIN_T;
+        xpk = xpack_avx2_choice, stream_impl = stream_avx2, kernel_name = "avx2";
     else
         block_impl = block_base, dot_impl = dot_base, cols16_impl = cols16_base, kernel_name = "base";
     if (!stream_impl)
@@ -853,7 +870,6 @@ DEFINE_COLS16(cols16_generic, , v4, 4, 4)
 static block_fn block_impl;
 static block_fn stream_impl; /* one token, f32 weights read from memory */
 static packed_fn packed_impl; /* none here */
-static xpacked_fn xpacked_impl, xpacked8_impl;
 
 static void choose_kernels(void)
 {
@@ -905,14 +921,37 @@ static packed_fn pick_packed(int T)
     return T >= PACK_MIN_T ? packed_impl : NULL;
 }
 
-/* The X-packed kernel for T tokens (and its group width in *gw), or NULL. */
-static xpacked_fn pick_xpacked(int T, int K, int *gw)
+/* The X-packed kernel for T tokens (its group of tokens and vector width
+ * in *gw and *vw), or NULL; T x K at most XPACK_MAX_FLOATS here. */
+static xpacked_fn pick_xpacked(int T, int K, int *gw, int *vw)
 {
     pick_block();
-    if (T < xpack_lo || T > xpack_hi || (size_t)T * (size_t)K > XPACK_MAX_FLOATS || !xpacked_impl)
+    if (!xpk.big || T < xpk.lo || T > xpk.hi || (size_t)T * (size_t)K > XPACK_MAX_FLOATS)
         return NULL;
-    *gw = T <= 8 ? 8 : 16;
-    return T <= 8 ? xpacked8_impl : xpacked_impl;
+    int lanes = T <= xpk.small_t ? xpk.small_t : T / xpk.gw * xpk.gw + (T % xpk.gw + xpk.vw - 1) / xpk.vw * xpk.vw;
+    if (4 * T < xpk.fill4 * lanes)
+        return NULL;
+    if (T <= xpk.small_t) {
+        *gw = *vw = xpk.small_t;
+        return xpk.small;
+    }
+    *gw = xpk.gw, *vw = xpk.vw;
+    return xpk.big;
+}
+
+/* Where the X-packed kernel takes an X larger than XPACK_MAX_FLOATS in
+ * chunks of tokens (each reading all of W again), the tokens of a chunk:
+ * T in equal parts, whole groups; 0 for one call. */
+static int xpack_chunk(int T, int K)
+{
+    pick_block();
+    if (!xpk.chunks || T < xpk.lo || (size_t)T * (size_t)K <= XPACK_MAX_FLOATS)
+        return 0;
+    int most = XPACK_MAX_FLOATS / K / xpk.gw * xpk.gw;
+    if (most < xpk.gw)
+        return 0;
+    int parts = (T + most - 1) / most;
+    return ((T + parts - 1) / parts + xpk.gw - 1) / xpk.gw * xpk.gw;
 }
 
 typedef struct mm_task {
@@ -980,7 +1019,7 @@ enum { XPACK_SPLIT_T = 64 };
 
 typedef struct xpack_task {
     const float *X;
-    int T, ldx, K, gw;
+    int T, ldx, K, gw, vw;
     float *Xp;
 } xpack_task;
 
@@ -993,25 +1032,32 @@ static void xpack_run(void *arg, int ith, int nth)
     asn_split((x->T + x->gw - 1) / x->gw, ith, nth, 1, &lo, &hi);
     int t0 = lo * x->gw, t1 = hi * x->gw < x->T ? hi * x->gw : x->T;
     if (t1 > t0)
-        xpack_impl(x->X + (size_t)t0 * x->ldx, t1 - t0, x->ldx, x->K, x->gw,
+        xpk.pack(x->X + (size_t)t0 * x->ldx, t1 - t0, x->ldx, x->K, x->gw, x->vw,
                    x->Xp + xpack_floats(t0, x->K, x->gw));
 }
 
 void asn_matmul(asn_pool *pool, const float *X, int T, int ldx, int K, const void *W,
                 uint32_t wtype, int N, const float *bias, float *Y, int ldy)
 {
-    int gw = 0;
+    int chunk = xpack_chunk(T, K);
+    if (chunk) {
+        for (int t0 = 0; t0 < T; t0 += chunk)
+            asn_matmul(pool, X + (size_t)t0 * ldx, T - t0 < chunk ? T - t0 : chunk, ldx, K, W, wtype, N, bias,
+                       Y + (size_t)t0 * ldy, ldy);
+        return;
+    }
+    int gw = 0, vw = 0;
     mm_task m = {X, T, ldx, K, W, wtype, asn_ttype_row_bytes(wtype, K), N, bias, Y, ldy, pool,
-                 pick_block(), pick_packed(T), pick_xpacked(T, K, &gw), NULL};
+                 pick_block(), pick_packed(T), pick_xpacked(T, K, &gw, &vw), NULL};
     if (wtype == ASN_T_F32 && T == 1)
         m.block = stream_impl;
     if (m.xpacked) { /* packed once, read by every thread */
         float *Xp = asn_pool_shared_scratch(pool, xpack_floats(T, K, gw) * sizeof(float));
-        xpack_task xt = {X, T, ldx, K, gw, Xp};
+        xpack_task xt = {X, T, ldx, K, gw, vw, Xp};
         if (T >= XPACK_SPLIT_T)
             asn_pool_run(pool, xpack_run, &xt);
         else
-            xpack_impl(X, T, ldx, K, gw, Xp);
+            xpk.pack(X, T, ldx, K, gw, vw, Xp);
         m.Xp = Xp;
     }
     asn_pool_run(pool, mm_run, &m);
@@ -1021,14 +1067,21 @@ void asn_matmul_f32(const float *X, int T, int ldx, int K, const float *W, int l
 {
     if (N <= 0)
         return;
-    int gw = 0;
+    int chunk = xpack_chunk(T, K);
+    if (chunk) {
+        for (int t0 = 0; t0 < T; t0 += chunk)
+            asn_matmul_f32(X + (size_t)t0 * ldx, T - t0 < chunk ? T - t0 : chunk, ldx, K, W, ldw, N,
+                           Y + (size_t)t0 * ldy, ldy);
+        return;
+    }
+    int gw = 0, vw = 0;
     mm_task m = {X, T, ldx, K, NULL, ASN_T_F32, 0, N, NULL, Y, ldy, NULL,
-                 pick_block(), pick_packed(T), pick_xpacked(T, K, &gw), NULL};
+                 pick_block(), pick_packed(T), pick_xpacked(T, K, &gw, &vw), NULL};
     /* this call's own buffer (it runs in any thread): X packed, or the pack of W */
     float *buf = NULL;
     if (m.xpacked) {
         buf = asn_xmalloc(xpack_floats(T, K, gw) * sizeof(float));
-        xpack_impl(X, T, ldx, K, gw, buf);
+        xpk.pack(X, T, ldx, K, gw, vw, buf);
         m.Xp = buf;
     } else if (m.packed) {
         buf = asn_xmalloc(pack_floats(K) * sizeof(float));

@@ -3,7 +3,8 @@
  * 16 lane-wise partial sums over k = 0, 16, 32, ... (the last block
  * zero-padded), lanes added (i, i+8), (i, i+4), (i, i+2), (i, i+1).
  * Every kernel variant this machine can run (ASN_MATMUL_KERNEL, each in a
- * child process since the choice is made once) must equal the model bit
+ * child process since the choice is made once; avx512 the tiles alone,
+ * avx512x with the X-packed kernels) must equal the model bit
  * for bit — fused multiply-adds for avx512 and avx2 (and on aarch64 for
  * neon and base alike), unfused for base on x86 — at
  * sizes that are not multiples of any tile or of 16, with row strides, in
@@ -177,8 +178,8 @@ static int check_kernel(const char *name, int fused)
 #else
     const char *top = "base";
 #endif
-    const char *want = strcmp(name, "default") ? name : top;
-    /* the default on AVX-512 may add the AVX2 outer products it timed faster */
+    const char *want = !strcmp(name, "avx512x") ? "avx512+xpacked" : strcmp(name, "default") ? name : top;
+    /* the default on AVX-512 may add the X-packed kernels it timed faster */
     const char *got = asn_matmul_kernel();
     int same = !strcmp(got, want) || (!strcmp(name, "default") && !strcmp(want, "avx512") &&
                                       !strcmp(got, "avx512+xpacked"));
@@ -225,10 +226,13 @@ int main(void)
         in_child("avx2", 1);
     else
         printf("ok - matmul avx2: # SKIP no AVX2/FMA on this machine\n");
-    if (avx512)
+    if (avx512) {
         in_child("avx512", 1);
-    else
+        in_child("avx512x", 1);
+    } else {
         printf("ok - matmul avx512: # SKIP no AVX-512 on this machine\n");
+        printf("ok - matmul avx512x: # SKIP no AVX-512 on this machine\n");
+    }
     in_child(NULL, avx2);
 #elif defined(__aarch64__)
     /* base: GCC vectors contracted to FMLA (-ffp-contract=fast); neon:
