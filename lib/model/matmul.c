@@ -539,7 +539,7 @@ static inline __attribute__((always_inline)) void store_row8(float *y, v8 v, int
             y[j] = v[j];
 }
 
-#define DEFINE_XPACKED(NAME, TARGET, V, VW, R, TV, LR)                                               \
+#define DEFINE_XPACKED(NAME, TARGET, V, VW, R, TV, LR)                                             \
     static inline __attribute__((always_inline)) void NAME##_tile(const float *Xp, int K,          \
                                                                   const float *W, int ldw, int TN, \
                                                                   int rn, int tn, const float *bias, \
@@ -554,7 +554,7 @@ static inline __attribute__((always_inline)) void store_row8(float *y, v8 v, int
         const int kb = xpack_kb(nb, LR);                                                           \
         for (int b0 = 0; b0 < nb; b0 += kb) {                                                      \
             for (int l = 0; l < 16; l++) {                                                         \
-                int n = l < K ? (K - l + 15) / 16 : 0, bend = b0 + kb < n ? b0 + kb : n;         \
+                int n = l < K ? (K - l + 15) / 16 : 0, bend = b0 + kb < n ? b0 + kb : n;           \
                 V acc[R][TV];                                                                      \
                 _Pragma("GCC unroll 16") for (int r = 0; r < R; r++)                               \
                     _Pragma("GCC unroll 4") for (int p = 0; p < TN; p++)                           \
@@ -581,7 +581,7 @@ static inline __attribute__((always_inline)) void store_row8(float *y, v8 v, int
                         sum[l][r][p] = acc[r][p];                                                  \
             }                                                                                      \
         }                                                                                          \
-        enum { RP = (R + 7) / 8 * 8 }; /* rows in groups of 8 for the transpose */                \
+        enum { RP = (R + 7) / 8 * 8 }; /* rows in groups of 8 for the transpose */                 \
         V res[RP][TV];                                                                             \
         for (int r = 0; r < RP; r++)                                                               \
             for (int p = 0; p < TN; p++) {                                                         \
@@ -668,7 +668,6 @@ typedef struct xpack_choice {
     xpack_fn pack;
     int gw, vw, small_t;
     int lo, hi; /* the tokens it takes */
-    int chunks; /* 1: an X of more than XPACK_MAX_FLOATS goes in chunks of tokens */
     int fill4;  /* taken only where at least fill4 / 4 of the vectors' lanes hold tokens */
 } xpack_choice;
 static xpack_choice xpk; /* .big NULL: none */
@@ -790,20 +789,26 @@ DEFINE_XPACKED(xpacked16_avx512, V4_TARGET, v16, 16, 8, 1, 8)
 static block_fn block_impl;
 static block_fn stream_impl; /* one token, f32 weights read from memory */
 static packed_fn packed_impl; /* NULL: the tiles only */
+
 /* On AVX-512 the outer products over X packed (xpacked_avx512) beat the
  * 5 x 5 tiles on a Zen 4 core, whose AVX-512 runs as two 256-bit halves:
  * GFLOPS tiles / X-packed at K = 768, N = 32768 (W streamed from memory),
- * 58.1 / 72.7 at T = 16, 72.1 / 88.1 at 32, 84.4 / 97.7 at 64; at T = 32,
- * K = 2048, N = 8192: 67.7 / 91.5; at T = 256, K = 896, N = 4864: 92.5 /
- * 100.2; at T = 256, K = 2048, N = 768: 77.4 / 90.6 (the AVX2 X-packed
- * kernel: 83 at T = 32, K = 768, and 75 at K = 2048). Where the FMA units
+ * 58.1 / 84.5 at T = 16, 72.1 / 88.1 at 32, 84.4 / 97.7 at 64; at T = 32,
+ * K = 2048, N = 8192: 67.7 / 91.5 (the AVX2 X-packed kernel: 83 at T =
+ * 32, K = 768, and 75 at K = 2048). One core also gains at 256 and 512
+ * tokens, but 2 threads sharing a pack larger than one core's L2 do not: a
+ * 512-token prefill of the 125M F32 model, 2 threads, fell from 990 to 940
+ * tokens/s, and 256 streams were a tie; so up to 128 tokens, and only
+ * where at least 3/4 of the vectors' lanes hold tokens (20 tokens, in two
+ * vectors of 16: 65 against the tiles' 66; 24 a tie). Where the FMA units
  * are 512 bits wide the balance may differ; both give the same bits, so
  * the choice is made by timing them on this machine at first use: T = 32,
  * K = 768, 128 rows (in L2), the better of 5 alternated runs each, the
- * X-packed kernels taken for 16 tokens on when not slower. */
-enum { XPACK_V4_LO = 16 };
-static const xpack_choice xpack_avx2_choice = {xpacked_avx2, xpacked8_avx2, xpack_avx2, 16, 8, 8, XPACK_MIN_T, 1 << 30, 0, 0},
-                          xpack_v4_choice = {xpacked_avx512, xpacked16_avx512, xpack_avx2, 32, 16, 16, XPACK_V4_LO, 1 << 30, 1, 3};
+ * X-packed kernels taken when not slower. */
+enum { XPACK_V4_LO = 16, XPACK_V4_HI = 128 };
+static const xpack_choice xpack_avx2_choice = {xpacked_avx2, xpacked8_avx2, xpack_avx2, 16, 8, 8, XPACK_MIN_T, 1 << 30, 0},
+                          xpack_v4_choice = {xpacked_avx512, xpacked16_avx512, xpack_avx2, 32, 16, 16, XPACK_V4_LO, XPACK_V4_HI, 3};
+
 static double mono_now(void)
 {
     struct timespec ts;
@@ -939,21 +944,6 @@ static xpacked_fn pick_xpacked(int T, int K, int *gw, int *vw)
     return xpk.big;
 }
 
-/* Where the X-packed kernel takes an X larger than XPACK_MAX_FLOATS in
- * chunks of tokens (each reading all of W again), the tokens of a chunk:
- * T in equal parts, whole groups; 0 for one call. */
-static int xpack_chunk(int T, int K)
-{
-    pick_block();
-    if (!xpk.chunks || T < xpk.lo || (size_t)T * (size_t)K <= XPACK_MAX_FLOATS)
-        return 0;
-    int most = XPACK_MAX_FLOATS / K / xpk.gw * xpk.gw;
-    if (most < xpk.gw)
-        return 0;
-    int parts = (T + most - 1) / most;
-    return ((T + parts - 1) / parts + xpk.gw - 1) / xpk.gw * xpk.gw;
-}
-
 typedef struct mm_task {
     const float *X;
     int T, ldx, K;
@@ -1039,13 +1029,6 @@ static void xpack_run(void *arg, int ith, int nth)
 void asn_matmul(asn_pool *pool, const float *X, int T, int ldx, int K, const void *W,
                 uint32_t wtype, int N, const float *bias, float *Y, int ldy)
 {
-    int chunk = xpack_chunk(T, K);
-    if (chunk) {
-        for (int t0 = 0; t0 < T; t0 += chunk)
-            asn_matmul(pool, X + (size_t)t0 * ldx, T - t0 < chunk ? T - t0 : chunk, ldx, K, W, wtype, N, bias,
-                       Y + (size_t)t0 * ldy, ldy);
-        return;
-    }
     int gw = 0, vw = 0;
     mm_task m = {X, T, ldx, K, W, wtype, asn_ttype_row_bytes(wtype, K), N, bias, Y, ldy, pool,
                  pick_block(), pick_packed(T), pick_xpacked(T, K, &gw, &vw), NULL};
@@ -1067,13 +1050,6 @@ void asn_matmul_f32(const float *X, int T, int ldx, int K, const float *W, int l
 {
     if (N <= 0)
         return;
-    int chunk = xpack_chunk(T, K);
-    if (chunk) {
-        for (int t0 = 0; t0 < T; t0 += chunk)
-            asn_matmul_f32(X + (size_t)t0 * ldx, T - t0 < chunk ? T - t0 : chunk, ldx, K, W, ldw, N,
-                           Y + (size_t)t0 * ldy, ldy);
-        return;
-    }
     int gw = 0, vw = 0;
     mm_task m = {X, T, ldx, K, NULL, ASN_T_F32, 0, N, NULL, Y, ldy, NULL,
                  pick_block(), pick_packed(T), pick_xpacked(T, K, &gw, &vw), NULL};
