@@ -667,7 +667,8 @@ typedef struct xpack_choice {
     xpacked_fn small; /* up to small_t tokens, in one vector of small_t */
     xpack_fn pack;
     int gw, vw, small_t;
-    int lo, hi; /* the tokens it takes */
+    int lo, hi;       /* the tokens it takes, */
+    size_t hi_floats; /* and more than hi while the pack is at most this */
     int fill4;  /* taken only where at least fill4 / 4 of the vectors' lanes hold tokens */
 } xpack_choice;
 static xpack_choice xpk; /* .big NULL: none */
@@ -797,17 +798,20 @@ static packed_fn packed_impl; /* NULL: the tiles only */
  * K = 2048, N = 8192: 67.7 / 91.5 (the AVX2 X-packed kernel: 83 at T =
  * 32, K = 768, and 75 at K = 2048). One core also gains at 256 and 512
  * tokens, but 2 threads sharing a pack larger than one core's L2 do not: a
- * 512-token prefill of the 125M F32 model, 2 threads, fell from 990 to 940
- * tokens/s, and 256 streams were a tie; so up to 128 tokens, and only
- * where at least 3/4 of the vectors' lanes hold tokens (20 tokens, in two
+ * 512-token prefill of the 125M F32 model (X 1.5 MB), 2 threads, fell
+ * from 990 to 940 tokens/s; 256 streams of it (0.75 MB) were a tie, of
+ * the Qwen2.5-0.5B shape (0.9 MB) 163-174 -> 178-182 tokens/s. So up to
+ * 128 tokens, beyond while the pack is at most 1 MB, and only where at
+ * least 3/4 of the vectors' lanes hold tokens (20 tokens, in two
  * vectors of 16: 65 against the tiles' 66; 24 a tie). Where the FMA units
  * are 512 bits wide the balance may differ; both give the same bits, so
  * the choice is made by timing them on this machine at first use: T = 32,
  * K = 768, 128 rows (in L2), the better of 5 alternated runs each, the
  * X-packed kernels taken when not slower. */
-enum { XPACK_V4_LO = 16, XPACK_V4_HI = 128 };
-static const xpack_choice xpack_avx2_choice = {xpacked_avx2, xpacked8_avx2, xpack_avx2, 16, 8, 8, XPACK_MIN_T, 1 << 30, 0},
-                          xpack_v4_choice = {xpacked_avx512, xpacked16_avx512, xpack_avx2, 32, 16, 16, XPACK_V4_LO, XPACK_V4_HI, 3};
+enum { XPACK_V4_LO = 16, XPACK_V4_HI = 128, XPACK_V4_HI_FLOATS = 1 << 18 };
+static const xpack_choice xpack_avx2_choice = {xpacked_avx2, xpacked8_avx2, xpack_avx2, 16, 8, 8, XPACK_MIN_T, 1 << 30, 0, 0},
+                          xpack_v4_choice = {xpacked_avx512, xpacked16_avx512, xpack_avx2, 32, 16, 16, XPACK_V4_LO, XPACK_V4_HI,
+                                                     XPACK_V4_HI_FLOATS, 3};
 
 static double mono_now(void)
 {
@@ -931,7 +935,8 @@ static packed_fn pick_packed(int T)
 static xpacked_fn pick_xpacked(int T, int K, int *gw, int *vw)
 {
     pick_block();
-    if (!xpk.big || T < xpk.lo || T > xpk.hi || (size_t)T * (size_t)K > XPACK_MAX_FLOATS)
+    size_t floats = (size_t)T * (size_t)K;
+    if (!xpk.big || T < xpk.lo || floats > XPACK_MAX_FLOATS || (T > xpk.hi && floats > xpk.hi_floats))
         return NULL;
     int lanes = T <= xpk.small_t ? xpk.small_t : T / xpk.gw * xpk.gw + (T % xpk.gw + xpk.vw - 1) / xpk.vw * xpk.vw;
     if (4 * T < xpk.fill4 * lanes)
