@@ -5,9 +5,9 @@
  * and reduced by the same tree, whatever the tile it falls in: tiles change
  * speed, never bits. The tiles are dot products (DEFINE_TILE: rows x tokens
  * of 16-lane accumulators) or, on AVX2 from 3 tokens on (on AVX-512 from
- * 16 to 128 where timed faster, xpack_wins_v4), outer products:
+ * 16 tokens where timed faster, xpack_wins_v4), outer products:
  * over the tokens of X packed transposed while X is small (DEFINE_XPACKED:
- * each lane a vector over 16 or 8 tokens, W read in place), else over 16
+ * each lane a vector over 32, 16 or 8 tokens, W read in place), else over 16
  * rows of W packed transposed (DEFINE_PACKED: each lane a vector over the
  * 16 rows), the same multiply-adds in the same order. This file is
  * compiled with -ffp-contract=fast (see the Makefile) so the multiply-add
