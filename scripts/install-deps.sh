@@ -8,6 +8,8 @@
 #                                     tests/cli/sampler_torch.sh and
 #                                     sampling_vectors.sh (skipped without
 #                                     it); .ci/run installs it
+#   scripts/install-deps.sh arm       make test-arm: the aarch64 cross
+#                                     compiler and qemu; .ci/run installs it
 #   scripts/install-deps.sh report    optional: headless Chromium, with which
 #                                     tests/cli/report.sh checks how the report
 #                                     renders at 1400 and 800 px (skipped
@@ -30,12 +32,14 @@ cluster)
     PKGS="make parallel rsync openssh-client openssh-server slurm-wlm slurm-client munge" ;;
 oracle)
     PKGS="python3-torch python3-yaml python3-numpy" ;;
+arm)
+    PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static" ;;
 report)
     # the browser that renders the report page in tests/cli/report.sh, and
     # the font the page names first
     PKGS="chromium fonts-dejavu-core" ;;
 *)
-    echo "usage: install-deps.sh [build|cluster|oracle|report]" >&2
+    echo "usage: install-deps.sh [build|cluster|oracle|arm|report]" >&2
     exit 2 ;;
 esac
 

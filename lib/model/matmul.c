@@ -511,7 +511,7 @@ static inline __attribute__((always_inline)) void pack_tail(const float *W, int 
  * GFLOPS in parts of 48, 75 of 64; but a second pass costs more than a
  * few lines: K = 896 (nb = 56), T = 256, N = 4864: 94 GFLOPS in one pass,
  * 82 in parts of 48 and 8. */
-static int xpack_kb(int nb, int R)
+static inline int xpack_kb(int nb, int R)
 {
     if (nb * R <= 384)
         return nb;
