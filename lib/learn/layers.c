@@ -779,7 +779,7 @@ void asn_nn_equi_backward(float *dlp, float *dr, float *dc, float *dd, double *a
 
 /* the scan and the exp sums in pertoken.c: one kernel per instruction set,
  * the one asn_nn_pertoken_level picks */
-asn_nn_lse asn_nn_lse_block(const float *x, int n, int *bad)
+asn_nn_lse asn_nn_lse_block(const float *x, int n, int *bad, int entropy)
 {
     asn_nn_lse s = {-INFINITY, 0, 0, 0, INFINITY};
     float mx, mn;
@@ -791,7 +791,7 @@ asn_nn_lse asn_nn_lse_block(const float *x, int n, int *bad)
     s.min = mn;
     if (s.max == -INFINITY || !(s.max <= FLT_MAX))
         return s;
-    asn_nn_pertoken_expsum(x, n, s.max, &s.sum, &s.wsum);
+    asn_nn_pertoken_expsum(x, n, s.max, &s.sum, entropy ? &s.wsum : NULL);
     return s;
 }
 

@@ -190,8 +190,9 @@ typedef struct asn_nn_lse {
     float min;
 } asn_nn_lse;
 /* The statistics of n values (-inf entries count as probability 0); NaN
- * and +inf are reported by *bad = 1. */
-asn_nn_lse asn_nn_lse_block(const float *x, int n, int *bad);
+ * and +inf are reported by *bad = 1. Without entropy, wsum is 0 (the sum
+ * is the same, and a little faster to get). */
+asn_nn_lse asn_nn_lse_block(const float *x, int n, int *bad, int entropy);
 asn_nn_lse asn_nn_lse_merge(asn_nn_lse a, asn_nn_lse b);
 /* log-sum-exp and entropy (-sum p log p) of a row from its statistics. */
 double asn_nn_lse_value(asn_nn_lse s);

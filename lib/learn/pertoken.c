@@ -31,6 +31,7 @@ typedef int32_t pt_vi __attribute__((vector_size(64)));
 #define V pt_vf
 #define VL 16
 #define SFX(name) name##_generic
+#define PT_EXP_CLAMP 1 /* pt_expsum: C's conversion of -inf to an integer is undefined */
 static inline V gen_set(float x) { return (V){0} + x; }
 static inline V gen_add(V a, V b) { return a + b; }
 static inline V gen_sub(V a, V b) { return a - b; }
@@ -159,6 +160,8 @@ typedef struct a2v {
 #define V a2v
 #define VL 16
 #define SFX(name) name##_avx2
+#undef PT_EXP_CLAMP
+#define PT_EXP_CLAMP 0
 #define A2_1(f, x) ((a2v){f((x).a), f((x).b)})
 #define A2_2(f, x, y) ((a2v){f((x).a, (y).a), f((x).b, (y).b)})
 #define A2_3(f, x, y, z) ((a2v){f((x).a, (y).a, (z).a), f((x).b, (y).b, (z).b)})

@@ -118,8 +118,8 @@ void asn_nn_pertoken_elu1(float *out, const float *x, int n);
  * when one is NaN or +inf (else 0). */
 void asn_nn_pertoken_scan(const float *x, int n, float *max, float *min, int64_t *count, int *bad);
 /* The exp pass of asn_nn_lse_block, with the same exp and the same bits on
- * every instruction set: sum of exp(x - m) and of exp(x - m) (x - m) over n
- * values (-inf adds 0). */
+ * every instruction set: sum of exp(x - m) and, unless wsum is NULL, of
+ * exp(x - m) (x - m) over n values (-inf adds 0). */
 void asn_nn_pertoken_expsum(const float *x, int n, float m, double *sum, double *wsum);
 
 #endif

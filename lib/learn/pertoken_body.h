@@ -317,11 +317,16 @@ static int SFX(pt_poly_rest)(float *out, const float *x, const asn_nn_ptfast *T,
                        : SFX(pt_poly_rest_ni)(out, x, T, n, rest, rest_x, 64);
 }
 
-/* Sums over n values of e = exp(x - m) and of e (x - m) (-inf entries and
- * those below m - 86 add 0: at most 2^-124 each, beside the 1 of the
- * maximum), for a row's log-sum-exp and entropy: token i goes to lane i mod 32 of
- * 32 float sums whatever VL is, which are added in lane order in double. */
-static void SFX(pt_expsum)(const float *x, int n, float m, double *sum, double *wsum)
+/* Sums over n values of e = exp(x - m) and, with ent, of e (x - m) (-inf
+ * entries and those below m - 86 add 0: at most 2^-124 each, beside the 1
+ * of the maximum), for a row's log-sum-exp and entropy: token i goes to
+ * lane i mod 32 of 32 float sums whatever VL is, which are added in lane
+ * order in double. Without ent, where PT_EXP_CLAMP is 0 (the x86 copies,
+ * whose float-to-integer conversion is defined for every input), x - m is
+ * not clamped at -100, which only keeps 0 * (x - m) finite: e is the
+ * same, 0 below -86. ent is a constant in each copy. */
+static inline __attribute__((always_inline)) void SFX(pt_expsum_ent)(const float *x, int n, float m, double *sum,
+                                                                     double *wsum, const int ent)
 {
     enum { NV = 32 / VL };
     float ls[32], lw[32], tail[32];
@@ -332,10 +337,13 @@ static void SFX(pt_expsum)(const float *x, int n, float m, double *sum, double *
     for (int q = 0; q < NV; q++) {
         V s = vset(0.0f), w = vset(0.0f);
         for (int i = 0; i < n; i += 32) {
-            V t = vmax(vsub(vloadn((i < nf ? x + i : tail) + q * VL, VL), vset(m)), vset(-100.0f));
-            V e = SFX(pt_exp_tail0)(t); /* 0 below -86 (-inf: 0 * -100) */
+            V t = vsub(vloadn((i < nf ? x + i : tail) + q * VL, VL), vset(m));
+            if (ent || PT_EXP_CLAMP)
+                t = vmax(t, vset(-100.0f));
+            V e = SFX(pt_exp_tail0)(t); /* 0 below -86 (-inf: 0 * -100 with ent) */
             s = vadd(s, e);
-            w = vfma(e, t, w);
+            if (ent)
+                w = vfma(e, t, w);
         }
         vstoren(ls + q * VL, s, VL);
         vstoren(lw + q * VL, w, VL);
@@ -347,6 +355,15 @@ static void SFX(pt_expsum)(const float *x, int n, float m, double *sum, double *
     }
     *sum = a;
     *wsum = b;
+}
+static void SFX(pt_expsum)(const float *x, int n, float m, double *sum, double *wsum)
+{
+    if (wsum)
+        SFX(pt_expsum_ent)(x, n, m, sum, wsum, 1);
+    else {
+        double unused;
+        SFX(pt_expsum_ent)(x, n, m, sum, &unused, 0);
+    }
 }
 
 /* The largest value, the smallest finite one, the count of those above

@@ -367,6 +367,7 @@ typedef struct scan_ctx {
     float *out;
     int V, nblk;
     const int64_t *start; /* compaction: first finite index of each block */
+    int entropy;          /* the row's entropy wanted (DIST's scale head, EQUI's features) */
 } scan_ctx;
 
 static void scan_thread(void *ctx, int ith, int nth)
@@ -377,7 +378,7 @@ static void scan_thread(void *ctx, int ith, int nth)
     for (int b = b0; b < b1; b++) {
         int lo = b * SCAN_BLK, hi = lo + SCAN_BLK < sc->V ? lo + SCAN_BLK : sc->V;
         int bad = 0;
-        sc->ws->scan[b] = asn_nn_lse_block(sc->logits + lo, hi - lo, &bad);
+        sc->ws->scan[b] = asn_nn_lse_block(sc->logits + lo, hi - lo, &bad, sc->entropy);
         sc->ws->scan_count[b] = sc->ws->scan[b].count;
         sc->ws->scan_bad[b] = bad;
     }
@@ -409,7 +410,8 @@ static void compact_thread(void *ctx, int ith, int nth)
  * +inf; n = 0 (out all -inf) when nothing is finite. */
 static int scan_row(asn_sampler_ws *ws, asn_pool *pool, const float *logits, int V, float *out, asn_err *e)
 {
-    scan_ctx sc = {ws, logits, out, V, (V + SCAN_BLK - 1) / SCAN_BLK, NULL};
+    int entropy = ws->cfg.arch == ASN_SAMPLER_DIST || ws->cfg.arch == ASN_SAMPLER_EQUI;
+    scan_ctx sc = {ws, logits, out, V, (V + SCAN_BLK - 1) / SCAN_BLK, NULL, entropy};
     asn_pool_run(pool, scan_thread, &sc);
     asn_nn_lse tot = {-INFINITY, 0, 0, 0, INFINITY};
     int64_t n = 0;
@@ -435,7 +437,7 @@ static int scan_row(asn_sampler_ws *ws, asn_pool *pool, const float *logits, int
     ws->xmax = tot.max;
     ws->xmin = tot.min;
     ws->stats[0] = (float)((double)tot.max - ws->lse);
-    ws->stats[1] = (float)asn_nn_lse_entropy(tot);
+    ws->stats[1] = entropy ? (float)asn_nn_lse_entropy(tot) : NAN; /* NaN: not computed */
     if (ws->compact) {
         int64_t *start = asn_xmalloc((size_t)sc.nblk * sizeof *start), pos = 0;
         for (int b = 0; b < sc.nblk; b++) {
