@@ -13,7 +13,9 @@
  *     llama-batched: its decode speed at 32 and 256 sequences (-kvu, a
  *     20-token prompt, -n 64) beside asn's streams.
  * Usage: bench_quant [-t THREADS] [-r ROUNDS] MODEL.gguf...   (no model:
- * limits only). With -r, each model is measured ROUNDS times, asn and
+ * limits only). Each of asn's figures is measured just before llama.cpp's
+ * for the same thing (prefill and decode, then the streams). With -r,
+ * each model is measured ROUNDS times, asn and
  * llama.cpp alternately, and a last line gives each figure's median and
  * the ratio of the medians: on a shared or virtual machine, whose
  * bandwidth moves from one minute to the next, a single run can be off by
@@ -140,7 +142,10 @@ static double streams(asn_engine *en, const int32_t *prompt, int V, int B)
     return tps;
 }
 
-static figures measure(const char *path, int threads)
+/* asn's figures for one model: prefill and decode (part 0), or the
+ * streams (part 1), so that each runs just before llama.cpp's figure for
+ * the same thing (the machine's bandwidth moves from minute to minute). */
+static figures measure(const char *path, int threads, int part)
 {
     asn_err e;
     asn_model *m = asn_model_load(path, &e);
@@ -156,10 +161,14 @@ static figures measure(const char *path, int threads)
         prompt[i] = (int32_t)(1 + i * 7919 % (V - 1));
     float *logits = malloc((size_t)V * sizeof *logits);
     figures f = {0};
+    if (part == 1) {
+        f.s32 = streams(en, prompt, V, 32);
+        f.s256 = streams(en, prompt, V, 256);
+    }
     /* as llama-bench measures pp512 and tg128: a warm-up run (it also pages
      * the file in), then the mean tokens/s of 3 runs, each a new sequence */
     enum { REPS = 3 };
-    for (int rep = 0; rep <= REPS; rep++) {
+    for (int rep = 0; rep <= REPS && part == 0; rep++) {
         int s = asn_seq_new(en);
         asn_batch_item it = {s, prompt, 512, logits, 0, NULL, NULL};
         double t0 = now();
@@ -167,7 +176,7 @@ static figures measure(const char *path, int threads)
         f.pp += rep ? 512 / (now() - t0) / REPS : 0;
         asn_seq_free(en, s);
     }
-    for (int rep = 0; rep <= REPS; rep++) { /* 128 tokens one at a time from an empty sequence */
+    for (int rep = 0; rep <= REPS && part == 0; rep++) { /* 128 tokens one at a time from an empty sequence */
         int s = asn_seq_new(en);
         double t0 = now();
         for (int i = 0; i < 128; i++) {
@@ -177,8 +186,6 @@ static figures measure(const char *path, int threads)
         f.tg += rep ? 128 / (now() - t0) / REPS : 0;
         asn_seq_free(en, s);
     }
-    f.s32 = streams(en, prompt, V, 32);
-    f.s256 = streams(en, prompt, V, 256);
     free(logits);
     asn_engine_free(en);
     asn_pool_free(pool);
@@ -265,15 +272,17 @@ static void bench_model(const char *path, int threads, int rounds, const char *l
     double v[NF][MAXR] = {{0}};
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     for (int r = 0; r < rounds; r++) {
-        figures f = measure(path, threads);
-        v[0][r] = f.pp, v[1][r] = f.tg, v[2][r] = f.s32, v[3][r] = f.s256;
-        printf("%-28s asn: prefill %7.1f  decode %6.1f  32 streams %7.1f  256 streams %7.1f tok/s\n", name,
-               f.pp, f.tg, f.s32, f.s256);
+        figures f = measure(path, threads, 0);
+        v[0][r] = f.pp, v[1][r] = f.tg;
+        printf("%-28s asn: prefill %7.1f  decode %6.1f tok/s\n", name, f.pp, f.tg);
         if (lb) {
             llama_bench(lb, path, threads, &v[4][r], &v[5][r]);
             printf("%-28s llama.cpp: prefill %7.1f  decode %6.1f   asn/llama.cpp: prefill %.2f  decode %.2f\n",
                    "", v[4][r], v[5][r], ratio(f.pp, v[4][r]), ratio(f.tg, v[5][r]));
         }
+        f = measure(path, threads, 1);
+        v[2][r] = f.s32, v[3][r] = f.s256;
+        printf("%-28s asn: 32 streams %7.1f  256 streams %7.1f tok/s\n", "", f.s32, f.s256);
         if (lbat) {
             v[6][r] = llama_batched(lbat, path, threads, 32), v[7][r] = llama_batched(lbat, path, threads, 256);
             printf("%-28s llama-batched: 32 streams %7.1f  256 streams %7.1f   asn/llama.cpp: %.2f / %.2f\n", "",
