@@ -5,8 +5,9 @@
  *     multiply-add GOPS of tight register-only loops;
  *   - per model: prefill tokens/s (one 512-token prompt), batch-1 decode
  *     tokens/s (128 tokens from an empty sequence), each the mean of 3
- *     runs after a warm-up as llama-bench's are, and 32 and 256 streams forked from a 20-token
- *     prompt (44 steps each: 64 positions, as llama-batched -n 64), with the
+ *     runs after a warm-up as llama-bench's are, and 32 and 256 streams
+ *     forked from a 20-token prompt (44 steps each: 64 positions, as
+ *     llama-batched -n 64), with the
  *     integer kernel that ran;
  *   - with LLAMA_BENCH=path/to/llama-bench: its pp512 / tg128 on the same
  *     file and threads, and asn ÷ llama.cpp; with LLAMA_BATCHED=path/to/
@@ -14,9 +15,9 @@
  *     20-token prompt, -n 64) beside asn's streams.
  * Usage: bench_quant [-t THREADS] [-r ROUNDS] MODEL.gguf...   (no model:
  * limits only). Each of asn's figures is measured just before llama.cpp's
- * for the same thing (prefill and decode, then the streams). With -r,
- * each model is measured ROUNDS times, asn and
- * llama.cpp alternately, and a last line gives each figure's median and
+ * for the same thing (prefill and decode, then the streams). With -r, each
+ * model is measured ROUNDS times, asn and llama.cpp alternately, and a
+ * last line gives each figure's median and
  * the ratio of the medians: on a shared or virtual machine, whose
  * bandwidth moves from one minute to the next, a single run can be off by
  * a quarter either way.
@@ -164,27 +165,29 @@ static figures measure(const char *path, int threads, int part)
     if (part == 1) {
         f.s32 = streams(en, prompt, V, 32);
         f.s256 = streams(en, prompt, V, 256);
-    }
-    /* as llama-bench measures pp512 and tg128: a warm-up run (it also pages
-     * the file in), then the mean tokens/s of 3 runs, each a new sequence */
-    enum { REPS = 3 };
-    for (int rep = 0; rep <= REPS && part == 0; rep++) {
-        int s = asn_seq_new(en);
-        asn_batch_item it = {s, prompt, 512, logits, 0, NULL, NULL};
-        double t0 = now();
-        asn_engine_decode(en, &it, 1, &e);
-        f.pp += rep ? 512 / (now() - t0) / REPS : 0;
-        asn_seq_free(en, s);
-    }
-    for (int rep = 0; rep <= REPS && part == 0; rep++) { /* 128 tokens one at a time from an empty sequence */
-        int s = asn_seq_new(en);
-        double t0 = now();
-        for (int i = 0; i < 128; i++) {
-            asn_batch_item it = {s, &prompt[i], 1, logits, 0, NULL, NULL};
+    } else {
+        /* as llama-bench measures pp512 and tg128: a warm-up run (it also
+         * pages the file in), then the mean tokens/s of 3 runs, each a new
+         * sequence; decode 128 tokens one at a time from an empty one */
+        enum { REPS = 3 };
+        for (int rep = 0; rep <= REPS; rep++) {
+            int s = asn_seq_new(en);
+            asn_batch_item it = {s, prompt, 512, logits, 0, NULL, NULL};
+            double t0 = now();
             asn_engine_decode(en, &it, 1, &e);
+            f.pp += rep ? 512 / (now() - t0) / REPS : 0;
+            asn_seq_free(en, s);
         }
-        f.tg += rep ? 128 / (now() - t0) / REPS : 0;
-        asn_seq_free(en, s);
+        for (int rep = 0; rep <= REPS; rep++) {
+            int s = asn_seq_new(en);
+            double t0 = now();
+            for (int i = 0; i < 128; i++) {
+                asn_batch_item it = {s, &prompt[i], 1, logits, 0, NULL, NULL};
+                asn_engine_decode(en, &it, 1, &e);
+            }
+            f.tg += rep ? 128 / (now() - t0) / REPS : 0;
+            asn_seq_free(en, s);
+        }
     }
     free(logits);
     asn_engine_free(en);

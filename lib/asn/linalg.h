@@ -61,9 +61,9 @@ int asn_qmatmul(asn_pool *pool, const float *X, int T, int ldx, int K, const voi
 /* 1 if asn_qmatmul computes W of this type with K columns. */
 int asn_qmatmul_supported(uint32_t wtype, int K);
 /* The name of the f32 kernel this machine runs ("avx512", "avx2", "neon",
- * "base"; ASN_MATMUL_KERNEL forces one); "avx512+xpacked" where the AVX2
- * outer products over packed tokens were timed faster than the AVX-512
- * tiles for 16-128 tokens and take those (the same bits). */
+ * "base"; ASN_MATMUL_KERNEL forces one); "avx512+xpacked" where the AVX-512
+ * outer products over packed tokens were timed at least as fast as the
+ * AVX-512 tiles and take from 16 tokens on (the same bits). */
 const char *asn_matmul_kernel(void);
 /* The name of the integer kernel this machine runs ("avx512vnni",
  * "avx512", "avxvnni", "avx2", "neondot", "neon", "base";

@@ -642,7 +642,6 @@ static inline __attribute__((always_inline)) void store_row8(float *y, v8 v, int
             NAME##_tile(xp, K, w, ldw, N, rn, tn, b, y, ldy, w + (size_t)R * ldw, nnext);          \
     } while (0)
 
-
 typedef void (*packed_fn)(const float *, int, int, int, const float *, int, int, const float *, float *, int,
                           float *);
 
@@ -657,9 +656,9 @@ typedef void (*packed_fn)(const float *, int, int, int, const float *, int, int,
  * T = 256, K = 3072, N = 768), ties at 128 x 3072 and 1024 x 768. */
 enum { XPACK_MIN_T = 3, XPACK_MAX_FLOATS = 1 << 19 };
 
-/* The tokens for which the X-packed kernel replaces the tiles: from
- * XPACK_MIN_T on with the AVX2 kernel; on an AVX-512 machine only where
- * xpack_wins_v4 measured it faster, XPACK_V4_LO ... XPACK_V4_HI. */
+/* The X-packed kernels of this machine and the tokens they take from the
+ * tiles (xpack_avx2_choice: from XPACK_MIN_T on; xpack_v4_choice, where
+ * xpack_wins_v4 measured them at least as fast: see there). */
 typedef void (*xpacked_fn)(const float *, int, int, const float *, int, int, const float *, float *, int);
 typedef void (*xpack_fn)(const float *, int, int, int, int, int, float *);
 typedef struct xpack_choice {
@@ -669,7 +668,7 @@ typedef struct xpack_choice {
     int gw, vw, small_t;
     int lo, hi;       /* the tokens it takes, */
     size_t hi_floats; /* and more than hi while the pack is at most this */
-    int fill4;  /* taken only where at least fill4 / 4 of the vectors' lanes hold tokens */
+    int fill4;        /* taken only where at least fill4 / 4 of the vectors' lanes hold tokens */
 } xpack_choice;
 static xpack_choice xpk; /* .big NULL: none */
 
@@ -810,8 +809,8 @@ static packed_fn packed_impl; /* NULL: the tiles only */
  * X-packed kernels taken when not slower. */
 enum { XPACK_V4_LO = 16, XPACK_V4_HI = 128, XPACK_V4_HI_FLOATS = 1 << 18 };
 static const xpack_choice xpack_avx2_choice = {xpacked_avx2, xpacked8_avx2, xpack_avx2, 16, 8, 8, XPACK_MIN_T, 1 << 30, 0, 0},
-                          xpack_v4_choice = {xpacked_avx512, xpacked16_avx512, xpack_avx2, 32, 16, 16, XPACK_V4_LO, XPACK_V4_HI,
-                                                     XPACK_V4_HI_FLOATS, 3};
+                          xpack_v4_choice = {xpacked_avx512, xpacked16_avx512, xpack_avx2, 32, 16, 16, XPACK_V4_LO,
+                                             XPACK_V4_HI, XPACK_V4_HI_FLOATS, 3};
 
 static double mono_now(void)
 {
@@ -823,7 +822,8 @@ static double mono_now(void)
 static int xpack_wins_v4(void)
 {
     enum { T = 32, K = 768, N = 128 };
-    float *X = asn_xmalloc(sizeof(float) * (T * K + N * K + T * N) + xpack_floats(T, K, 32) * sizeof(float));
+    const xpack_choice *c = &xpack_v4_choice;
+    float *X = asn_xmalloc(sizeof(float) * (T * K + N * K + T * N) + xpack_floats(T, K, c->gw) * sizeof(float));
     float *W = X + T * K, *Y = W + N * K, *Xp = Y + T * N;
     for (int i = 0; i < T * K + N * K; i++)
         X[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
@@ -834,8 +834,8 @@ static int xpack_wins_v4(void)
             if (k == 0) {
                 block_avx512(X, T, K, K, W, K, N, NULL, Y, N);
             } else {
-                xpack_avx2(X, T, K, K, 32, 16, Xp);
-                xpacked_avx512(Xp, T, K, W, K, N, NULL, Y, N);
+                c->pack(X, T, K, K, c->gw, c->vw, Xp);
+                c->big(Xp, T, K, W, K, N, NULL, Y, N);
             }
             double dt = mono_now() - t0;
             best[k] = dt < best[k] ? dt : best[k];
@@ -921,7 +921,6 @@ enum { PACK_MIN_T = 8 };
 
 /* The floats of the pack (DEFINE_PACKED) for K (16 rows, K rounded up to 16). */
 static size_t pack_floats(int K) { return (size_t)(K + 15) / 16 * 256; }
-
 
 /* The packed kernel for T tokens, or NULL for the tiles. */
 static packed_fn pick_packed(int T)
