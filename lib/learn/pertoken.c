@@ -277,10 +277,36 @@ static inline __m256 a2_poly1(const asn_nn_ptfast *T, __m256i j, __m256 u)
                  c2 = _mm256_shuffle_ps(t2, t3, _MM_SHUFFLE(1, 0, 1, 0)), c3 = _mm256_shuffle_ps(t2, t3, _MM_SHUFFLE(3, 2, 3, 2));
     return _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_fmadd_ps(c3, u, c2), u, c1), u, c0);
 }
+/* The same where all 8 tokens are in the last 16 intervals, as nearly all
+ * are in the usual row (its bulk lies far below the maximum): c[d] by
+ * 8-entry lookups (vpermps reads the low 3 bits of each index), one where
+ * all are in the last 8 intervals, else two and a blend on bit 3 of j; no
+ * row loads and no transposition. Else a2_poly1. */
+static inline __m256 a2_horner(const __m256 *c, __m256 u)
+{
+    return _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_fmadd_ps(c[3], u, c[2]), u, c[1]), u, c[0]);
+}
+static inline __m256 a2_lut8(const float *tab, __m256i j) { return _mm256_permutevar8x32_ps(_mm256_loadu_ps(tab), j); }
+static inline __m256 a2_poly8(const asn_nn_ptfast *T, __m256i q, __m256 u, const int ni)
+{
+    const __m256i j = _mm256_srli_epi32(q, 4);
+    __m256 c[ASN_NN_PTFAST_DEG + 1];
+    if (_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(q, _mm256_set1_epi32((ni - 8) * 16 - 1)))) == 0xFF) {
+        for (int d = 0; d <= ASN_NN_PTFAST_DEG; d++)
+            c[d] = a2_lut8(T->coef[d] + ni - 8, j);
+        return a2_horner(c, u);
+    }
+    if (_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(q, _mm256_set1_epi32((ni - 16) * 16 - 1)))) == 0xFF) {
+        const __m256 hi = _mm256_castsi256_ps(_mm256_slli_epi32(q, 24)); /* bit 3 of j as the sign */
+        for (int d = 0; d <= ASN_NN_PTFAST_DEG; d++)
+            c[d] = _mm256_blendv_ps(a2_lut8(T->coef[d] + ni - 16, j), a2_lut8(T->coef[d] + ni - 8, j), hi);
+        return a2_horner(c, u);
+    }
+    return a2_poly1(T, q, u);
+}
 static inline a2v a2_poly(const asn_nn_ptfast *T, a2i j, a2v u, const int ni)
 {
-    (void)ni; /* the rows are found by their offsets, whatever the intervals */
-    return (a2v){a2_poly1(T, j.a, u.a), a2_poly1(T, j.b, u.b)};
+    return (a2v){a2_poly8(T, j.a, u.a, ni), a2_poly8(T, j.b, u.b, ni)};
 }
 #define vgeo a2_geo
 #define vpoly a2_poly
