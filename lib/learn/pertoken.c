@@ -249,6 +249,11 @@ static inline uint32_t a2_geo(a2v t, int32_t base, const int ni, a2i *j, a2v *u)
 {
     return a2_geo1(t.a, base, ni, &j->a, &u->a) | a2_geo1(t.b, base, ni, &j->b, &u->b) << 8;
 }
+/* c[3] u^3 + ... + c[0] by Horner, as pertoken_body.h's vpoly */
+static inline __m256 a2_horner(const __m256 *c, __m256 u)
+{
+    return _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_fmadd_ps(c[3], u, c[2]), u, c[1]), u, c[0]);
+}
 /* The polynomial of 8 tokens' intervals (T->row: byte offsets 16 j in q)
  * at u: their rows, two tokens (k, k + 4) to a register, transposed in
  * each 128-bit half into c[d] = T->coef[d][j] (4 gathers cost more). Each
@@ -273,30 +278,31 @@ static inline __m256 a2_poly1(const asn_nn_ptfast *T, __m256i j, __m256 u)
                  a3 = a2_pair(r, q[3], q[7]);
     const __m256 t0 = _mm256_unpacklo_ps(a0, a1), t1 = _mm256_unpacklo_ps(a2, a3), t2 = _mm256_unpackhi_ps(a0, a1),
                  t3 = _mm256_unpackhi_ps(a2, a3);
-    const __m256 c0 = _mm256_shuffle_ps(t0, t1, _MM_SHUFFLE(1, 0, 1, 0)), c1 = _mm256_shuffle_ps(t0, t1, _MM_SHUFFLE(3, 2, 3, 2)),
-                 c2 = _mm256_shuffle_ps(t2, t3, _MM_SHUFFLE(1, 0, 1, 0)), c3 = _mm256_shuffle_ps(t2, t3, _MM_SHUFFLE(3, 2, 3, 2));
-    return _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_fmadd_ps(c3, u, c2), u, c1), u, c0);
+    const __m256 c[4] = {_mm256_shuffle_ps(t0, t1, _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(t0, t1, _MM_SHUFFLE(3, 2, 3, 2)),
+                         _mm256_shuffle_ps(t2, t3, _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(t2, t3, _MM_SHUFFLE(3, 2, 3, 2))};
+    return a2_horner(c, u);
+}
+static inline __m256 a2_lut8(const float *tab, __m256i j) { return _mm256_permutevar8x32_ps(_mm256_loadu_ps(tab), j); }
+/* 1 if all 8 offsets q (16 j) are in the last n of ni intervals */
+static inline int a2_all_last(__m256i q, int ni, int n)
+{
+    return _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(q, _mm256_set1_epi32((ni - n) * 16 - 1)))) == 0xFF;
 }
 /* The same where all 8 tokens are in the last 16 intervals, as nearly all
  * are in the usual row (its bulk lies far below the maximum): c[d] by
  * 8-entry lookups (vpermps reads the low 3 bits of each index), one where
  * all are in the last 8 intervals, else two and a blend on bit 3 of j; no
  * row loads and no transposition. Else a2_poly1. */
-static inline __m256 a2_horner(const __m256 *c, __m256 u)
-{
-    return _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_fmadd_ps(c[3], u, c[2]), u, c[1]), u, c[0]);
-}
-static inline __m256 a2_lut8(const float *tab, __m256i j) { return _mm256_permutevar8x32_ps(_mm256_loadu_ps(tab), j); }
 static inline __m256 a2_poly8(const asn_nn_ptfast *T, __m256i q, __m256 u, const int ni)
 {
     const __m256i j = _mm256_srli_epi32(q, 4);
     __m256 c[ASN_NN_PTFAST_DEG + 1];
-    if (_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(q, _mm256_set1_epi32((ni - 8) * 16 - 1)))) == 0xFF) {
+    if (a2_all_last(q, ni, 8)) {
         for (int d = 0; d <= ASN_NN_PTFAST_DEG; d++)
             c[d] = a2_lut8(T->coef[d] + ni - 8, j);
         return a2_horner(c, u);
     }
-    if (_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(q, _mm256_set1_epi32((ni - 16) * 16 - 1)))) == 0xFF) {
+    if (a2_all_last(q, ni, 16)) {
         const __m256 hi = _mm256_castsi256_ps(_mm256_slli_epi32(q, 24)); /* bit 3 of j as the sign */
         for (int d = 0; d <= ASN_NN_PTFAST_DEG; d++)
             c[d] = _mm256_blendv_ps(a2_lut8(T->coef[d] + ni - 16, j), a2_lut8(T->coef[d] + ni - 8, j), hi);
