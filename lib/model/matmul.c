@@ -363,27 +363,28 @@ DEFINE_ROWS(tile4)
             NAME##_tile(x, ldx, K, Wt, o, ldo, N);                                                 \
     } while (0)
 
-/* The same outer products over many tokens: 16 rows of W packed transposed
- * (PACK), then tiles of TT tokens by the 16 columns. Lane l of output
- * (t, j) is p_l[t][j], fed W[j][k] * X[t][k] for k = l, l + 16, ... in
- * increasing k: one broadcast of X[t][k] times the packed W[.][k] for all
- * 16 columns, so a tile holds TT * 16 / VW accumulators and loads 16 / VW
- * vectors of W and TT scalars of X for TT * 16 / VW multiply-adds (6
- * tokens on AVX2: 12 accumulators, 2 W halves and a broadcast in 16
- * registers). A lane's zero-padded terms (k >= K) are not computed: an
- * accumulator starts at +0 and never becomes -0, so adding +0 would leave
- * it unchanged. The lanes run one after the other over PACK_KB blocks of
- * 16 k (the tile's X lines stay in L1 while the 16 lanes pick their
- * elements out of them), each lane's sums kept in sum[] between blocks
- * (stored and reloaded: the same values). Then p_l + p_{l+8} (the tree's
- * first level), (l, l+4), (l, l+2), (l, l+1) add whole vectors, as
- * DEFINE_COLS16 does.
+/* The same outer products over many tokens, both operands packed: 16 rows
+ * of W transposed (PACK) and X in groups of TT tokens (xpack's layout,
+ * with GW = VW = TT), then tiles of TT tokens by the 16 columns. Lane l of
+ * output (t, j) is p_l[t][j], fed W[j][k] * X[t][k] for k = l, l + 16,
+ * ... in increasing k: one broadcast of X[t][k] times the packed W[.][k]
+ * for all 16 columns, so a tile holds TT * 16 / VW accumulators and loads
+ * 16 / VW vectors of W and TT scalars of X for TT * 16 / VW multiply-adds
+ * (6 tokens on AVX2: 12 accumulators, 2 W halves and a broadcast in 16
+ * registers). Both packs put each lane's blocks one after the other, so a
+ * lane reads two contiguous runs, the TT broadcasts of a step from one
+ * line: with X read in place (6 lines per step, 16 lanes picking their
+ * element out of each) the tiles ran at 65 GFLOPS on one core at T = 512,
+ * K = 2048, N = 768, against 110 here. A lane runs over all its blocks at
+ * once, its sums then stored in sum[]. A lane's zero-padded terms (k >= K)
+ * are not computed: an accumulator starts at +0 and never becomes -0, so
+ * adding +0 would leave it unchanged. Then p_l + p_{l+8} (the tree's first
+ * level), (l, l+4), (l, l+2), (l, l+1) add whole vectors, as DEFINE_COLS16
+ * does. The tokens padding the last group are computed and not stored.
  *
- * The pack, Wp[l][b][j] = W[j][16 b + l] (zero past K and for j >= the
- * rows there are), puts each lane's blocks one after the other: 16 *
- * roundup(K, 16) floats (48 KB for K = 768), in L2 while every tile of
- * tokens passes over it. */
-enum { PACK_KB = 32 };
+ * The pack of W, Wp[l][b][j] = W[j][16 b + l] (zero past K and for j >=
+ * the rows there are): 16 * roundup(K, 16) floats (48 KB for K = 768), in
+ * L2 while every tile of tokens passes over it. */
 
 /* The last partial block of 16 k, and rows past nrows, one float at a time. */
 static inline __attribute__((always_inline)) void pack_tail(const float *W, int ldw, int nrows, int K,
@@ -399,39 +400,36 @@ static inline __attribute__((always_inline)) void pack_tail(const float *W, int 
 }
 
 #define DEFINE_PACKED(NAME, TARGET, V, VW, TT, PACK)                                               \
-    static inline __attribute__((always_inline)) void NAME##_tile(const float *X, int ldx, int K,  \
-                                                                  const float *Wp, int TN,         \
+    static inline __attribute__((always_inline)) void NAME##_tile(const float *Xp, int K,          \
+                                                                  const float *Wp, int tn,         \
                                                                   const float *bias, float *Y,     \
                                                                   int ldy, int rn)                 \
     {                                                                                              \
         enum { NP = 16 / VW };                                                                     \
         V sum[16][TT][NP];                                                                         \
         int nb = (K + 15) / 16;                                                                    \
-        for (int b0 = 0; b0 < nb; b0 += PACK_KB) {                                                 \
-            for (int l = 0; l < 16; l++) {                                                         \
-                /* lane l's blocks: the b with 16 b + l < K */                                     \
-                int n = l < K ? (K - l + 15) / 16 : 0, bend = b0 + PACK_KB < n ? b0 + PACK_KB : n; \
-                V acc[TT][NP];                                                                     \
-                _Pragma("GCC unroll 8") for (int t = 0; t < TN; t++)                               \
+        for (int l = 0; l < 16; l++) {                                                             \
+            int n = l < K ? (K - l + 15) / 16 : 0; /* lane l's blocks: 16 b + l < K */             \
+            V acc[TT][NP];                                                                         \
+            _Pragma("GCC unroll 8") for (int t = 0; t < TT; t++)                                   \
+                _Pragma("GCC unroll 4") for (int p = 0; p < NP; p++)                               \
+                    acc[t][p] = (V){0};                                                            \
+            const float *wp = Wp + (size_t)l * nb * 16, *xp = Xp + (size_t)l * nb * TT;            \
+            for (int b = 0; b < n; b++) {                                                          \
+                V w[NP];                                                                           \
+                _Pragma("GCC unroll 4") for (int p = 0; p < NP; p++)                               \
+                    memcpy(&w[p], wp + (size_t)b * 16 + p * VW, sizeof w[p]);                      \
+                _Pragma("GCC unroll 8") for (int t = 0; t < TT; t++) {                             \
+                    float xs = xp[(size_t)b * TT + t]; /* broadcast */                             \
                     _Pragma("GCC unroll 4") for (int p = 0; p < NP; p++)                           \
-                        acc[t][p] = b0 ? sum[l][t][p] : (V){0};                                    \
-                const float *wp = Wp + (size_t)l * nb * 16, *x = X + l;                            \
-                for (int b = b0; b < bend; b++) {                                                  \
-                    V w[NP];                                                                       \
-                    _Pragma("GCC unroll 4") for (int p = 0; p < NP; p++)                           \
-                        memcpy(&w[p], wp + (size_t)b * 16 + p * VW, sizeof w[p]);                  \
-                    _Pragma("GCC unroll 8") for (int t = 0; t < TN; t++) {                         \
-                        float xs = x[(size_t)t * ldx + (size_t)b * 16]; /* broadcast */            \
-                        _Pragma("GCC unroll 4") for (int p = 0; p < NP; p++)                       \
-                            acc[t][p] += w[p] * xs;                                                \
-                    }                                                                              \
+                        acc[t][p] += w[p] * xs;                                                    \
                 }                                                                                  \
-                _Pragma("GCC unroll 8") for (int t = 0; t < TN; t++)                               \
-                    _Pragma("GCC unroll 4") for (int p = 0; p < NP; p++)                           \
-                        sum[l][t][p] = acc[t][p];                                                  \
             }                                                                                      \
+            _Pragma("GCC unroll 8") for (int t = 0; t < TT; t++)                                   \
+                _Pragma("GCC unroll 4") for (int p = 0; p < NP; p++)                               \
+                    sum[l][t][p] = acc[t][p];                                                      \
         }                                                                                          \
-        for (int t = 0; t < TN; t++) {                                                             \
+        for (int t = 0; t < tn; t++) {                                                             \
             float out[16];                                                                         \
             _Pragma("GCC unroll 4") for (int p = 0; p < NP; p++) {                                 \
                 V s[8], bv = (V){0};                                                               \
@@ -450,40 +448,20 @@ static inline __attribute__((always_inline)) void pack_tail(const float *W, int 
         }                                                                                          \
     }                                                                                              \
                                                                                                    \
-    TARGET static void NAME(const float *X, int T, int ldx, int K, const float *W, int ldw,        \
-                            int nrows, const float *bias, float *Y, int ldy, float *Wp)            \
+    TARGET static void NAME(const float *Xp, int T, int K, const float *W, int ldw, int nrows,     \
+                            const float *bias, float *Y, int ldy, float *Wp)                       \
     {                                                                                              \
+        size_t gstride = (size_t)TT * ((K + 15) / 16) * 16;                                        \
         for (int r0 = 0; r0 < nrows; r0 += 16) {                                                   \
             int rn = nrows - r0 < 16 ? nrows - r0 : 16;                                            \
             const float *b = bias ? bias + r0 : NULL;                                              \
             int next = nrows - r0 - 16 < 16 ? nrows - r0 - 16 : 16;                                \
             PACK(W + (size_t)r0 * ldw, ldw, rn, K, Wp, next > 0 ? next : 0);                       \
-            /* tiles of TT tokens; the last TT + 1 ... 2 TT - 1 in two nearly equal \
-             * tiles (a tile of few tokens waits on its multiply-adds' latency) */ \
-            for (int t0 = 0; t0 < T;) {                                                            \
-                int tn = T - t0 >= 2 * TT ? TT : T - t0 > TT ? (T - t0 + 1) / 2 : T - t0;          \
-                const float *x = X + (size_t)t0 * ldx;                                             \
-                float *y = Y + (size_t)t0 * ldy + r0;                                              \
-                switch (tn) {                                                                      \
-                case 1: NAME##_tile(x, ldx, K, Wp, 1, b, y, ldy, rn); break;                       \
-                case 2: PACKED_CASE(NAME, TT, 2); break;                                           \
-                case 3: PACKED_CASE(NAME, TT, 3); break;                                           \
-                case 4: PACKED_CASE(NAME, TT, 4); break;                                           \
-                case 5: PACKED_CASE(NAME, TT, 5); break;                                           \
-                case 6: PACKED_CASE(NAME, TT, 6); break;                                           \
-                case 7: PACKED_CASE(NAME, TT, 7); break;                                           \
-                case 8: PACKED_CASE(NAME, TT, 8); break;                                           \
-                }                                                                                  \
-                t0 += tn;                                                                          \
-            }                                                                                      \
+            for (int t0 = 0; t0 < T; t0 += TT)                                                     \
+                NAME##_tile(Xp + (size_t)(t0 / TT) * gstride, K, Wp, T - t0 < TT ? T - t0 : TT, b, \
+                            Y + (size_t)t0 * ldy + r0, ldy, rn);                                   \
         }                                                                                          \
     }
-
-#define PACKED_CASE(NAME, TT, N)                                                                   \
-    do {                                                                                           \
-        if (TT >= N)                                                                               \
-            NAME##_tile(x, ldx, K, Wp, N, b, y, ldy, rn);                                          \
-    } while (0)
 
 /* The mirror image for fewer tokens: X packed (xpack), W read in place.
  * Output (t, j) lane l is p_l[j][t], fed W[j][k] * X[t][k] for k = l,
@@ -530,9 +508,11 @@ static inline __attribute__((always_inline)) void store_row8(float *y, v8 v, int
 {
     if (n == 8)
         memcpy(y, &v, 8 * sizeof(float));
-    else if (n == 6)
-        memcpy(y, &v, 6 * sizeof(float));
-    else if (n == 4)
+    else if (n == 6) { /* 4 + 2, from the two halves: no trip through memory */
+        v4 lo = __builtin_shufflevector(v, v, 0, 1, 2, 3), hi = __builtin_shufflevector(v, v, 4, 5, 6, 7);
+        memcpy(y, &lo, sizeof lo);
+        memcpy(y + 4, &hi, 2 * sizeof(float));
+    } else if (n == 4)
         memcpy(y, &v, 4 * sizeof(float));
     else
         for (int j = 0; j < n; j++)
@@ -642,19 +622,22 @@ static inline __attribute__((always_inline)) void store_row8(float *y, v8 v, int
             NAME##_tile(xp, K, w, ldw, N, rn, tn, b, y, ldy, w + (size_t)R * ldw, nnext);          \
     } while (0)
 
-typedef void (*packed_fn)(const float *, int, int, int, const float *, int, int, const float *, float *, int,
-                          float *);
+typedef void (*packed_fn)(const float *, int, int, const float *, int, int, const float *, float *, int, float *);
 
-/* X packed (DEFINE_XPACKED) rather than W from XPACK_MIN_T tokens while
- * the pack, T x K floats, is at most XPACK_MAX_FLOATS (2 MB), so that it
- * stays in L2 while every tile of rows passes over it. Measured on AVX2,
- * one core, GFLOPS X-packed against W-packed (the tiles below 8 tokens):
- * K = 768, N = 32768 (W streamed from memory): 73 / 63 at T = 8, 89 / 82
- * at 16, 106 / 97 at 32, 115 / 106 at 64, 27 / 23 at 3, 57 / 35 at 6, a
- * tie at 2; K = 3072, N = 768, T = 32: 104 / 64; T = 512, K = 768, N =
- * 3072: 119-121 / 115; past the bound X-packed falls behind (98 / 110 at
- * T = 256, K = 3072, N = 768), ties at 128 x 3072 and 1024 x 768. */
-enum { XPACK_MIN_T = 3, XPACK_MAX_FLOATS = 1 << 19 };
+/* X packed with W read in place (DEFINE_XPACKED) from XPACK_MIN_T tokens
+ * while the pack, T x K floats, is at most XPACK_MAX_FLOATS (2 MB), and
+ * below PACKED_MIN_T tokens where both can be packed (DEFINE_PACKED); the
+ * tiles of DEFINE_TILE below XPACK_MIN_T. Measured on AVX2 (a Zen 4 core
+ * pair), 2 threads, 12 matrices of K x N in turn (W from memory), GFLOPS
+ * X-packed / both packed, the best of 3 runs: T = 32: 140 / 98 at K = N =
+ * 768, 153 / 73 at K = 768, N = 2048, 170 / 129 at K = 896, N = 4864;
+ * T = 96: 178 / 180, 184 / 189, 188 / 192; T = 128: 183 / 179, 173 /
+ * 174, 187 / 185; T = 192: 160 / 163, 170 / 183, 191 / 202; T = 512: 179
+ * / 197, 179 / 197, 186 / 196. Past the bound (T = 512, K = 2048, N =
+ * 768), both packed give 192, the W-packed tiles reading X in place 128.
+ * On one core, X-packed against the tiles: 27 / 23 GFLOPS at T = 3, 57 /
+ * 35 at 6, a tie at 2. */
+enum { XPACK_MIN_T = 3, XPACK_MAX_FLOATS = 1 << 19, PACKED_MIN_T = 128 };
 
 /* The X-packed kernels of this machine and the tokens they take from the
  * tiles (xpack_avx2_choice: from XPACK_MIN_T on; xpack_v4_choice, where
@@ -693,8 +676,8 @@ static const char *kernel_name; /* the f32 kernel chosen (asn_matmul_kernel) */
  * 2 threads, 101 -> 124 tok/s with AVX2 and 112 -> 117 with AVX-512).
  * From 3 tokens on, AVX2 takes the outer products instead: xpacked_avx2
  * (DEFINE_XPACKED: 6 rows x 16 tokens; 12 x 8 up to 8 tokens) while X is
- * at most XPACK_MAX_FLOATS, else packed_avx2 (DEFINE_PACKED: 6 tokens x 16
- * rows, 115-120 GFLOPS against the 2 x 3 tiles' 85-102 at T = 512). */
+ * at most XPACK_MAX_FLOATS and below PACKED_MIN_T tokens, else packed_avx2
+ * (DEFINE_PACKED: 6 tokens x 16 rows, X and W packed). */
 DEFINE_BLOCK(block_avx512, V4_TARGET, tile16, 5, 5, 4)
 DEFINE_BLOCK(block_avx2, V3_TARGET, tile8, 2, 3, 6)
 DEFINE_BLOCK(block_base, V1_TARGET, tile4, 1, 3, 3)
@@ -748,31 +731,52 @@ V3_TARGET static void pack_avx2(const float *W, int ldw, int nrows, int K, float
     pack_tail(W, ldw, nrows, K, full, Wp);
 }
 DEFINE_PACKED(packed_avx2, V3_TARGET, v8, 8, 6, pack_avx2)
-/* xpack with VW = 8, an 8 x 8 transpose at a time (8 tokens by 8 k), the
- * blocks past T or K one float at a time */
+/* 8 k of n tokens (rows of X, ldx apart; zero rows past n) transposed:
+ * k0 + j's w tokens to d + j * step. */
+static inline __attribute__((always_inline)) void xpack8(const float *X, int ldx, int n, float *d, size_t step,
+                                                         int w)
+{
+    v8 r[8];
+    _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) {
+        r[i] = (v8){0};
+        if (i < n)
+            memcpy(&r[i], X + (size_t)i * ldx, sizeof r[i]);
+    }
+    transpose8(r);
+    _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
+        store_row8(d + (size_t)j * step, r[j], w);
+}
+
+/* xpack, an 8 x 8 transpose at a time (8 k by 8 tokens; a group narrower
+ * than 8, as the W-packed tiles' 6 tokens, takes the first rows of it),
+ * tokens past T as zero rows, the blocks past K one float at a time */
 V3_TARGET static void xpack_avx2(const float *X, int T, int ldx, int K, int GW, int VW, float *Xp)
 {
     int nb = (K + 15) / 16;
+    size_t step = 0;
     for (int t0 = 0; t0 < T; t0 += GW) {
         int tn = T - t0 < GW ? T - t0 : GW, G = (tn + VW - 1) / VW * VW;
         float *xp = Xp + (size_t)(t0 / GW) * GW * nb * 16;
-        for (int p = 0; p < G; p += 8)
+        step = (size_t)nb * G;
+        for (int p = 0; p < G; p += 8) {
+            int w = G - p < 8 ? G - p : 8, n = tn - p; /* the tokens p .. p + w - 1, n of them in X */
+            const float *x = X + (size_t)(t0 + p) * ldx;
             for (int k0 = 0; k0 < nb * 16; k0 += 8) {
-                float *d = xp + ((size_t)(k0 % 16) * nb + k0 / 16) * G + p; /* + j * nb * G: k0 + j */
-                if (p + 8 <= tn && k0 + 8 <= K) {
-                    v8 r[8];
-                    _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++)
-                        memcpy(&r[i], X + (size_t)(t0 + p + i) * ldx + k0, sizeof r[i]);
-                    transpose8(r);
-                    _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++)
-                        memcpy(d + (size_t)j * nb * G, &r[j], sizeof r[j]);
-                } else {
+                float *d = xp + ((size_t)(k0 % 16) * nb + k0 / 16) * G + p; /* + j * step: k0 + j */
+                if (k0 + 8 <= K && w == 8 && n >= 8) /* the usual cases with constant sizes */
+                    xpack8(x + k0, ldx, 8, d, step, 8);
+                else if (k0 + 8 <= K && w == 6 && n >= 6)
+                    xpack8(x + k0, ldx, 6, d, step, 6);
+                else if (k0 + 8 <= K && w == 4 && n >= 4)
+                    xpack8(x + k0, ldx, 4, d, step, 4);
+                else if (k0 + 8 <= K)
+                    xpack8(x + k0, ldx, n, d, step, w);
+                else
                     for (int j = 0; j < 8; j++)
-                        for (int i = 0; i < 8; i++)
-                            d[(size_t)j * nb * G + i] =
-                                p + i < tn && k0 + j < K ? X[(size_t)(t0 + p + i) * ldx + k0 + j] : 0.0f;
-                }
+                        for (int i = 0; i < w; i++)
+                            d[(size_t)j * step + i] = i < n && k0 + j < K ? x[(size_t)i * ldx + k0 + j] : 0.0f;
             }
+        }
     }
 }
 /* X packed: 6 rows x 16 tokens, and 12 rows x 8 tokens for up to 8 tokens */
@@ -789,6 +793,7 @@ DEFINE_XPACKED(xpacked16_avx512, V4_TARGET, v16, 16, 8, 1, 8)
 static block_fn block_impl;
 static block_fn stream_impl; /* one token, f32 weights read from memory */
 static packed_fn packed_impl; /* NULL: the tiles only */
+static int packed_tt;         /* its tiles' tokens: X packed in groups of as many */
 
 /* On AVX-512 the outer products over X packed (xpacked_avx512) beat the
  * 5 x 5 tiles on a Zen 4 core, whose AVX-512 runs as two 256-bit halves:
@@ -861,7 +866,7 @@ static void choose_kernels(void)
             xpk = xpack_v4_choice, kernel_name = "avx512+xpacked";
     } else if (avx2 || asn_cpu_has(ASN_CPU_AVX2 | ASN_CPU_FMA))
         block_impl = block_avx2, dot_impl = dot_avx2, cols16_impl = cols16_avx2, packed_impl = packed_avx2,
-        xpk = xpack_avx2_choice, stream_impl = stream_avx2, kernel_name = "avx2";
+        packed_tt = 6, xpk = xpack_avx2_choice, stream_impl = stream_avx2, kernel_name = "avx2";
     else
         block_impl = block_base, dot_impl = dot_base, cols16_impl = cols16_base, kernel_name = "base";
     if (!stream_impl)
@@ -911,8 +916,8 @@ static block_fn pick_block(void)
 enum { ROWS_PER_BLOCK = 16, XPACK_ROWS = 48 };
 
 /* From this many tokens on, the W-packed outer products (where the target
- * has them, and X is too large to be packed instead) replace the tiles.
- * Measured (before the X-packed tiles) on AVX2, one core, K = 768: with W
+ * has them, and X is too large to be packed alone) replace the tiles.
+ * Measured (before the X-packed tiles, X read in place) on AVX2, one core, K = 768: with W
  * streamed from memory (N = 32768), as a model's weights are, packed 57
  * against the tiles' 44 GFLOPS at 8 tokens, 76 against 65 at 16, 93
  * against 82 at 32, a tie at 4; with W in L3 the tiles stay ahead up to
@@ -935,6 +940,8 @@ static xpacked_fn pick_xpacked(int T, int K, int *gw, int *vw)
 {
     pick_block();
     size_t floats = (size_t)T * (size_t)K;
+    if (packed_impl && T >= PACKED_MIN_T)
+        return NULL;
     if (!xpk.big || T < xpk.lo || floats > XPACK_MAX_FLOATS || (T > xpk.hi && floats > xpk.hi_floats))
         return NULL;
     int lanes = T <= xpk.small_t ? xpk.small_t : T / xpk.gw * xpk.gw + (T % xpk.gw + xpk.vw - 1) / xpk.vw * xpk.vw;
@@ -962,7 +969,7 @@ typedef struct mm_task {
     block_fn block;
     packed_fn packed;   /* NULL: block */
     xpacked_fn xpacked; /* NULL: packed or block */
-    const float *Xp;    /* X packed for xpacked */
+    const float *Xp;    /* X packed for xpacked or packed */
 } mm_task;
 
 /* Rows [r0, r0 + rn) of W (f32, stride ldw) times every token; Wp: room
@@ -973,7 +980,7 @@ static void mm_rows(const mm_task *m, const float *W, int ldw, int r0, int rn, f
     if (m->xpacked)
         m->xpacked(m->Xp, m->T, m->K, W, ldw, rn, bias, m->Y + r0, m->ldy);
     else if (m->packed)
-        m->packed(m->X, m->T, m->ldx, m->K, W, ldw, rn, bias, m->Y + r0, m->ldy, Wp);
+        m->packed(m->Xp, m->T, m->K, W, ldw, rn, bias, m->Y + r0, m->ldy, Wp);
     else
         m->block(m->X, m->T, m->ldx, m->K, W, ldw, rn, bias, m->Y + r0, m->ldy);
 }
@@ -1038,7 +1045,9 @@ void asn_matmul(asn_pool *pool, const float *X, int T, int ldx, int K, const voi
                  pick_block(), pick_packed(T), pick_xpacked(T, K, &gw, &vw), NULL};
     if (wtype == ASN_T_F32 && T == 1)
         m.block = stream_impl;
-    if (m.xpacked) { /* packed once, read by every thread */
+    if (m.xpacked || m.packed) { /* X packed once, read by every thread */
+        if (!m.xpacked)
+            gw = vw = packed_tt;
         float *Xp = asn_pool_shared_scratch(pool, xpack_floats(T, K, gw) * sizeof(float));
         xpack_task xt = {X, T, ldx, K, gw, vw, Xp};
         if (T >= XPACK_SPLIT_T)
@@ -1057,16 +1066,19 @@ void asn_matmul_f32(const float *X, int T, int ldx, int K, const float *W, int l
     int gw = 0, vw = 0;
     mm_task m = {X, T, ldx, K, NULL, ASN_T_F32, 0, N, NULL, Y, ldy, NULL,
                  pick_block(), pick_packed(T), pick_xpacked(T, K, &gw, &vw), NULL};
-    /* this call's own buffer (it runs in any thread): X packed, or the pack of W */
+    /* this call's own buffer (it runs in any thread): X packed, then the
+     * pack of W where W is packed too */
     float *buf = NULL;
-    if (m.xpacked) {
-        buf = asn_xmalloc(xpack_floats(T, K, gw) * sizeof(float));
+    size_t xf = 0;
+    if (m.xpacked || m.packed) {
+        if (!m.xpacked)
+            gw = vw = packed_tt;
+        xf = xpack_floats(T, K, gw);
+        buf = asn_xmalloc((xf + (m.xpacked ? 0 : pack_floats(K))) * sizeof(float));
         xpk.pack(X, T, ldx, K, gw, vw, buf);
         m.Xp = buf;
-    } else if (m.packed) {
-        buf = asn_xmalloc(pack_floats(K) * sizeof(float));
     }
-    mm_rows(&m, W, ldw, 0, N, m.xpacked ? NULL : buf);
+    mm_rows(&m, W, ldw, 0, N, m.xpacked || !buf ? NULL : buf + xf);
     free(buf);
 }
 

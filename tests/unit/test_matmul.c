@@ -68,9 +68,10 @@ typedef struct shape {
  * from 3 tokens on (from 64 the threads pack X's groups between them),
  * the last lines with T in 8..77 around 8 and 16, rows
  * past multiples of 6 and 12, K under 16 (lanes with no term) and past
- * 1024 with a partial last 16. Past 2^19 it packs 16 rows of W instead
- * (tiles of 6 tokens, the last 7..11 tokens in two tiles, K in blocks of
- * 512): the last two shapes, rows past 16, K past one and two blocks. */
+ * 1024 with a partial last 16. From 128 tokens on, or past 2^19, it
+ * packs 16 rows of W and X in groups of 6 tokens (the last group padded
+ * with zero tokens): the last seven shapes, rows past 16, a last group of
+ * 1..5 tokens, K under 16 and past 1024. */
 static const shape shapes[] = {
     {1, 1, 1},    {1, 7, 5},     {2, 3, 15},   {3, 5, 16},   {4, 6, 17},   {5, 9, 31},
     {6, 11, 32},  {7, 13, 33},   {8, 17, 47},  {9, 10, 64},  {10, 12, 100}, {11, 19, 129},
@@ -79,7 +80,8 @@ static const shape shapes[] = {
     {8, 16, 16},  {12, 33, 48},  {19, 47, 769}, {23, 17, 1537}, {8, 20, 5}, {30, 16, 1}, {14, 49, 1045},
     {8, 25, 100}, {8, 12, 1040},  {9, 13, 35},  {16, 6, 80},  {17, 31, 513}, {24, 7, 15},  {31, 50, 200},
     {32, 37, 768}, {33, 11, 3},   {40, 19, 600}, {47, 26, 1100}, {63, 5, 64},  {64, 23, 17},
-    {65, 20, 100}, {77, 33, 530}, {200, 19, 700}, {520, 21, 1010}, {600, 17, 1537},
+    {65, 20, 100}, {77, 33, 530}, {128, 16, 16}, {131, 35, 40}, {133, 17, 9}, {200, 19, 700},
+    {520, 21, 1010}, {600, 17, 1537}, {256, 48, 1031},
 };
 
 /* Runs every shape on the kernel this process picked; fused: which model
