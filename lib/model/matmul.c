@@ -662,6 +662,10 @@ typedef void (*block_fn)(const float *, int, int, int, const float *, int, int, 
 typedef float (*dot_fn)(const float *, const float *, int);
 static dot_fn dot_impl;
 static const char *kernel_name; /* the f32 kernel chosen (asn_matmul_kernel) */
+static block_fn block_impl;
+static block_fn stream_impl;  /* one token, f32 weights read from memory */
+static packed_fn packed_impl; /* NULL: the tiles only (AVX2 has it) */
+static int packed_tt;         /* its tiles' tokens: X packed in groups of as many */
 
 #if defined(__x86_64__)
 #define V4_TARGET __attribute__((target("arch=x86-64-v4")))
@@ -790,10 +794,6 @@ DEFINE_XPACKED(xpacked8_avx2, V3_TARGET, v8, 8, 12, 1, 6)
 DEFINE_XPACKED(xpacked_avx512, V4_TARGET, v16, 16, 6, 2, 6)
 DEFINE_XPACKED(xpacked16_avx512, V4_TARGET, v16, 16, 8, 1, 8)
 
-static block_fn block_impl;
-static block_fn stream_impl; /* one token, f32 weights read from memory */
-static packed_fn packed_impl; /* NULL: the tiles only */
-static int packed_tt;         /* its tiles' tokens: X packed in groups of as many */
 
 /* On AVX-512 the outer products over X packed (xpacked_avx512) beat the
  * 5 x 5 tiles on a Zen 4 core, whose AVX-512 runs as two 256-bit halves:
@@ -881,9 +881,6 @@ DEFINE_BLOCK(block_generic, , tile4, 2, 3, 6)
 DEFINE_DOT(dot_generic, , tile4)
 DEFINE_COLS16(cols16_generic, , v4, 4, 4)
 
-static block_fn block_impl;
-static block_fn stream_impl; /* one token, f32 weights read from memory */
-static packed_fn packed_impl; /* none here */
 
 static void choose_kernels(void)
 {
