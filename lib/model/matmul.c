@@ -375,7 +375,7 @@ DEFINE_ROWS(tile4)
  * lane reads two contiguous runs, the TT broadcasts of a step from one
  * line: with X read in place (6 lines per step, 16 lanes picking their
  * element out of each) the tiles ran at 65 GFLOPS on one core at T = 512,
- * K = 2048, N = 768, against 110 here. A lane runs over all its blocks at
+ * K = 2048, N = 768, against 96 here (110 without the pack of W). A lane runs over all its blocks at
  * once, its sums then stored in sum[]. A lane's zero-padded terms (k >= K)
  * are not computed: an accumulator starts at +0 and never becomes -0, so
  * adding +0 would leave it unchanged. Then p_l + p_{l+8} (the tree's first
@@ -757,28 +757,29 @@ static inline __attribute__((always_inline)) void xpack8(const float *X, int ldx
 V3_TARGET static void xpack_avx2(const float *X, int T, int ldx, int K, int GW, int VW, float *Xp)
 {
     int nb = (K + 15) / 16;
-    size_t step = 0;
     for (int t0 = 0; t0 < T; t0 += GW) {
         int tn = T - t0 < GW ? T - t0 : GW, G = (tn + VW - 1) / VW * VW;
         float *xp = Xp + (size_t)(t0 / GW) * GW * nb * 16;
-        step = (size_t)nb * G;
+        size_t step = (size_t)nb * G;
         for (int p = 0; p < G; p += 8) {
             int w = G - p < 8 ? G - p : 8, n = tn - p; /* the tokens p .. p + w - 1, n of them in X */
             const float *x = X + (size_t)(t0 + p) * ldx;
             for (int k0 = 0; k0 < nb * 16; k0 += 8) {
                 float *d = xp + ((size_t)(k0 % 16) * nb + k0 / 16) * G + p; /* + j * step: k0 + j */
-                if (k0 + 8 <= K && w == 8 && n >= 8) /* the usual cases with constant sizes */
-                    xpack8(x + k0, ldx, 8, d, step, 8);
-                else if (k0 + 8 <= K && w == 6 && n >= 6)
-                    xpack8(x + k0, ldx, 6, d, step, 6);
-                else if (k0 + 8 <= K && w == 4 && n >= 4)
-                    xpack8(x + k0, ldx, 4, d, step, 4);
-                else if (k0 + 8 <= K)
-                    xpack8(x + k0, ldx, n, d, step, w);
-                else
+                if (k0 + 8 <= K) {
+                    if (w == 8 && n >= 8) /* the usual cases with constant sizes */
+                        xpack8(x + k0, ldx, 8, d, step, 8);
+                    else if (w == 6 && n >= 6)
+                        xpack8(x + k0, ldx, 6, d, step, 6);
+                    else if (w == 4 && n >= 4)
+                        xpack8(x + k0, ldx, 4, d, step, 4);
+                    else
+                        xpack8(x + k0, ldx, n, d, step, w);
+                } else {
                     for (int j = 0; j < 8; j++)
                         for (int i = 0; i < w; i++)
                             d[(size_t)j * step + i] = i < n && k0 + j < K ? x[(size_t)i * ldx + k0 + j] : 0.0f;
+                }
             }
         }
     }
@@ -793,7 +794,6 @@ DEFINE_XPACKED(xpacked8_avx2, V3_TARGET, v8, 8, 12, 1, 6)
  * 8192) */
 DEFINE_XPACKED(xpacked_avx512, V4_TARGET, v16, 16, 6, 2, 6)
 DEFINE_XPACKED(xpacked16_avx512, V4_TARGET, v16, 16, 8, 1, 8)
-
 
 /* On AVX-512 the outer products over X packed (xpacked_avx512) beat the
  * 5 x 5 tiles on a Zen 4 core, whose AVX-512 runs as two 256-bit halves:
@@ -881,7 +881,6 @@ DEFINE_BLOCK(block_generic, , tile4, 2, 3, 6)
 DEFINE_DOT(dot_generic, , tile4)
 DEFINE_COLS16(cols16_generic, , v4, 4, 4)
 
-
 static void choose_kernels(void)
 {
     dot_impl = dot_generic;
@@ -914,11 +913,11 @@ enum { ROWS_PER_BLOCK = 16, XPACK_ROWS = 48 };
 
 /* From this many tokens on, the W-packed outer products (where the target
  * has them, and X is too large to be packed alone) replace the tiles.
- * Measured (before the X-packed tiles, X read in place) on AVX2, one core, K = 768: with W
- * streamed from memory (N = 32768), as a model's weights are, packed 57
- * against the tiles' 44 GFLOPS at 8 tokens, 76 against 65 at 16, 93
- * against 82 at 32, a tie at 4; with W in L3 the tiles stay ahead up to
- * 32 tokens (107 against 91 at 16). */
+ * Measured before the X-packed tiles, with X read in place, on AVX2, one
+ * core, K = 768: with W streamed from memory (N = 32768), as a model's
+ * weights are, packed 57 against the tiles' 44 GFLOPS at 8 tokens, 76
+ * against 65 at 16, 93 against 82 at 32, a tie at 4; with W in L3 the
+ * tiles stay ahead up to 32 tokens (107 against 91 at 16). */
 enum { PACK_MIN_T = 8 };
 
 /* The floats of the pack (DEFINE_PACKED) for K (16 rows, K rounded up to 16). */
@@ -968,6 +967,19 @@ typedef struct mm_task {
     xpacked_fn xpacked; /* NULL: packed or block */
     const float *Xp;    /* X packed for xpacked or packed */
 } mm_task;
+
+/* Whether m's kernel reads X packed, in groups of *gw tokens in vectors of
+ * *vw: the X-packed kernel's (set by pick_xpacked), or the both-packed
+ * tiles' tokens. */
+static int x_groups(const mm_task *m, int *gw, int *vw)
+{
+    if (m->xpacked)
+        return 1;
+    if (!m->packed)
+        return 0;
+    *gw = *vw = packed_tt;
+    return 1;
+}
 
 /* Rows [r0, r0 + rn) of W (f32, stride ldw) times every token; Wp: room
  * for the pack, where packed. */
@@ -1042,9 +1054,7 @@ void asn_matmul(asn_pool *pool, const float *X, int T, int ldx, int K, const voi
                  pick_block(), pick_packed(T), pick_xpacked(T, K, &gw, &vw), NULL};
     if (wtype == ASN_T_F32 && T == 1)
         m.block = stream_impl;
-    if (m.xpacked || m.packed) { /* X packed once, read by every thread */
-        if (!m.xpacked)
-            gw = vw = packed_tt;
+    if (x_groups(&m, &gw, &vw)) { /* X packed once, read by every thread */
         float *Xp = asn_pool_shared_scratch(pool, xpack_floats(T, K, gw) * sizeof(float));
         xpack_task xt = {X, T, ldx, K, gw, vw, Xp};
         if (T >= XPACK_SPLIT_T)
@@ -1067,9 +1077,7 @@ void asn_matmul_f32(const float *X, int T, int ldx, int K, const float *W, int l
      * pack of W where W is packed too */
     float *buf = NULL;
     size_t xf = 0;
-    if (m.xpacked || m.packed) {
-        if (!m.xpacked)
-            gw = vw = packed_tt;
+    if (x_groups(&m, &gw, &vw)) {
         xf = xpack_floats(T, K, gw);
         buf = asn_xmalloc((xf + (m.xpacked ? 0 : pack_floats(K))) * sizeof(float));
         xpk.pack(X, T, ldx, K, gw, vw, buf);

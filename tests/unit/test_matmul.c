@@ -61,17 +61,17 @@ typedef struct shape {
 } shape;
 
 /* T and N around every tile size (1..8 tokens or rows, remainders of 2, 3,
- * 5, 6, 8), K around 16; the last ones span several row chunks. From 3
- * tokens on, while T x K is at most 2^19, AVX2 takes outer products over X
- * packed (groups of 16 tokens, of 8 up to 8 tokens, the last group padded;
- * tiles of 6 rows, 12 up to 8 tokens; K in blocks of 1024): the shapes
- * from 3 tokens on (from 64 the threads pack X's groups between them),
- * the last lines with T in 8..77 around 8 and 16, rows
- * past multiples of 6 and 12, K under 16 (lanes with no term) and past
- * 1024 with a partial last 16. From 128 tokens on, or past 2^19, it
- * packs 16 rows of W and X in groups of 6 tokens (the last group padded
- * with zero tokens): the last seven shapes, rows past 16, a last group of
- * 1..5 tokens, K under 16 and past 1024. */
+ * 5, 6, 8), K around 16; the last ones span several row chunks. From 3 to
+ * 127 tokens, while T x K is at most 2^19, AVX2 takes outer products over
+ * X packed (groups of 16 tokens, of 8 up to 8 tokens, the last group
+ * padded; tiles of 6 rows, 12 up to 8 tokens; K in blocks of 1024): the
+ * shapes from 3 tokens on (from 64 the threads pack X's groups between
+ * them), the last lines with T in 8..77 around 8 and 16, rows past
+ * multiples of 6 and 12, K under 16 (lanes with no term) and past 1024
+ * with a partial last 16. From 128 tokens on, or past 2^19, it packs 16
+ * rows of W and X in groups of 6 tokens (the last group padded with zero
+ * tokens): the last seven shapes, rows past 16, a last group of 1..5
+ * tokens, K under 16 and past 1024. */
 static const shape shapes[] = {
     {1, 1, 1},    {1, 7, 5},     {2, 3, 15},   {3, 5, 16},   {4, 6, 17},   {5, 9, 31},
     {6, 11, 32},  {7, 13, 33},   {8, 17, 47},  {9, 10, 64},  {10, 12, 100}, {11, 19, 129},
