@@ -22,7 +22,10 @@
  * for unit scales it is off * bsum (the accumulator starts there), for
  * per-16 scales a dot product of the stored -off * sc[h] with the token's
  * per-16 sums. Without VNNI, the full-range signed types (Q8_0, IQ4_NL,
- * IQ4_XS) keep w signed and use vpsignb instead, as llama.cpp does. */
+ * IQ4_XS) are multiplied in int16 instead, vpmaddwd on pairs of weights
+ * (times their scale) and of quants: llama.cpp's vpsignb runs on the same
+ * ports as the multiplies, and one vpmaddwd does the work of vpsignb,
+ * vpmaddubsw and half a vpmaddwd. */
 
 #define QG_FN static inline __attribute__((always_inline, target(QG_TARGET)))
 #define QG_CAT2(a, b) a##_##b
@@ -81,9 +84,9 @@ QG_FN QG(vi) QG(madd)(QG(vi) acc, QG(vi) p, QG(vi) s)
 
 /* acc[v][i] += the products of quads k_lo .. k_hi - 1 of the super-block
  * (wq, its repacked weights; qb[i], token i's quants): with VNNI one
- * vpdpbusd each; without, the vpmaddubsw pairs (signed weights through
- * vpsignb, sgn) widened against the scales s (NULL: ones). */
-QG_FN void QG(quads)(const int32_t *wq, const int8_t *const *qb, int k_lo, int k_hi, int sgn, const QG(vi) *s,
+ * vpdpbusd each; without, the vpmaddubsw pairs widened against the scales
+ * s (NULL: ones). */
+QG_FN void QG(quads)(const int32_t *wq, const int8_t *const *qb, int k_lo, int k_hi, const QG(vi) *s,
                      QG(vi) acc[QG_NR][QG_NT])
 {
 #pragma GCC unroll 8
@@ -95,17 +98,34 @@ QG_FN void QG(quads)(const int32_t *wq, const int8_t *const *qb, int k_lo, int k
             QG(vi) x = QG_SET1(qg_ld32(qb[i] + 4 * k4));
             for (int v = 0; v < QG_NR; v++) {
 #if QG_VNNI
-                (void)sgn, (void)s;
+                (void)s;
                 acc[v][i] = QG_DPBUSD(acc[v][i], w[v], x);
 #else
-                QG(vi) pr = sgn ? QG_MADDUBS(_mm256_sign_epi8(w[v], w[v]), _mm256_sign_epi8(x, w[v]))
-                                : QG_MADDUBS(w[v], x);
-                acc[v][i] = QG(madd)(acc[v][i], pr, s ? s[v] : QG_SET1(0x10001));
+                acc[v][i] = QG(madd)(acc[v][i], QG_MADDUBS(w[v], x), s ? s[v] : QG_SET1(0x10001));
 #endif
             }
         }
     }
 }
+
+#if !QG_VNNI
+/* acc[v][i] += the products of the S / 2 pairs of a super-block in int16
+ * (wq, its weights times their scales; qb[i], token i's quants). */
+QG_FN void QG(pairs)(const int32_t *wq, const int16_t *const *qb, int S, QG(vi) acc[QG_NR][QG_NT])
+{
+#pragma GCC unroll 8
+    for (int k2 = 0; k2 < S / 2; k2++) {
+        QG(vi) w[QG_NR];
+        for (int v = 0; v < QG_NR; v++)
+            w[v] = QG_LOAD(wq + (size_t)k2 * QG_R + v * QG_L);
+        for (int i = 0; i < QG_NT; i++) {
+            QG(vi) x = QG_SET1(qg_ld32(qb[i] + 2 * k2));
+            for (int v = 0; v < QG_NR; v++)
+                acc[v][i] = QG(madd)(acc[v][i], w[v], x);
+        }
+    }
+}
+#endif
 
 /* One tile: the QG_NR vectors of rows of the panel against tokens tk[]. */
 QG_FN void QG(tile)(const qjob *j, const qpanel *p, const int *tk, uint32_t t, QG(vf) out[QG_NR][QG_NT])
@@ -131,8 +151,15 @@ QG_FN void QG(tile)(const qjob *j, const qpanel *p, const int *tk, uint32_t t, Q
         const int8_t *qb[QG_NT]; /* the tokens' quants of this super-block */
         for (int i = 0; i < QG_NT; i++)
             qb[i] = qt[i] + (size_t)b * S;
-        if (unit) {
-            QG(quads)(wq, qb, 0, S / 4, f.sgn, NULL, acc);
+        if (f.w16) {
+#if !QG_VNNI
+            const int16_t *qw[QG_NT];
+            for (int i = 0; i < QG_NT; i++)
+                qw[i] = j->a.q16 + (size_t)tk[i] * K + (size_t)b * S;
+            QG(pairs)((const int32_t *)p->wq + (size_t)b * (S / 2) * QG_R, qw, S, acc);
+#endif
+        } else if (unit) {
+            QG(quads)(wq, qb, 0, S / 4, NULL, acc);
         } else {
             const int32_t *scv = p->scv + (size_t)b * (S / 16) * QG_R;
 #if QG_VNNI
@@ -145,7 +172,7 @@ QG_FN void QG(tile)(const qjob *j, const qpanel *p, const int *tk, uint32_t t, Q
                 for (int v = 0; v < QG_NR; v++)
                     for (int i = 0; i < QG_NT; i++)
                         tmp[v][i] = QG_ZERO();
-                QG(quads)(wq, qb, 4 * h, 4 * (h + G), 0, NULL, tmp);
+                QG(quads)(wq, qb, 4 * h, 4 * (h + G), NULL, tmp);
                 for (int v = 0; v < QG_NR; v++)
                     for (int i = 0; i < QG_NT; i++)
                         acc[v][i] = QG_ADD(acc[v][i], QG_MULLO(tmp[v][i], QG_LOAD(scv + (size_t)h * QG_R + v * QG_L)));
@@ -155,7 +182,7 @@ QG_FN void QG(tile)(const qjob *j, const qpanel *p, const int *tk, uint32_t t, Q
                 QG(vi) s[QG_NR];
                 for (int v = 0; v < QG_NR; v++)
                     s[v] = QG_LOAD(scv + (size_t)h * QG_R + v * QG_L);
-                QG(quads)(wq, qb, 4 * h, 4 * h + 4, f.sgn, s, acc);
+                QG(quads)(wq, qb, 4 * h, 4 * h + 4, s, acc);
             }
 #endif
         }

@@ -37,6 +37,7 @@ enum { ROWS = 8 }; /* rows unpacked together and per thread block */
  * dx[b * T + t], bsum[b * T + t] (both padded by 4 entries). */
 typedef struct qacts {
     const int8_t *q;
+    const int16_t *q16; /* the quants widened, for the int16 panels (qg_form's w16); else NULL */
     const int16_t *bs;
     const float *dx;
     const int32_t *bsum;
@@ -63,7 +64,8 @@ typedef struct qrows {
 } qrows;
 
 /* A panel of R rows repacked for the panel kernels (qgemm_x86.h):
- * wq[k / 4][R] words of four weights (k..k+3 of each row), scv[K / 16][R]
+ * wq[k / 4][R] words of four weights (k..k+3 of each row; in int16,
+ * wq[k / 2][R] words of two), scv[K / 16][R]
  * the scales (int16 pairs, or plain int32 with VNNI), cv[nsb][8][R] pairs
  * of mins or -off * scales, D and Dm [nsb][R]. */
 typedef struct qpanel {
@@ -657,12 +659,13 @@ QK_INLINE void block_t(const qjob *j, int r0, qrows *u, uint32_t t, int NT, int 
 
 /* How a variant multiplies a type's weights (see qgemm_x86.h): as unsigned
  * bytes u = w + off (adj: what to add to k_group's bytes to get u), or
- * signed with vpsignb (sgn); with VNNI the types with scales sum each run
- * of weights under one scale exactly and multiply by it (g32: runs of 32,
- * where pairs of scales are equal); cv: a super-block of 256 whose offset
- * share is taken off with the stored -off * sc[h]. */
+ * widened to int16 (w16: the full-range signed types without VNNI, times
+ * their scale where they have one); with VNNI the types with scales sum
+ * each run of weights under one scale exactly and multiply by it (g32:
+ * runs of 32, where pairs of scales are equal); cv: a super-block of 256
+ * whose offset share is taken off with the stored -off * sc[h]. */
 typedef struct qg_form {
-    int off, adj, sgn, g32, cv;
+    int off, adj, w16, g32, cv;
 } qg_form;
 
 QK_INLINE qg_form qg_form_of(uint32_t t, int vnni)
@@ -674,7 +677,7 @@ QK_INLINE qg_form qg_form_of(uint32_t t, int vnni)
         if (vnni)
             f.off = f.adj = 128;
         else
-            f.sgn = 1;
+            f.w16 = 1;
         break;
     case ASN_T_Q4_0: f.off = f.adj = vnni ? 128 : 8; break;
     case ASN_T_Q5_0: f.off = f.adj = vnni ? 128 : 16; break;
@@ -684,11 +687,18 @@ QK_INLINE qg_form qg_form_of(uint32_t t, int vnni)
         if (vnni)
             f.off = f.adj = 128, f.cv = 1;
         else
-            f.sgn = 1;
+            f.w16 = 1;
         break;
     default: break; /* Q4_1, Q5_1, Q2_K, Q4_K, Q5_K: unsigned quants, mins */
     }
     return f;
+}
+
+/* qg_form_of's w16 for code outside these x86 kernels (only where a
+ * panel kernel runs: it is compiled for AVX2). */
+static int qg_wide(uint32_t t, int vnni)
+{
+    return qg_form_of(t, vnni).w16;
 }
 
 QK_INLINE int32_t qg_ld32(const void *p)
@@ -703,10 +713,72 @@ QK_INLINE int32_t qg_pair(int a, int b)
     return (int32_t)((uint32_t)(uint16_t)a | (uint32_t)(uint16_t)b << 16);
 }
 
+/* The words r[i] transposed: word j of r[i] becomes word i of r[j]. */
+QK_INLINE void qg_transpose8(__m256i r[8])
+{
+    __m256i a[8], b[8];
+    for (int i = 0; i < 8; i += 2) {
+        a[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
+        a[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) { /* words 0..3 of rows i..i+3 of columns 0 to 3, 4..7 those of 4 to 7 */
+        b[i] = _mm256_unpacklo_epi64(a[i], a[i + 2]);
+        b[i + 1] = _mm256_unpackhi_epi64(a[i], a[i + 2]);
+        b[i + 2] = _mm256_unpacklo_epi64(a[i + 1], a[i + 3]);
+        b[i + 3] = _mm256_unpackhi_epi64(a[i + 1], a[i + 3]);
+    }
+    for (int c = 0; c < 4; c++) {
+        r[c] = _mm256_permute2x128_si256(b[c], b[4 + c], 0x20);
+        r[c + 4] = _mm256_permute2x128_si256(b[c], b[4 + c], 0x31);
+    }
+}
+
+/* qg_repack for the int16 form (w16): w * sc[h] (|w| <= 128, |sc| <= 32),
+ * the pair k, k + 1 a word; 8 rows at a time, transposed in registers. */
+QK_INLINE void qg_repack16(const qjob *j, int r0, int R, uint32_t t, qpanel *p)
+{
+    const int S = qu_super(t), nb = qu_bytes(t);
+    int32_t *wq = (int32_t *)p->wq;
+    for (int r8 = 0; r8 < R; r8 += 8) {
+        const uint8_t *x[8];
+        for (int r = 0; r < 8; r++)
+            x[r] = j->W + (size_t)(r0 + r8 + r < j->N ? r0 + r8 + r : j->N - 1) * j->row_bytes;
+        for (int b = 0; b < j->nsb; b++) {
+            int16_t sc[8][16], mn[16];
+            for (int r = 0; r < 8; r++)
+                k_meta(t, x[r] + (size_t)b * nb, sc[r], mn, &p->D[(size_t)b * R + r8 + r],
+                       &p->Dm[(size_t)b * R + r8 + r]);
+            for (int g = 0; g < S / 32; g++) {
+                __m256i w[8], lo[8], hi[8];
+                for (int r = 0; r < 8; r++) {
+                    w[r] = k_group(t, x[r] + (size_t)b * nb, g);
+                    lo[r] = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(w[r]));
+                    hi[r] = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(w[r], 1));
+                    if (!k_unit(t)) {
+                        lo[r] = _mm256_mullo_epi16(lo[r], _mm256_set1_epi16(sc[r][2 * g]));
+                        hi[r] = _mm256_mullo_epi16(hi[r], _mm256_set1_epi16(sc[r][2 * g + 1]));
+                    }
+                }
+                qg_transpose8(lo);
+                qg_transpose8(hi);
+                int32_t *o = wq + ((size_t)b * (S / 2) + 16 * g) * R + r8;
+                for (int i = 0; i < 8; i++) {
+                    _mm256_storeu_si256((__m256i *)(o + (size_t)i * R), lo[i]);
+                    _mm256_storeu_si256((__m256i *)(o + (size_t)(8 + i) * R), hi[i]);
+                }
+            }
+        }
+    }
+}
+
 QK_INLINE void qg_repack(const qjob *j, int r0, int R, uint32_t t, int vnni, qpanel *p)
 {
     const int S = qu_super(t), nb = qu_bytes(t);
     const qg_form f = qg_form_of(t, vnni);
+    if (f.w16) {
+        qg_repack16(j, r0, R, t, p);
+        return;
+    }
     int32_t *wq = (int32_t *)p->wq;
     for (int r = 0; r < R; r++) {
         const uint8_t *x = j->W + (size_t)(r0 + r < j->N ? r0 + r : j->N - 1) * j->row_bytes;
@@ -827,21 +899,21 @@ typedef struct qkernel {
     const char *name;
     block_fn block;
     panel_fn panel;
-    int R;
+    int R, vnni; /* the panel's rows and its integer instructions (qg_form_of) */
 } qkernel;
 
-static const qkernel k_generic = {"base", block_generic, NULL, 0};
+static const qkernel k_generic = {"base", block_generic, NULL, 0, 0};
 #if defined(__x86_64__)
-static const qkernel k_avx2 = {"avx2", block_avx2, panel_avx2, 16};
-static const qkernel k_avxvnni = {"avxvnni", block_avxvnni, panel_avxvnni, 16};
+static const qkernel k_avx2 = {"avx2", block_avx2, panel_avx2, 16, 0};
+static const qkernel k_avxvnni = {"avxvnni", block_avxvnni, panel_avxvnni, 16, 2};
 /* AVX-512 without VNNI batches through the AVX2 panels: faster than its
  * own 4 x 4 tiles (1241 vs 917 tokens/s prefill, 125M Q8_0, 2 threads) */
-static const qkernel k_avx512 = {"avx512", block_avx512, panel_avx2, 16};
-static const qkernel k_avx512vnni = {"avx512vnni", block_avx512vnni, panel_avx512vnni, 32};
+static const qkernel k_avx512 = {"avx512", block_avx512, panel_avx2, 16, 0};
+static const qkernel k_avx512vnni = {"avx512vnni", block_avx512vnni, panel_avx512vnni, 32, 1};
 #endif
 #if defined(__aarch64__)
-static const qkernel k_neon = {"neon", block_neon, NULL, 0};
-static const qkernel k_neondot = {"neondot", block_neondot, NULL, 0};
+static const qkernel k_neon = {"neon", block_neon, NULL, 0, 0};
+static const qkernel k_neondot = {"neondot", block_neondot, NULL, 0, 0};
 #endif
 static const qkernel *chosen;
 
@@ -916,7 +988,7 @@ typedef struct qtask {
 static void run_panels(const qjob *j, const qkernel *k, int ith, int lo, int hi)
 {
     size_t K = (size_t)j->K, R = (size_t)k->R, nsb = (size_t)j->nsb;
-    size_t wq = R * K, scv = R * (K / 16) * 4, cv = R * nsb * 8 * 4, d = R * nsb * sizeof(float);
+    size_t wq = 2 * R * K, scv = R * (K / 16) * 4, cv = R * nsb * 8 * 4, d = R * nsb * sizeof(float);
     uint8_t *m = asn_pool_scratch(j->pool, ith, wq + scv + cv + 2 * d + 4 * 64);
     uint8_t *a = (uint8_t *)(((uintptr_t)m + 63) & ~(uintptr_t)63);
     qpanel p;
@@ -962,6 +1034,7 @@ typedef struct qquant {
     int ldx;
     const qjob *j;
     int8_t *q;
+    int16_t *q16;
     float *dx;
     int16_t *bs;
     int32_t *bsum;
@@ -973,9 +1046,25 @@ static void quant_run(void *arg, int ith, int nth)
     const qjob *j = a->j;
     int lo, hi;
     asn_split(j->T, ith, nth, 1, &lo, &hi);
-    for (int t = lo; t < hi; t++)
-        quantize_acts(a->X + (size_t)t * a->ldx, j->K, j->S, j->T, a->q + (size_t)t * j->K, a->dx + t,
-                      a->bs + (size_t)t * (j->K / 16), a->bsum + t);
+    for (int t = lo; t < hi; t++) {
+        int8_t *q = a->q + (size_t)t * j->K;
+        quantize_acts(a->X + (size_t)t * a->ldx, j->K, j->S, j->T, q, a->dx + t, a->bs + (size_t)t * (j->K / 16),
+                      a->bsum + t);
+        if (a->q16)
+            for (int k = 0; k < j->K; k++)
+                a->q16[(size_t)t * j->K + k] = q[k];
+    }
+}
+
+/* 1 if kernel k's panels take type t's weights and the quants in int16. */
+static int panel_wide(const qkernel *k, uint32_t t)
+{
+#if defined(__x86_64__)
+    return k->panel && qg_wide(t, k->vnni);
+#else
+    (void)k, (void)t;
+    return 0;
+#endif
 }
 
 int asn_qmatmul(asn_pool *pool, const float *X, int T, int ldx, int K, const void *W, uint32_t wtype,
@@ -988,22 +1077,25 @@ int asn_qmatmul(asn_pool *pool, const float *X, int T, int ldx, int K, const voi
               .pool = pool};
     j.nsb = K / j.S;
     j.has_min = has_min(wtype);
+    const qkernel *k = pick();
+    int wide = T > 1 && panel_wide(k, wtype);
     size_t qbytes = (size_t)T * K, dbytes = ((size_t)T * j.nsb + 4) * sizeof(float),
-           bbytes = (size_t)T * (K / 16) * sizeof(int16_t);
-    uint8_t *m = asn_pool_shared_scratch(pool, 2 * dbytes + bbytes + qbytes + 64);
+           bbytes = (size_t)T * (K / 16) * sizeof(int16_t), wbytes = wide ? 2 * qbytes : 0;
+    uint8_t *m = asn_pool_shared_scratch(pool, 2 * dbytes + bbytes + wbytes + qbytes + 64);
     float *dx = (float *)m;
     int32_t *bsum = (int32_t *)(m + dbytes);
     int16_t *bs = (int16_t *)(m + 2 * dbytes);
-    int8_t *q = (int8_t *)(m + 2 * dbytes + bbytes);
-    qquant qq = {X, ldx, &j, q, dx, bs, bsum};
+    int16_t *q16 = wide ? (int16_t *)(m + 2 * dbytes + bbytes) : NULL;
+    int8_t *q = (int8_t *)(m + 2 * dbytes + bbytes + wbytes);
+    qquant qq = {X, ldx, &j, q, q16, dx, bs, bsum};
     if (T >= 8)
         asn_pool_run(pool, quant_run, &qq);
     else
         quant_run(&qq, 0, 1);
     for (int i = 0; i < 4; i++) /* the padding: defined values in lanes that are discarded */
         dx[(size_t)T * j.nsb + i] = 0, bsum[(size_t)T * j.nsb + i] = 0;
-    j.a = (qacts){q, bs, dx, bsum};
-    qtask tk = {&j, pick()};
+    j.a = (qacts){q, q16, bs, dx, bsum};
+    qtask tk = {&j, k};
     asn_pool_run(pool, run, &tk);
     return 0;
 }
