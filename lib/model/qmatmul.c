@@ -988,6 +988,7 @@ typedef struct qtask {
 static void run_panels(const qjob *j, const qkernel *k, int ith, int lo, int hi)
 {
     size_t K = (size_t)j->K, R = (size_t)k->R, nsb = (size_t)j->nsb;
+    /* wq: room for the int16 form (qg_repack16) */
     size_t wq = 2 * R * K, scv = R * (K / 16) * 4, cv = R * nsb * 8 * 4, d = R * nsb * sizeof(float);
     uint8_t *m = asn_pool_scratch(j->pool, ith, wq + scv + cv + 2 * d + 4 * 64);
     uint8_t *a = (uint8_t *)(((uintptr_t)m + 63) & ~(uintptr_t)63);
