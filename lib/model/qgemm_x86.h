@@ -25,8 +25,8 @@
  * IQ4_XS) are multiplied in int16 instead: one vpmaddwd of a pair of
  * weights (times their scale) with a pair of quants. Keeping them signed
  * in bytes takes a vpsignb per product, as llama.cpp does, and on Zen 4
- * vpsignb competes with vpmaddubsw and vpmaddwd for their ports (a loop of
- * 16 products took 12.8 cycles with its 10 vpsignb, 8.1 without). */
+ * vpsignb competes with vpmaddubsw and vpmaddwd for their ports (a step of
+ * 256 multiply-adds took 12.8 cycles with its 10 vpsignb, 8.1 without). */
 
 #define QG_FN static inline __attribute__((always_inline, target(QG_TARGET)))
 #define QG_CAT2(a, b) a##_##b
