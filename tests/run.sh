@@ -83,6 +83,9 @@ while read -r path; do
     printf '%s %s\n' "$secs" "$name" >> "$TIMES"
     printf '%s\n' "$out" | grep -aE '^(not )?ok ' >> "$LOG"
     printf '%s\n' "$out" | grep -aE '^not ok ' | sed "s|^|$name: |"
+    if printf '%s\n' "$out" | grep -aq '^not ok '; then # what the file said besides its checks
+        printf '%s\n' "$out" | grep -avE '^(not )?ok ' | tail -n 40 | sed "s|^|$name: |"
+    fi
     printf '%s\n' "$out" | grep -aE '^ok .* # SKIP' | sed "s|^ok - |$name: skipped: |"
     if [ "$rc" -ne 0 ] && ! printf '%s\n' "$out" | grep -aq '^not ok '; then
         # crashed or failed without saying which check: count it

@@ -168,6 +168,12 @@ check "the run still completes" sh -c "test $? = 0 && grep -q 'merge: job [0-9]*
 check "... shard 1's first process was killed" sh -c "! kill -0 $pid 2>/dev/null"
 check "... its task ran twice (Restarts=1)" sh -c "scontrol -o show job ${job}_1 | grep -q 'Restarts=1'"
 check "... and the datasets and index rows equal the serial run's" cluster_same out/s1 out/rq
+if ! grep -q 'merge: job [0-9]* COMPLETED' "$TMP/rq.out"; then # the jobs' own words, for the log
+    for f in "$TMP/rq.out" "$TMP/rq.err" "$TMP/requeue.out" slurm-*.out; do
+        [ -f "$f" ] && tail -n 8 "$f" | sed "s|^|# $(basename "$f"): |"
+    done
+    tail -n 15 "$C/slurmctld.log" "$C/slurmd.log" | sed 's|^|# |'
+fi
 
 # ---- SIGKILL: shard 1's process killed; the task fails, the merge job is
 # cancelled, nothing is merged; submitting again finishes the run
