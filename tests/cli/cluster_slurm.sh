@@ -154,11 +154,21 @@ check "shard 1's task is running" sh -c "scontrol -o show job ${job}_1 | grep -q
 scontrol requeue "${job}_1" > "$TMP/requeue.out" 2>&1
 check "scontrol requeue of the running task" test $? = 0
 # Slurm makes a requeued job wait 2 minutes (its begin time): start it now,
-# once it is pending again and its first process is gone (the stopped
-# wrapper dies only at Slurm's SIGKILL; a task started while it lives fails
-# to launch)
+# once it is pending again and every process of its first run is gone (the
+# stopped wrapper dies only at Slurm's SIGKILL; a task started while it or
+# its batch step lives fails to launch)
+task1=$(scontrol -o show job "${job}_1" | sed -n 's/^JobId=\([0-9]*\) .*/\1/p')
+echo "# requeued task: job $task1"
+first_run_alive() {
+    kill -0 "$pid" 2> /dev/null && return 0
+    for d in /proc/[0-9]*; do
+        tr '\0' '\n' < "$d/environ" 2> /dev/null | grep -qx "SLURM_JOB_ID=$task1" && return 0
+        tr '\0' ' ' < "$d/cmdline" 2> /dev/null | grep -q "slurmstepd: \[$task1\." && return 0
+    done
+    return 1
+}
 for i in $(seq 1 3000); do
-    ! kill -0 "$pid" 2> /dev/null && scontrol -o show job "${job}_1" | grep -q JobState=PENDING &&
+    ! first_run_alive && scontrol -o show job "${job}_1" | grep -q JobState=PENDING &&
         scontrol update JobId="${job}_1" StartTime=now >> "$TMP/requeue.out" 2>&1 && break
     sleep 0.1
 done
