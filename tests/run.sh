@@ -82,12 +82,14 @@ while read -r path; do
     out=$(cat "$RES/$name.out")
     printf '%s %s\n' "$secs" "$name" >> "$TIMES"
     printf '%s\n' "$out" | grep -aE '^(not )?ok ' >> "$LOG"
+    failed=0
+    printf '%s\n' "$out" | grep -aq '^not ok ' && failed=1
     printf '%s\n' "$out" | grep -aE '^not ok ' | sed "s|^|$name: |"
-    if printf '%s\n' "$out" | grep -aq '^not ok '; then # what the file said besides its checks
+    if [ $failed = 1 ]; then # what the file said besides its checks
         printf '%s\n' "$out" | grep -avE '^(not )?ok ' | tail -n 40 | sed "s|^|$name: |"
     fi
     printf '%s\n' "$out" | grep -aE '^ok .* # SKIP' | sed "s|^ok - |$name: skipped: |"
-    if [ "$rc" -ne 0 ] && ! printf '%s\n' "$out" | grep -aq '^not ok '; then
+    if [ "$rc" -ne 0 ] && [ $failed = 0 ]; then
         # crashed or failed without saying which check: count it
         echo "not ok - $name exited with status $rc" >> "$LOG"
         echo "$name: exited with status $rc"

@@ -17,6 +17,7 @@
 #include "asn/linalg.h"
 #include "asn/gguf.h"
 #include "matmul_neon.h"
+#include "transpose8.h"
 
 #include <stdlib.h>
 #include <pthread.h>
@@ -29,7 +30,7 @@
  * registers would be split by the compiler through memory and general
  * registers, so each kernel uses only its own width. */
 typedef float v16 __attribute__((vector_size(64)));
-typedef float v8 __attribute__((vector_size(32)));
+/* v8: transpose8.h */
 typedef float v4 __attribute__((vector_size(16)));
 
 /* The helpers are inlined into each target's kernel: no vector crosses an
@@ -375,8 +376,8 @@ DEFINE_ROWS(tile4)
  * lane reads two contiguous runs, the TT broadcasts of a step from one
  * line: with X read in place (6 lines per step, 16 lanes picking their
  * element out of each) the tiles ran at 65 GFLOPS on one core at T = 512,
- * K = 2048, N = 768, against 96 here (110 without the pack of W). A lane runs over all its blocks at
- * once, its sums then stored in sum[]. A lane's zero-padded terms (k >= K)
+ * K = 2048, N = 768, against 96 here (110 without the pack of W). A lane
+ * runs over all its blocks at once, its sums then stored in sum[]. A lane's zero-padded terms (k >= K)
  * are not computed: an accumulator starts at +0 and never becomes -0, so
  * adding +0 would leave it unchanged. Then p_l + p_{l+8} (the tree's first
  * level), (l, l+4), (l, l+2), (l, l+1) add whole vectors, as DEFINE_COLS16
@@ -693,26 +694,6 @@ DEFINE_DOT(dot_base, V1_TARGET, tile4)
 DEFINE_COLS16(cols16_avx512, V4_TARGET, v16, 16, 4)
 DEFINE_COLS16(cols16_avx2, V3_TARGET, v8, 8, 4)
 DEFINE_COLS16(cols16_base, V1_TARGET, v4, 4, 2)
-/* r[i][j] becomes r[j][i]. */
-static inline __attribute__((always_inline)) void transpose8(v8 r[8])
-{
-    v8 t[8], u[8];
-    _Pragma("GCC unroll 4") for (int i = 0; i < 8; i += 2) {
-        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-    }
-    _Pragma("GCC unroll 2") for (int i = 0; i < 8; i += 4)
-        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
-            u[i + h * 2] = __builtin_shufflevector(t[i + h], t[i + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-            u[i + h * 2 + 1] = __builtin_shufflevector(t[i + h], t[i + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-        }
-    /* u[c], c < 4: columns c and c + 4 of rows 0-3; u[4 + c]: of rows 4-7 */
-    _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
-        r[c] = __builtin_shufflevector(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-        r[c + 4] = __builtin_shufflevector(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-    }
-}
-
 /* 16 rows packed for the tiles above, an 8 x 8 transpose at a time; the
  * `next` rows after them are fetched into L2 meanwhile, to be there when
  * their turn comes after this pack's tiles. */

@@ -23,6 +23,7 @@
 #include "asn/linalg.h"
 #include "asn/gguf.h"
 #include "qunpack.h"
+#include "transpose8.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -713,26 +714,6 @@ QK_INLINE int32_t qg_pair(int a, int b)
     return (int32_t)((uint32_t)(uint16_t)a | (uint32_t)(uint16_t)b << 16);
 }
 
-/* The words r[i] transposed: word j of r[i] becomes word i of r[j]. */
-QK_INLINE void qg_transpose8(__m256i r[8])
-{
-    __m256i a[8], b[8];
-    for (int i = 0; i < 8; i += 2) {
-        a[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
-        a[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 8; i += 4) { /* words 0..3 of rows i..i+3 of columns 0 to 3, 4..7 those of 4 to 7 */
-        b[i] = _mm256_unpacklo_epi64(a[i], a[i + 2]);
-        b[i + 1] = _mm256_unpackhi_epi64(a[i], a[i + 2]);
-        b[i + 2] = _mm256_unpacklo_epi64(a[i + 1], a[i + 3]);
-        b[i + 3] = _mm256_unpackhi_epi64(a[i + 1], a[i + 3]);
-    }
-    for (int c = 0; c < 4; c++) {
-        r[c] = _mm256_permute2x128_si256(b[c], b[4 + c], 0x20);
-        r[c + 4] = _mm256_permute2x128_si256(b[c], b[4 + c], 0x31);
-    }
-}
-
 /* qg_repack for the int16 form (w16): w * sc[h] (|w| <= 128, |sc| <= 32),
  * the pair k, k + 1 a word; 8 rows at a time, transposed in registers. */
 QK_INLINE void qg_repack16(const qjob *j, int r0, int R, uint32_t t, qpanel *p)
@@ -759,12 +740,15 @@ QK_INLINE void qg_repack16(const qjob *j, int r0, int R, uint32_t t, qpanel *p)
                         hi[r] = _mm256_mullo_epi16(hi[r], _mm256_set1_epi16(sc[r][2 * g + 1]));
                     }
                 }
-                qg_transpose8(lo);
-                qg_transpose8(hi);
+                v8 tl[8], th[8]; /* the words as lanes of transpose8's vectors */
+                for (int r = 0; r < 8; r++)
+                    tl[r] = (v8)lo[r], th[r] = (v8)hi[r];
+                transpose8(tl);
+                transpose8(th);
                 int32_t *o = wq + ((size_t)b * (S / 2) + 16 * g) * R + r8;
                 for (int i = 0; i < 8; i++) {
-                    _mm256_storeu_si256((__m256i *)(o + (size_t)i * R), lo[i]);
-                    _mm256_storeu_si256((__m256i *)(o + (size_t)(8 + i) * R), hi[i]);
+                    _mm256_storeu_si256((__m256i *)(o + (size_t)i * R), (__m256i)tl[i]);
+                    _mm256_storeu_si256((__m256i *)(o + (size_t)(8 + i) * R), (__m256i)th[i]);
                 }
             }
         }

@@ -158,7 +158,6 @@ check "scontrol requeue of the running task" test $? = 0
 # stopped wrapper dies only at Slurm's SIGKILL; a task started while it or
 # its batch step lives fails to launch)
 task1=$(scontrol -o show job "${job}_1" | sed -n 's/^JobId=\([0-9]*\) .*/\1/p')
-echo "# requeued task: job $task1"
 first_run_alive() {
     kill -0 "$pid" 2> /dev/null && return 0
     for d in /proc/[0-9]*; do
